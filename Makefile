@@ -1,0 +1,49 @@
+# rill - the README's commands. Each installs what it needs on a fresh Debian 12 machine.
+#   make run    the main job: the seed's model trained (see README)
+#   make test   the tests, in a normal build and under ASan+UBSan
+#   make build  build only
+#   make bench  benchmarks (results go in docs/BENCHMARKS.md by hand)
+
+BUILD      ?= build
+BUILD_SAN  ?= build-asan
+JOBS       ?= $(shell nproc)
+DEB_PKGS   := build-essential cmake pkg-config libopenblas-dev zlib1g-dev dataset-fashion-mnist
+
+.PHONY: all deps build build-asan run test test-fast test-asan bench clean format
+
+all: build
+
+deps:
+	@scripts/install-deps.sh $(DEB_PKGS)
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+$(BUILD_SAN)/CMakeCache.txt:
+	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=Debug -DRILL_SANITIZE=ON
+
+build-asan: deps $(BUILD_SAN)/CMakeCache.txt
+	cmake --build $(BUILD_SAN) -j $(JOBS)
+
+run: build
+	$(BUILD)/examples/linear_regression --learning_rate=0.01 --train_steps=20000 --steps_to_validate=2000
+
+test: build build-asan
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD_SAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+test-fast: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	scripts/bench.sh $(BUILD)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(BUILD_SAN)

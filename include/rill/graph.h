@@ -1,0 +1,94 @@
+/* rill/graph.h - building a dataflow graph.
+ *
+ * A graph owns its nodes. Building is dozens of calls, so the graph keeps a sticky status: the
+ * first error is recorded on the graph, every later builder call returns an empty output
+ * ({NULL, 0}) without touching it, and the caller checks rill_graph_status once at the end.
+ * Builders accept {NULL, 0} inputs (the result of an earlier failed call) and just return empty.
+ *
+ * Names: a NULL name gives the op's default name ("add", "MatMul", ...), made unique with "_1",
+ * "_2" suffixes as TensorFlow does, inside the current name scope ("layer1/add").
+ */
+#ifndef RILL_GRAPH_H
+#define RILL_GRAPH_H
+
+#include <rill/status.h>
+#include <rill/tensor.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rill_graph rill_graph;
+typedef struct rill_node rill_node;
+
+/* One output of a node: an edge's source. {NULL, 0} is "no value". */
+typedef struct rill_output {
+    rill_node *node;
+    int index;
+} rill_output;
+
+rill_graph *rill_graph_new(void);
+/* Frees the graph and all its nodes. NULL is a no-op. Sessions on it must be freed first. */
+void rill_graph_free(rill_graph *g);
+
+/* The sticky build status (borrowed). */
+const rill_status *rill_graph_status(const rill_graph *g);
+bool rill_graph_ok(const rill_graph *g);
+/* Forgets a recorded error so building can go on (the failed node was never added). */
+void rill_graph_clear_status(rill_graph *g);
+
+/* Graph-level random seed, as tf.set_random_seed: ops without a seed of their own derive one. */
+void rill_graph_set_seed(rill_graph *g, int64_t seed);
+
+/* Name scopes nest: push "layer1" then "dense" puts nodes under "layer1/dense/". */
+void rill_graph_push_name_scope(rill_graph *g, const char *scope);
+void rill_graph_pop_name_scope(rill_graph *g);
+
+/* Nodes created inside get control inputs on every node in deps (borrowed). Scopes nest and add
+ * up; push with n == 0 clears the outer ones, as tf.control_dependencies(None). */
+void rill_graph_push_control_dependencies(rill_graph *g, rill_node *const *deps, int n);
+void rill_graph_pop_control_dependencies(rill_graph *g);
+
+/* Device scope: every node created inside records the spec as its requested device (the spec is
+ * copied). Placement reads it; see docs/ARCHITECTURE.md. */
+void rill_graph_push_device(rill_graph *g, const char *spec);
+void rill_graph_pop_device(rill_graph *g);
+
+/* Lookup. rill_graph_find_node returns NULL when absent. rill_graph_find_output parses
+ * "name" or "name:index" and fails with NOT_FOUND, in TensorFlow's words, when absent. */
+rill_node *rill_graph_find_node(const rill_graph *g, const char *name);
+rill_output rill_graph_find_output(const rill_graph *g, const char *name, rill_status *s);
+int rill_graph_num_nodes(const rill_graph *g);
+rill_node *rill_graph_node(const rill_graph *g, int i);
+
+/* Named collections ("variables", "trainable_variables", ...). Nodes are borrowed. */
+void rill_graph_add_to_collection(rill_graph *g, const char *key, rill_node *n);
+/* Copies up to cap members into out; returns the member count. */
+int rill_graph_get_collection(const rill_graph *g, const char *key, rill_node **out, int cap);
+
+/* Node accessors. All returned strings are borrowed and live as long as the graph. */
+const char *rill_node_name(const rill_node *n);
+const char *rill_node_op_type(const rill_node *n);
+/* The device requested at build time ("" when none). */
+const char *rill_node_requested_device(const rill_node *n);
+int rill_node_num_inputs(const rill_node *n);
+rill_output rill_node_input(const rill_node *n, int i);
+int rill_node_num_control_inputs(const rill_node *n);
+rill_node *rill_node_control_input(const rill_node *n, int i);
+int rill_node_num_outputs(const rill_node *n);
+rill_dtype rill_node_output_dtype(const rill_node *n, int i);
+/* The build-time inferred shape of output i. */
+rill_shape rill_node_output_shape(const rill_node *n, int i);
+rill_graph *rill_node_graph(const rill_node *n);
+/* Adds a control edge dep -> n after the fact (may create a cycle; sessions detect it). */
+void rill_node_add_control_input(rill_node *n, rill_node *dep);
+/* {n, i}; {NULL, 0} when n is NULL. */
+rill_output rill_node_output(rill_node *n, int i);
+/* Dtype and shape of an output; RILL_DT_INVALID / unknown for {NULL, 0}. */
+rill_dtype rill_output_dtype(rill_output o);
+rill_shape rill_output_shape(rill_output o);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

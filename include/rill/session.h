@@ -1,0 +1,52 @@
+/* rill/session.h - running a graph.
+ *
+ * A session runs pruned subgraphs of a graph: what the fetches and targets need, stopping at fed
+ * tensors. It prepares a plan once per (feeds, fetches, targets) and caches it, so a steady-state
+ * step does no planning and, for small graphs, no allocation. Variables live in the session's
+ * resource manager and persist across runs.
+ */
+#ifndef RILL_SESSION_H
+#define RILL_SESSION_H
+
+#include <rill/graph.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rill_session rill_session;
+typedef struct rill_session_options rill_session_options;
+
+rill_session_options *rill_session_options_new(void);
+void rill_session_options_free(rill_session_options *o);
+/* Threads of the inter-op pool; 0 (default) is one per core. */
+void rill_session_options_set_inter_op_threads(rill_session_options *o, int n);
+/* Print where each node runs on the first run of each plan (tf's log_device_placement). */
+void rill_session_options_set_log_device_placement(rill_session_options *o, bool on);
+void rill_session_options_set_allow_soft_placement(rill_session_options *o, bool on);
+
+/* A session on g (borrowed: g must outlive the session; nodes may be added later). options may
+ * be NULL and are copied. Returns NULL with s set on failure. */
+rill_session *rill_session_new(rill_graph *g, const rill_session_options *options, rill_status *s);
+/* Frees the session, its plans and its variables. NULL is a no-op. */
+void rill_session_free(rill_session *sess);
+
+/* Runs one step. feed_values are borrowed; each fetch_values[i] receives a new reference the
+ * caller frees (NULL on failure). Returns the status code (also in s). Safe to call from several
+ * threads at once. */
+rill_code rill_session_run(rill_session *sess, const rill_output *feeds,
+                           rill_tensor *const *feed_values, int nfeeds, const rill_output *fetches,
+                           rill_tensor **fetch_values, int nfetches, rill_node *const *targets,
+                           int ntargets, rill_status *s);
+
+/* Runs targets only (no feeds, no fetches): initializers and the like. */
+rill_code rill_session_run_targets(rill_session *sess, rill_node *const *targets, int n,
+                                   rill_status *s);
+
+/* Number of plans in the cache (for tests and tools). */
+int rill_session_num_plans(const rill_session *sess);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

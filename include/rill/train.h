@@ -1,0 +1,55 @@
+/* rill/train.h - symbolic gradients and optimizers.
+ *
+ * rill_gradients adds the reverse-mode graph of sum(ys) with respect to xs, as tf.gradients.
+ * Optimizers follow tf.train: compute_gradients, apply_gradients (which bumps global_step when
+ * given one) and minimize. Slot variables are named "<var>/Momentum", "<var>/Adam", "<var>/Adam_1".
+ */
+#ifndef RILL_TRAIN_H
+#define RILL_TRAIN_H
+
+#include <rill/ops.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* dx[i] receives d(sum of ys)/d xs[i], or {NULL, 0} when xs[i] does not reach any y (TF's None).
+ * grad_ys may be NULL (ones) or ny seed gradients. Errors go to the graph's sticky status;
+ * returns false on error. */
+bool rill_gradients(rill_graph *g, const rill_output *ys, int ny, const rill_output *xs, int nx,
+                    const rill_output *grad_ys, rill_output *dx);
+
+typedef struct rill_optimizer rill_optimizer;
+
+typedef struct rill_grad_and_var {
+    rill_output grad; /* {NULL, 0} when the loss does not depend on var */
+    rill_output var;
+} rill_grad_and_var;
+
+rill_optimizer *rill_gradient_descent_optimizer_new(double learning_rate);
+rill_optimizer *rill_momentum_optimizer_new(double learning_rate, double momentum,
+                                            bool use_nesterov);
+/* TF's defaults: beta1 0.9, beta2 0.999, epsilon 1e-8. */
+rill_optimizer *rill_adam_optimizer_new(double learning_rate, double beta1, double beta2,
+                                        double epsilon);
+void rill_optimizer_free(rill_optimizer *o);
+const char *rill_optimizer_name(const rill_optimizer *o);
+
+/* Gradients of loss for var_list (NULL/0: the trainable variables). Writes up to cap pairs into
+ * out and returns the pair count; -1 on error (sticky status set). */
+int rill_optimizer_compute_gradients(rill_optimizer *o, rill_graph *g, rill_output loss,
+                                     const rill_output *var_list, int nvars,
+                                     rill_grad_and_var *out, int cap);
+/* The update op: one apply per pair with a gradient, then global_step += 1 when global_step is
+ * given. Returns NULL on error. */
+rill_node *rill_optimizer_apply_gradients(rill_optimizer *o, rill_graph *g,
+                                          const rill_grad_and_var *gv, int n,
+                                          rill_output global_step, const char *name);
+/* compute_gradients then apply_gradients over the trainable variables. */
+rill_node *rill_optimizer_minimize(rill_optimizer *o, rill_graph *g, rill_output loss,
+                                   rill_output global_step, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,131 @@
+/* core.h - internal helpers of the core layer: allocation hook, string helpers, logging, the
+ * tensor and buffer internals, the thread pool and a clock. Everything here is rill__-prefixed
+ * and not part of the public API. */
+#ifndef RILL_CORE_CORE_H
+#define RILL_CORE_CORE_H
+
+#include <rill/status.h>
+#include <rill/tensor.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* --- allocation: every allocation goes through these so it can be counted (tests check that a
+ * steady-state step allocates nothing) --- */
+void *rill__malloc(size_t n);
+void *rill__calloc(size_t count, size_t n);
+void *rill__realloc(void *p, size_t n);
+void rill__free(void *p);
+/* 64-byte aligned; large blocks get transparent huge pages (first touch costs ~10 us a page
+ * on our VMs). Free with rill__aligned_free. */
+void *rill__aligned_alloc(size_t n);
+void rill__aligned_free(void *p, size_t n);
+char *rill__strdup(const char *s);
+char *rill__strndup(const char *s, size_t n);
+/* printf into a new string; caller rill__free()s. */
+char *rill__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Number of allocations made through the hooks since start (monotonic). */
+uint64_t rill__alloc_count(void);
+
+/* Allocation failure is not a user error; it is reported and the process stops. */
+#define RILL_CHECK_ALLOC(p)                                                                        \
+    do {                                                                                           \
+        if (!(p)) rill__oom(__FILE__, __LINE__);                                                   \
+    } while (0)
+_Noreturn void rill__oom(const char *file, int line);
+
+/* --- logging --- */
+typedef enum { RILL_LOG_DEBUG, RILL_LOG_INFO, RILL_LOG_WARNING, RILL_LOG_ERROR } rill__log_level;
+void rill__log(rill__log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* --- growable pointer array --- */
+typedef struct rill__vec {
+    void **items;
+    int n, cap;
+} rill__vec;
+void rill__vec_push(rill__vec *v, void *p);
+void rill__vec_free(rill__vec *v);
+
+/* --- buffers and tensors --- */
+typedef struct rill__buffer {
+    atomic_int refs;
+    void *data;
+    size_t size;
+    int device; /* 0 = host memory; backends set their own ids */
+    rill_dtype dtype; /* RILL_STRING buffers own their strings */
+    int64_t nstrings;
+} rill__buffer;
+
+typedef struct rill__tstring {
+    char *ptr;
+    size_t len;
+} rill__tstring;
+
+struct rill_tensor {
+    atomic_int refs;
+    rill_dtype dtype;
+    rill_shape shape;
+    int64_t numel;
+    rill__buffer *buf;
+};
+
+rill__buffer *rill__buffer_new(rill_dtype t, int64_t numel);
+void rill__buffer_unref(rill__buffer *b);
+/* A tensor header sharing b (takes one buffer reference). */
+rill_tensor *rill__tensor_wrap(rill_dtype t, const rill_shape *s, rill__buffer *b);
+/* True when this holder is the only one of tensor and buffer: updating in place is invisible to
+ * anyone else. */
+static inline bool rill__tensor_exclusive(const rill_tensor *t)
+{
+    return atomic_load_explicit(&t->refs, memory_order_acquire) == 1 &&
+           atomic_load_explicit(&t->buf->refs, memory_order_acquire) == 1;
+}
+/* Re-shapes a tensor header in place (numel must not change). */
+void rill__tensor_set_shape(rill_tensor *t, const rill_shape *s);
+
+/* --- thread pool --- */
+typedef struct rill__threadpool rill__threadpool;
+typedef void (*rill__task_fn)(void *arg);
+rill__threadpool *rill__threadpool_new(int nthreads);
+void rill__threadpool_free(rill__threadpool *p);
+int rill__threadpool_size(const rill__threadpool *p);
+void rill__threadpool_schedule(rill__threadpool *p, rill__task_fn fn, void *arg);
+/* Runs fn(arg, begin, end) over [0, n) in up to size+1 shards (the caller runs one) and waits. */
+typedef void (*rill__range_fn)(void *arg, int64_t begin, int64_t end);
+void rill__parallel_for(rill__threadpool *p, int64_t n, int64_t min_per_shard, rill__range_fn fn,
+                        void *arg);
+/* The process-wide pool for intra-op work (created on first use, one thread per core less one). */
+rill__threadpool *rill__default_pool(void);
+int rill__num_cores(void);
+
+/* --- clocks --- */
+double rill__now_seconds(void); /* monotonic */
+
+/* --- random numbers: Philox-free, counter-based splitmix/xoshiro256** --- */
+typedef struct rill__rng {
+    uint64_t s[4];
+} rill__rng;
+void rill__rng_seed(rill__rng *r, uint64_t seed);
+uint64_t rill__rng_next(rill__rng *r);
+double rill__rng_uniform(rill__rng *r); /* [0, 1) */
+double rill__rng_normal(rill__rng *r);
+uint64_t rill__random_seed(void); /* from the OS clock and a counter */
+
+/* --- CRC32C (Castagnoli), for file formats later --- */
+uint32_t rill__crc32c(uint32_t crc, const void *data, size_t n);
+
+
+/* --- string-keyed hash map (open addressing); keys are copied, values borrowed --- */
+typedef struct rill__strmap {
+    char **keys;
+    void **vals;
+    size_t cap, n;
+} rill__strmap;
+void *rill__strmap_get(const rill__strmap *m, const char *key);
+/* Inserts or replaces. */
+void rill__strmap_put(rill__strmap *m, const char *key, void *val);
+void rill__strmap_free(rill__strmap *m);
+
+#endif

@@ -1,0 +1,101 @@
+/* random.c - xoshiro256** seeded by splitmix64, normal deviates by Box-Muller, and CRC32C.
+ *
+ * Random ops keep one generator per op instance in the session, so a seeded op yields the same
+ * sequence run after run, as TensorFlow's stateful random ops do. */
+#include "core.h"
+
+#include <math.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void rill__rng_seed(rill__rng *r, uint64_t seed)
+{
+    uint64_t x = seed;
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+}
+
+static inline uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+uint64_t rill__rng_next(rill__rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double rill__rng_uniform(rill__rng *r)
+{
+    return (double)(rill__rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+double rill__rng_normal(rill__rng *r)
+{
+    double u1;
+    do {
+        u1 = rill__rng_uniform(r);
+    } while (u1 <= 0.0);
+    double u2 = rill__rng_uniform(r);
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+uint64_t rill__random_seed(void)
+{
+    static atomic_uint_fast64_t counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ ((uint64_t)getpid() << 16) ^
+                 atomic_fetch_add(&counter, 0x9e3779b97f4a7c15ull);
+    return splitmix64(&x);
+}
+
+static uint32_t crc_table[8][256];
+static atomic_int crc_ready;
+
+static void crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (int t = 1; t < 8; t++)
+        for (int i = 0; i < 256; i++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+    atomic_store(&crc_ready, 1);
+}
+
+uint32_t rill__crc32c(uint32_t crc, const void *data, size_t n)
+{
+    if (!atomic_load(&crc_ready)) crc_init();
+    const uint8_t *p = data;
+    crc = ~crc;
+    while (n >= 8) {
+        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                             (uint32_t)p[3] << 24);
+        crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
+              crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^ crc_table[3][p[4]] ^
+              crc_table[2][p[5]] ^ crc_table[1][p[6]] ^ crc_table[0][p[7]];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xff];
+    return ~crc;
+}

@@ -1,0 +1,162 @@
+/* gradients.c - symbolic reverse-mode differentiation (tf.gradients).
+ *
+ * 1. Mark the nodes on a data path from some x to some y (forward reach from xs intersected
+ *    with backward reach from ys).
+ * 2. Seed each y with its given gradient or ones.
+ * 3. Walk marked nodes in reverse creation order (data edges always point to older nodes, so
+ *    this is a reverse topological order). For each node with incoming gradients, sum the
+ *    partial gradients of each output (AddN) and call the op's gradient function, which builds
+ *    the gradient nodes with the public builders; hand each input's part back to its producer.
+ * Integer tensors carry no gradient; ops without a gradient function stop the flow (TF's
+ * NotDifferentiable). New nodes go under the name scope "gradients/<node>_grad/". */
+#include "graph_internal.h"
+
+#include <string.h>
+
+typedef struct partials {
+    rill__vec *per_output; /* per node: array of noutputs vecs of rill_output* */
+} partials;
+
+static void add_partial(rill__vec *v, rill_output o)
+{
+    rill_output *p = rill__malloc(sizeof *p);
+    RILL_CHECK_ALLOC(p);
+    *p = o;
+    rill__vec_push(v, p);
+}
+
+static rill_output sum_partials(rill_graph *g, rill__vec *v)
+{
+    if (v->n == 0) return (rill_output){NULL, 0};
+    if (v->n == 1) return *(rill_output *)v->items[0];
+    rill_output *xs = rill__malloc((size_t)v->n * sizeof *xs);
+    RILL_CHECK_ALLOC(xs);
+    for (int i = 0; i < v->n; i++) xs[i] = *(rill_output *)v->items[i];
+    rill_output s = rill_add_n(g, xs, v->n, NULL);
+    rill__free(xs);
+    return s;
+}
+
+static bool differentiable(rill_dtype t)
+{
+    return rill_dtype_is_float(t);
+}
+
+bool rill_gradients(rill_graph *g, const rill_output *ys, int ny, const rill_output *xs, int nx,
+                    const rill_output *grad_ys, rill_output *dx)
+{
+    for (int i = 0; i < nx; i++) dx[i] = (rill_output){NULL, 0};
+    if (!rill_graph_ok(g)) return false;
+    for (int i = 0; i < ny; i++)
+        if (!ys[i].node) {
+            rill__graph_fail(g, RILL_INVALID_ARGUMENT, "gradients: y %d is empty", i);
+            return false;
+        }
+    for (int i = 0; i < nx; i++)
+        if (!xs[i].node) {
+            rill__graph_fail(g, RILL_INVALID_ARGUMENT, "gradients: x %d is empty", i);
+            return false;
+        }
+    int nn = rill_graph_num_nodes(g);
+    char *fwd = rill__calloc((size_t)nn + 1, 1), *bwd = rill__calloc((size_t)nn + 1, 1);
+    RILL_CHECK_ALLOC(fwd);
+    RILL_CHECK_ALLOC(bwd);
+    rill__consumers cons;
+    rill__consumers_build(g, &cons);
+
+    /* Forward reach from xs, in id order (consumers always have larger ids). */
+    for (int i = 0; i < nx; i++) fwd[xs[i].node->id] = 1;
+    for (int id = 0; id < nn; id++) {
+        if (!fwd[id]) continue;
+        for (int e = cons.start[id]; e < cons.start[id + 1]; e++) fwd[cons.node[e]->id] = 1;
+    }
+    /* Backward reach from ys. */
+    for (int i = 0; i < ny; i++) bwd[ys[i].node->id] = 1;
+    for (int id = nn - 1; id >= 0; id--) {
+        if (!bwd[id]) continue;
+        rill_node *n = rill_graph_node(g, id);
+        for (int k = 0; k < n->ninputs; k++) bwd[n->inputs[k].node->id] = 1;
+    }
+
+    rill__vec **grads = rill__calloc((size_t)nn + 1, sizeof *grads);
+    RILL_CHECK_ALLOC(grads);
+    rill_graph_push_name_scope(g, "gradients");
+    for (int i = 0; i < ny; i++) {
+        rill_node *n = ys[i].node;
+        if (!grads[n->id]) {
+            grads[n->id] = rill__calloc((size_t)n->noutputs, sizeof(rill__vec));
+            RILL_CHECK_ALLOC(grads[n->id]);
+        }
+        rill_output seed = grad_ys && grad_ys[i].node ? grad_ys[i] : rill_ones_like(g, ys[i], NULL);
+        add_partial(&grads[n->id][ys[i].index], seed);
+    }
+
+    rill_output dy[16], *dyp = dy, din[16], *dinp = din;
+    for (int id = nn - 1; id >= 0 && rill_graph_ok(g); id--) {
+        if (!grads[id] || !(fwd[id] && bwd[id])) continue;
+        rill_node *n = rill_graph_node(g, id);
+        if (!n->op->grad || n->ninputs == 0) continue;
+        if (n->noutputs > 16) dyp = rill__malloc((size_t)n->noutputs * sizeof *dyp);
+        if (n->ninputs > 16) dinp = rill__malloc((size_t)n->ninputs * sizeof *dinp);
+        RILL_CHECK_ALLOC(dyp);
+        RILL_CHECK_ALLOC(dinp);
+        char *scope = rill__asprintf("%s_grad", n->name);
+        rill_graph_push_name_scope(g, scope);
+        rill__free(scope);
+        bool any = false;
+        for (int o = 0; o < n->noutputs; o++) {
+            dyp[o] = differentiable(n->out_dtypes[o]) ? sum_partials(g, &grads[id][o])
+                                                      : (rill_output){NULL, 0};
+            any = any || dyp[o].node;
+        }
+        for (int k = 0; k < n->ninputs; k++) dinp[k] = (rill_output){NULL, 0};
+        if (any) {
+            /* Gradient functions expect every output's gradient: fill missing ones with
+             * zeros of the output's shape. */
+            for (int o = 0; o < n->noutputs; o++)
+                if (!dyp[o].node && differentiable(n->out_dtypes[o]))
+                    dyp[o] = rill_zeros_like(g, (rill_output){n, o}, NULL);
+            n->op->grad(g, n, dyp, dinp);
+        }
+        rill_graph_pop_name_scope(g);
+        for (int k = 0; any && k < n->ninputs; k++) {
+            rill_output in = n->inputs[k];
+            if (!dinp[k].node || !fwd[in.node->id]) continue;
+            if (!differentiable(rill_output_dtype(in))) continue;
+            if (!grads[in.node->id]) {
+                grads[in.node->id] = rill__calloc((size_t)in.node->noutputs, sizeof(rill__vec));
+                RILL_CHECK_ALLOC(grads[in.node->id]);
+            }
+            add_partial(&grads[in.node->id][in.index], dinp[k]);
+        }
+        if (dyp != dy) rill__free(dyp), dyp = dy;
+        if (dinp != din) rill__free(dinp), dinp = din;
+    }
+
+    for (int i = 0; i < nx && rill_graph_ok(g); i++) {
+        rill_node *n = xs[i].node;
+        if (grads[n->id] && differentiable(n->out_dtypes[xs[i].index])) {
+            dx[i] = sum_partials(g, &grads[n->id][xs[i].index]);
+        }
+    }
+    rill_graph_pop_name_scope(g);
+
+    for (int id = 0; id < nn; id++) {
+        if (!grads[id]) continue;
+        rill_node *n = rill_graph_node(g, id);
+        for (int o = 0; o < n->noutputs; o++) {
+            for (int k = 0; k < grads[id][o].n; k++) rill__free(grads[id][o].items[k]);
+            rill__vec_free(&grads[id][o]);
+        }
+        rill__free(grads[id]);
+    }
+    rill__free(grads);
+    rill__consumers_free(&cons);
+    rill__free(fwd);
+    rill__free(bwd);
+    if (!rill_graph_ok(g)) {
+        for (int i = 0; i < nx; i++) dx[i] = (rill_output){NULL, 0};
+        return false;
+    }
+    return true;
+}

@@ -1,0 +1,684 @@
+/* graph.c - the graph object: nodes, names and scopes, the sticky status, collections, lookup.
+ *
+ * Nodes are created only through rill__node_create, which names them (scope prefix + unique
+ * suffix), attaches the control-dependency and device scopes, copies attributes and runs the
+ * op's shape function. A failure leaves the graph unchanged except for its status. */
+#include "graph_internal.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct ctrl_frame {
+    rill_node **deps;
+    int n;
+    bool clear; /* ignore outer frames */
+} ctrl_frame;
+
+typedef struct var_scope {
+    char *prefix; /* "outer/inner/" */
+    bool reuse;
+} var_scope;
+
+typedef struct collection {
+    char *key;
+    rill__vec members;
+} collection;
+
+struct rill_graph {
+    rill__vec nodes;
+    rill__strmap by_name;
+    rill__strmap name_counts; /* used names -> (void*)(intptr_t)next suffix */
+    rill_status *status;
+    rill__vec name_scopes;    /* char* full prefixes "a/b/" */
+    rill__vec ctrl;           /* ctrl_frame* */
+    rill__vec devices;        /* char* */
+    rill__vec var_scopes;     /* var_scope* */
+    rill__vec collections;    /* collection* */
+    bool has_seed;
+    int64_t seed;
+    int64_t last_op_seed;
+};
+
+rill_graph *rill_graph_new(void)
+{
+    rill_graph *g = rill__calloc(1, sizeof *g);
+    RILL_CHECK_ALLOC(g);
+    g->status = rill_status_new();
+    return g;
+}
+
+static void node_free(rill_node *n)
+{
+    if (!n) return;
+    for (int i = 0; i < n->nattrs; i++) {
+        rill__attr *a = &n->attrs[i];
+        if (a->kind == RILL__ATTR_TENSOR) rill_tensor_free(a->v.tensor);
+        if (a->kind == RILL__ATTR_STRING) rill__free((void *)a->v.s);
+        if (a->kind == RILL__ATTR_INTS) rill__free((void *)a->v.ints.v);
+    }
+    rill__free(n->attrs);
+    rill__free(n->name);
+    rill__free(n->inputs);
+    rill__free(n->control_inputs);
+    rill__free(n->out_dtypes);
+    rill__free(n->out_shapes);
+    rill__free(n->requested_device);
+    rill__free(n);
+}
+
+void rill_graph_free(rill_graph *g)
+{
+    if (!g) return;
+    for (int i = 0; i < g->nodes.n; i++) node_free(g->nodes.items[i]);
+    rill__vec_free(&g->nodes);
+    rill__strmap_free(&g->by_name);
+    rill__strmap_free(&g->name_counts);
+    rill_status_free(g->status);
+    for (int i = 0; i < g->name_scopes.n; i++) rill__free(g->name_scopes.items[i]);
+    rill__vec_free(&g->name_scopes);
+    for (int i = 0; i < g->ctrl.n; i++) {
+        ctrl_frame *f = g->ctrl.items[i];
+        rill__free(f->deps);
+        rill__free(f);
+    }
+    rill__vec_free(&g->ctrl);
+    for (int i = 0; i < g->devices.n; i++) rill__free(g->devices.items[i]);
+    rill__vec_free(&g->devices);
+    for (int i = 0; i < g->var_scopes.n; i++) {
+        var_scope *v = g->var_scopes.items[i];
+        rill__free(v->prefix);
+        rill__free(v);
+    }
+    rill__vec_free(&g->var_scopes);
+    for (int i = 0; i < g->collections.n; i++) {
+        collection *c = g->collections.items[i];
+        rill__free(c->key);
+        rill__vec_free(&c->members);
+        rill__free(c);
+    }
+    rill__vec_free(&g->collections);
+    rill__free(g);
+}
+
+const rill_status *rill_graph_status(const rill_graph *g)
+{
+    return g->status;
+}
+
+rill_status *rill__graph_status_mut(rill_graph *g)
+{
+    return g->status;
+}
+
+bool rill_graph_ok(const rill_graph *g)
+{
+    return rill_status_ok(g->status);
+}
+
+void rill_graph_clear_status(rill_graph *g)
+{
+    rill_status_clear(g->status);
+}
+
+void rill__graph_fail(rill_graph *g, rill_code code, const char *fmt, ...)
+{
+    if (!rill_status_ok(g->status)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    rill_status_setv(g->status, code, fmt, ap);
+    va_end(ap);
+}
+
+void rill_graph_set_seed(rill_graph *g, int64_t seed)
+{
+    g->has_seed = true;
+    g->seed = seed;
+    g->last_op_seed = 0;
+}
+
+/* --- names --- */
+
+static const char *scope_prefix(const rill_graph *g)
+{
+    return g->name_scopes.n ? g->name_scopes.items[g->name_scopes.n - 1] : "";
+}
+
+/* base if unused, else base_1, base_2, ... (TF's unique_name). Caller frees. */
+static char *unique_name(rill_graph *g, const char *base)
+{
+    intptr_t next = (intptr_t)rill__strmap_get(&g->name_counts, base);
+    if (next == 0 && !rill__strmap_get(&g->by_name, base)) {
+        rill__strmap_put(&g->name_counts, base, (void *)(intptr_t)1);
+        return rill__strdup(base);
+    }
+    if (next == 0) next = 1;
+    for (;; next++) {
+        char *cand = rill__asprintf("%s_%ld", base, (long)next);
+        if (!rill__strmap_get(&g->by_name, cand) && !rill__strmap_get(&g->name_counts, cand)) {
+            rill__strmap_put(&g->name_counts, base, (void *)(intptr_t)(next + 1));
+            rill__strmap_put(&g->name_counts, cand, (void *)(intptr_t)1);
+            return cand;
+        }
+        rill__free(cand);
+    }
+}
+
+static bool valid_name(const char *s)
+{
+    if (!*s) return false;
+    for (const char *p = s; *p; p++) {
+        char c = *p;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '.' || c == '-' || c == '/';
+        if (!ok) return false;
+    }
+    return s[0] != '/' && s[strlen(s) - 1] != '/';
+}
+
+void rill_graph_push_name_scope(rill_graph *g, const char *scope)
+{
+    /* A scope ending in '/' is taken as an exact, absolute prefix (TF's re-entry rule); "/"
+     * alone is the root. */
+    size_t len = scope ? strlen(scope) : 0;
+    if (len && scope[len - 1] == '/') {
+        rill__vec_push(&g->name_scopes, rill__strdup(len == 1 ? "" : scope));
+        return;
+    }
+    char *base = rill__asprintf("%s%s", scope_prefix(g), scope ? scope : "");
+    char *uniq = (scope && *scope) ? unique_name(g, base) : rill__strdup(base);
+    char *full = rill__asprintf("%s%s", uniq, (scope && *scope) ? "/" : "");
+    rill__free(base);
+    rill__free(uniq);
+    rill__vec_push(&g->name_scopes, full);
+}
+
+void rill_graph_pop_name_scope(rill_graph *g)
+{
+    if (g->name_scopes.n) rill__free(g->name_scopes.items[--g->name_scopes.n]);
+}
+
+void rill_graph_push_control_dependencies(rill_graph *g, rill_node *const *deps, int n)
+{
+    ctrl_frame *f = rill__calloc(1, sizeof *f);
+    RILL_CHECK_ALLOC(f);
+    f->clear = n == 0;
+    if (n > 0) {
+        f->deps = rill__malloc((size_t)n * sizeof *f->deps);
+        RILL_CHECK_ALLOC(f->deps);
+        for (int i = 0; i < n; i++) {
+            if (!deps[i]) {
+                rill__graph_fail(g, RILL_INVALID_ARGUMENT,
+                                 "control dependency %d is empty (an earlier call failed?)", i);
+                continue;
+            }
+            f->deps[f->n++] = deps[i];
+        }
+    }
+    rill__vec_push(&g->ctrl, f);
+}
+
+void rill_graph_pop_control_dependencies(rill_graph *g)
+{
+    if (!g->ctrl.n) return;
+    ctrl_frame *f = g->ctrl.items[--g->ctrl.n];
+    rill__free(f->deps);
+    rill__free(f);
+}
+
+void rill_graph_push_device(rill_graph *g, const char *spec)
+{
+    rill__vec_push(&g->devices, rill__strdup(spec ? spec : ""));
+}
+
+void rill_graph_pop_device(rill_graph *g)
+{
+    if (g->devices.n) rill__free(g->devices.items[--g->devices.n]);
+}
+
+void rill_graph_push_variable_scope(rill_graph *g, const char *scope, bool reuse)
+{
+    var_scope *outer = g->var_scopes.n ? g->var_scopes.items[g->var_scopes.n - 1] : NULL;
+    var_scope *v = rill__calloc(1, sizeof *v);
+    RILL_CHECK_ALLOC(v);
+    v->prefix = rill__asprintf("%s%s/", outer ? outer->prefix : "", scope);
+    v->reuse = reuse || (outer && outer->reuse);
+    rill__vec_push(&g->var_scopes, v);
+    rill_graph_push_name_scope(g, scope);
+}
+
+void rill_graph_pop_variable_scope(rill_graph *g)
+{
+    if (!g->var_scopes.n) return;
+    var_scope *v = g->var_scopes.items[--g->var_scopes.n];
+    rill__free(v->prefix);
+    rill__free(v);
+    rill_graph_pop_name_scope(g);
+}
+
+const char *rill__graph_var_scope(const rill_graph *g, bool *reuse)
+{
+    var_scope *v = g->var_scopes.n ? g->var_scopes.items[g->var_scopes.n - 1] : NULL;
+    if (reuse) *reuse = v && v->reuse;
+    return v ? v->prefix : "";
+}
+
+/* --- attributes --- */
+
+const rill__attr *rill__node_attr(const rill_node *n, const char *name)
+{
+    for (int i = 0; i < n->nattrs; i++)
+        if (strcmp(n->attrs[i].name, name) == 0) return &n->attrs[i];
+    return NULL;
+}
+
+int64_t rill__attr_int(const rill_node *n, const char *name, int64_t def)
+{
+    const rill__attr *a = rill__node_attr(n, name);
+    return a && a->kind == RILL__ATTR_INT ? a->v.i : def;
+}
+
+double rill__attr_float(const rill_node *n, const char *name, double def)
+{
+    const rill__attr *a = rill__node_attr(n, name);
+    return a && a->kind == RILL__ATTR_FLOAT ? a->v.f : def;
+}
+
+bool rill__attr_bool(const rill_node *n, const char *name, bool def)
+{
+    const rill__attr *a = rill__node_attr(n, name);
+    return a && a->kind == RILL__ATTR_BOOL ? a->v.b : def;
+}
+
+rill_dtype rill__attr_type(const rill_node *n, const char *name, rill_dtype def)
+{
+    const rill__attr *a = rill__node_attr(n, name);
+    return a && a->kind == RILL__ATTR_TYPE ? a->v.type : def;
+}
+
+rill_dtype rill__node_kernel_dtype(const rill_node *n)
+{
+    if (n->op->type_attr) return rill__attr_type(n, n->op->type_attr, RILL_DT_INVALID);
+    if (n->ninputs > 0) return rill__in_dtype(n, 0);
+    if (n->noutputs > 0) return n->out_dtypes[0];
+    return RILL_DT_INVALID;
+}
+
+/* --- node creation --- */
+
+static void copy_attrs(rill_node *n, const rill__attr *attrs, int nattrs)
+{
+    n->nattrs = nattrs;
+    if (!nattrs) return;
+    n->attrs = rill__malloc((size_t)nattrs * sizeof *n->attrs);
+    RILL_CHECK_ALLOC(n->attrs);
+    for (int i = 0; i < nattrs; i++) {
+        rill__attr a = attrs[i];
+        if (a.kind == RILL__ATTR_TENSOR) rill_tensor_ref(a.v.tensor);
+        if (a.kind == RILL__ATTR_STRING) a.v.s = rill__strdup(a.v.s);
+        if (a.kind == RILL__ATTR_INTS) {
+            int64_t *v = rill__malloc((size_t)(a.v.ints.n ? a.v.ints.n : 1) * sizeof *v);
+            RILL_CHECK_ALLOC(v);
+            if (a.v.ints.n) memcpy(v, a.v.ints.v, (size_t)a.v.ints.n * sizeof *v);
+            a.v.ints.v = v;
+        }
+        n->attrs[i] = a;
+    }
+}
+
+static void add_control(rill_node *n, rill_node *dep)
+{
+    for (int i = 0; i < n->ncontrol; i++)
+        if (n->control_inputs[i] == dep) return;
+    if (n->ncontrol == n->ccap) {
+        int cap = n->ccap ? n->ccap * 2 : 4;
+        rill_node **c = rill__realloc(n->control_inputs, (size_t)cap * sizeof *c);
+        RILL_CHECK_ALLOC(c);
+        n->control_inputs = c;
+        n->ccap = cap;
+    }
+    n->control_inputs[n->ncontrol++] = dep;
+}
+
+static void derive_seeds(rill_graph *g, rill_node *n)
+{
+    /* TF's get_seed: graph seed + op seed; op seed alone pairs with a default graph seed. */
+    int64_t op_seed = rill__attr_int(n, "seed", 0);
+    if (g->has_seed) {
+        n->seed = g->seed;
+        n->seed2 = op_seed ? op_seed : ++g->last_op_seed;
+    } else if (op_seed) {
+        n->seed = 87654321;
+        n->seed2 = op_seed;
+    } else {
+        n->seed = n->seed2 = 0; /* nondeterministic */
+    }
+}
+
+rill_node *rill__node_create(rill_graph *g, const char *op_type, const char *name,
+                             const rill_output *inputs, int ninputs, const rill__attr *attrs,
+                             int nattrs)
+{
+    if (!rill_status_ok(g->status)) return NULL;
+    const rill__op_def *op = rill__op_lookup(op_type);
+    if (!op) {
+        rill__graph_fail(g, RILL_NOT_FOUND, "Op type not registered '%s'", op_type);
+        return NULL;
+    }
+    for (int i = 0; i < ninputs; i++) {
+        if (!inputs[i].node) {
+            rill__graph_fail(g, RILL_INVALID_ARGUMENT,
+                             "Input %d of a new %s node is empty (an earlier call failed?)", i,
+                             op_type);
+            return NULL;
+        }
+        if (inputs[i].node->graph != g) {
+            rill__graph_fail(g, RILL_INVALID_ARGUMENT,
+                             "Input %d of a new %s node ('%s') belongs to another graph", i,
+                             op_type, inputs[i].node->name);
+            return NULL;
+        }
+        if (inputs[i].index < 0 || inputs[i].index >= inputs[i].node->noutputs) {
+            rill__graph_fail(g, RILL_OUT_OF_RANGE,
+                             "Input %d of a new %s node refers to output %d of '%s', which has "
+                             "%d outputs",
+                             i, op_type, inputs[i].index, inputs[i].node->name,
+                             inputs[i].node->noutputs);
+            return NULL;
+        }
+    }
+    if (ninputs < op->min_inputs || (op->max_inputs >= 0 && ninputs > op->max_inputs)) {
+        rill__graph_fail(g, RILL_INVALID_ARGUMENT, "%s takes %d to %d inputs, got %d", op_type,
+                         op->min_inputs, op->max_inputs, ninputs);
+        return NULL;
+    }
+    if (name && !valid_name(name)) {
+        rill__graph_fail(g, RILL_INVALID_ARGUMENT, "'%s' is not a valid node name", name);
+        return NULL;
+    }
+    for (int i = 0; i < ninputs; i++) {
+        if (!(op->ref_inputs & (1u << i))) continue;
+        if (!rill__is_variable(inputs[i])) {
+            rill__graph_fail(g, RILL_INVALID_ARGUMENT,
+                             "Input %d of %s must be a variable, got '%s' (%s)", i, op_type,
+                             inputs[i].node->name, inputs[i].node->op->name);
+            return NULL;
+        }
+    }
+
+    rill_node *n = rill__calloc(1, sizeof *n);
+    RILL_CHECK_ALLOC(n);
+    n->graph = g;
+    n->op = op;
+    n->ninputs = ninputs;
+    if (ninputs) {
+        n->inputs = rill__malloc((size_t)ninputs * sizeof *n->inputs);
+        RILL_CHECK_ALLOC(n->inputs);
+        memcpy(n->inputs, inputs, (size_t)ninputs * sizeof *inputs);
+    }
+    copy_attrs(n, attrs, nattrs);
+    n->noutputs = op->noutputs;
+    n->out_dtypes = rill__calloc((size_t)(n->noutputs ? n->noutputs : 1), sizeof *n->out_dtypes);
+    n->out_shapes = rill__calloc((size_t)(n->noutputs ? n->noutputs : 1), sizeof *n->out_shapes);
+    RILL_CHECK_ALLOC(n->out_dtypes);
+    RILL_CHECK_ALLOC(n->out_shapes);
+    for (int i = 0; i < n->noutputs; i++) n->out_shapes[i] = rill_shape_unknown();
+    /* A provisional name for error messages from the shape function. */
+    char *base = rill__asprintf("%s%s", scope_prefix(g), name ? name : op->default_name);
+    n->name = base;
+
+    rill_status *s = rill_status_new();
+    if (op->shape) op->shape(n, s);
+    if (!rill_status_ok(s)) {
+        rill_status_copy(g->status, s);
+        rill_status_free(s);
+        node_free(n);
+        return NULL;
+    }
+    rill_status_free(s);
+
+    n->name = unique_name(g, base);
+    rill__free(base);
+    /* Control-dependency scopes, innermost first until a clearing frame. */
+    for (int i = g->ctrl.n - 1; i >= 0; i--) {
+        ctrl_frame *f = g->ctrl.items[i];
+        for (int k = 0; k < f->n; k++) add_control(n, f->deps[k]);
+        if (f->clear) break;
+    }
+    n->requested_device = rill__strdup(g->devices.n ? g->devices.items[g->devices.n - 1] : "");
+    derive_seeds(g, n);
+    n->id = g->nodes.n;
+    rill__vec_push(&g->nodes, n);
+    rill__strmap_put(&g->by_name, n->name, n);
+    return n;
+}
+
+/* --- lookup and accessors --- */
+
+rill_node *rill_graph_find_node(const rill_graph *g, const char *name)
+{
+    return rill__strmap_get(&g->by_name, name);
+}
+
+rill_output rill_graph_find_output(const rill_graph *g, const char *name, rill_status *s)
+{
+    rill_output none = {NULL, 0};
+    const char *colon = strrchr(name, ':');
+    char *op = colon ? rill__strndup(name, (size_t)(colon - name)) : rill__strdup(name);
+    long idx = 0;
+    if (colon) {
+        char *end;
+        idx = strtol(colon + 1, &end, 10);
+        if (end == colon + 1 || *end || idx < 0) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT,
+                            "The name '%s' looks like a Tensor name, but is not a valid one. "
+                            "Tensor names must be of the form \"<op_name>:<output_index>\".",
+                            name);
+            rill__free(op);
+            return none;
+        }
+    }
+    rill_node *n = rill_graph_find_node(g, op);
+    if (!n) {
+        rill_status_set(s, RILL_NOT_FOUND,
+                        "The name '%s' refers to a Tensor which does not exist. The operation, "
+                        "'%s', does not exist in the graph.",
+                        name, op);
+        rill__free(op);
+        return none;
+    }
+    rill__free(op);
+    if (idx >= n->noutputs) {
+        rill_status_set(s, RILL_NOT_FOUND,
+                        "The name '%s' refers to a Tensor which does not exist. The operation, "
+                        "'%s', exists but only has %d outputs.",
+                        name, n->name, n->noutputs);
+        return none;
+    }
+    rill_status_clear(s);
+    return (rill_output){n, (int)idx};
+}
+
+int rill_graph_num_nodes(const rill_graph *g)
+{
+    return g->nodes.n;
+}
+
+rill_node *rill_graph_node(const rill_graph *g, int i)
+{
+    return i >= 0 && i < g->nodes.n ? g->nodes.items[i] : NULL;
+}
+
+static collection *find_collection(const rill_graph *g, const char *key)
+{
+    for (int i = 0; i < g->collections.n; i++) {
+        collection *c = g->collections.items[i];
+        if (strcmp(c->key, key) == 0) return c;
+    }
+    return NULL;
+}
+
+void rill_graph_add_to_collection(rill_graph *g, const char *key, rill_node *n)
+{
+    if (!n) return;
+    collection *c = find_collection(g, key);
+    if (!c) {
+        c = rill__calloc(1, sizeof *c);
+        RILL_CHECK_ALLOC(c);
+        c->key = rill__strdup(key);
+        rill__vec_push(&g->collections, c);
+    }
+    rill__vec_push(&c->members, n);
+}
+
+int rill_graph_get_collection(const rill_graph *g, const char *key, rill_node **out, int cap)
+{
+    collection *c = find_collection(g, key);
+    if (!c) return 0;
+    for (int i = 0; i < c->members.n && i < cap; i++) out[i] = c->members.items[i];
+    return c->members.n;
+}
+
+const char *rill_node_name(const rill_node *n)
+{
+    return n->name;
+}
+
+const char *rill_node_op_type(const rill_node *n)
+{
+    return n->op->name;
+}
+
+const char *rill_node_requested_device(const rill_node *n)
+{
+    return n->requested_device;
+}
+
+int rill_node_num_inputs(const rill_node *n)
+{
+    return n->ninputs;
+}
+
+rill_output rill_node_input(const rill_node *n, int i)
+{
+    return i >= 0 && i < n->ninputs ? n->inputs[i] : (rill_output){NULL, 0};
+}
+
+int rill_node_num_control_inputs(const rill_node *n)
+{
+    return n->ncontrol;
+}
+
+rill_node *rill_node_control_input(const rill_node *n, int i)
+{
+    return i >= 0 && i < n->ncontrol ? n->control_inputs[i] : NULL;
+}
+
+int rill_node_num_outputs(const rill_node *n)
+{
+    return n->noutputs;
+}
+
+rill_dtype rill_node_output_dtype(const rill_node *n, int i)
+{
+    return i >= 0 && i < n->noutputs ? n->out_dtypes[i] : RILL_DT_INVALID;
+}
+
+rill_shape rill_node_output_shape(const rill_node *n, int i)
+{
+    return i >= 0 && i < n->noutputs ? n->out_shapes[i] : rill_shape_unknown();
+}
+
+rill_graph *rill_node_graph(const rill_node *n)
+{
+    return n->graph;
+}
+
+void rill_node_add_control_input(rill_node *n, rill_node *dep)
+{
+    if (!n || !dep) return;
+    if (n->graph != dep->graph) {
+        rill__graph_fail(n->graph, RILL_INVALID_ARGUMENT,
+                         "Cannot add control input '%s' to '%s': different graphs", dep->name,
+                         n->name);
+        return;
+    }
+    add_control(n, dep);
+}
+
+rill_output rill_node_output(rill_node *n, int i)
+{
+    return (rill_output){n, n ? i : 0};
+}
+
+rill_dtype rill_output_dtype(rill_output o)
+{
+    return o.node ? rill_node_output_dtype(o.node, o.index) : RILL_DT_INVALID;
+}
+
+rill_shape rill_output_shape(rill_output o)
+{
+    return o.node ? rill_node_output_shape(o.node, o.index) : rill_shape_unknown();
+}
+
+rill_dtype rill__in_dtype(const rill_node *n, int i)
+{
+    return rill_output_dtype(n->inputs[i]);
+}
+
+rill_shape rill__in_shape(const rill_node *n, int i)
+{
+    return rill_output_shape(n->inputs[i]);
+}
+
+const char *rill__node_desc(const rill_node *n, char *buf, size_t len)
+{
+    snprintf(buf, len, "'%s' (op: '%s')", n->name, n->op->name);
+    return buf;
+}
+
+bool rill__is_variable(rill_output o)
+{
+    return o.node && strcmp(o.node->op->name, "VariableV2") == 0 && o.index == 0;
+}
+
+void rill__consumers_build(const rill_graph *g, rill__consumers *c)
+{
+    int nn = g->nodes.n;
+    c->start = rill__calloc((size_t)nn + 2, sizeof *c->start);
+    RILL_CHECK_ALLOC(c->start);
+    int total = 0;
+    for (int i = 0; i < nn; i++) {
+        rill_node *n = g->nodes.items[i];
+        for (int k = 0; k < n->ninputs; k++) c->start[n->inputs[k].node->id + 1]++;
+        total += n->ninputs;
+    }
+    for (int i = 0; i < nn; i++) c->start[i + 1] += c->start[i];
+    c->node = rill__malloc((size_t)(total ? total : 1) * sizeof *c->node);
+    c->out_index = rill__malloc((size_t)(total ? total : 1) * sizeof *c->out_index);
+    c->in_index = rill__malloc((size_t)(total ? total : 1) * sizeof *c->in_index);
+    int *fill = rill__calloc((size_t)nn + 1, sizeof *fill);
+    RILL_CHECK_ALLOC(c->node);
+    RILL_CHECK_ALLOC(c->out_index);
+    RILL_CHECK_ALLOC(c->in_index);
+    RILL_CHECK_ALLOC(fill);
+    for (int i = 0; i < nn; i++) {
+        rill_node *n = g->nodes.items[i];
+        for (int k = 0; k < n->ninputs; k++) {
+            int p = n->inputs[k].node->id;
+            int at = c->start[p] + fill[p]++;
+            c->node[at] = n;
+            c->out_index[at] = n->inputs[k].index;
+            c->in_index[at] = k;
+        }
+    }
+    rill__free(fill);
+}
+
+void rill__consumers_free(rill__consumers *c)
+{
+    rill__free(c->start);
+    rill__free(c->node);
+    rill__free(c->out_index);
+    rill__free(c->in_index);
+}

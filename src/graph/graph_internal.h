@@ -1,0 +1,150 @@
+/* graph_internal.h - the graph layer's internals: nodes, attributes and the op registry.
+ *
+ * An op definition (rill__op_def) holds what is true of an op whatever device runs it: its
+ * arity, which inputs must be variable references, its shape function (dtype and shape inference
+ * plus validation at build time), its gradient function, and whether it is stateful. Kernels
+ * live in the kernels layer, keyed by (op, device type, dtype).
+ *
+ * Builders create nodes with rill__node_create, which checks the sticky status, names the node
+ * inside the current scopes, runs the shape function and records any error on the graph. */
+#ifndef RILL_GRAPH_INTERNAL_H
+#define RILL_GRAPH_INTERNAL_H
+
+#include <rill/graph.h>
+#include <rill/ops.h>
+#include <rill/train.h>
+
+#include "../core/core.h"
+
+typedef enum rill__attr_kind {
+    RILL__ATTR_INT,
+    RILL__ATTR_FLOAT,
+    RILL__ATTR_BOOL,
+    RILL__ATTR_TYPE,
+    RILL__ATTR_SHAPE,
+    RILL__ATTR_TENSOR,
+    RILL__ATTR_STRING,
+    RILL__ATTR_INTS,
+} rill__attr_kind;
+
+typedef struct rill__attr {
+    const char *name; /* static string */
+    rill__attr_kind kind;
+    union {
+        int64_t i;
+        double f;
+        bool b;
+        rill_dtype type;
+        rill_shape shape;
+        rill_tensor *tensor; /* borrowed by the builder, referenced by the node */
+        const char *s;       /* copied by the node */
+        struct {
+            int n;
+            const int64_t *v; /* copied by the node */
+        } ints;
+    } v;
+} rill__attr;
+
+#define RILL__A_INT(nm, x) ((rill__attr){.name = (nm), .kind = RILL__ATTR_INT, .v.i = (x)})
+#define RILL__A_FLOAT(nm, x) ((rill__attr){.name = (nm), .kind = RILL__ATTR_FLOAT, .v.f = (x)})
+#define RILL__A_BOOL(nm, x) ((rill__attr){.name = (nm), .kind = RILL__ATTR_BOOL, .v.b = (x)})
+#define RILL__A_TYPE(nm, x) ((rill__attr){.name = (nm), .kind = RILL__ATTR_TYPE, .v.type = (x)})
+#define RILL__A_SHAPE(nm, x) ((rill__attr){.name = (nm), .kind = RILL__ATTR_SHAPE, .v.shape = (x)})
+#define RILL__A_TENSOR(nm, x)                                                                      \
+    ((rill__attr){.name = (nm), .kind = RILL__ATTR_TENSOR, .v.tensor = (x)})
+#define RILL__A_STRING(nm, x) ((rill__attr){.name = (nm), .kind = RILL__ATTR_STRING, .v.s = (x)})
+#define RILL__A_INTS(nm, cnt, arr)                                                                 \
+    ((rill__attr){.name = (nm), .kind = RILL__ATTR_INTS, .v.ints = {(cnt), (arr)}})
+
+typedef struct rill__op_def rill__op_def;
+
+struct rill_node {
+    rill_graph *graph;
+    int id;
+    char *name;
+    const rill__op_def *op;
+    rill_output *inputs;
+    int ninputs;
+    rill_node **control_inputs;
+    int ncontrol, ccap;
+    int noutputs;
+    rill_dtype *out_dtypes;
+    rill_shape *out_shapes;
+    rill__attr *attrs;
+    int nattrs;
+    char *requested_device;
+    int64_t seed, seed2; /* derived at build time for random ops */
+    rill_node *initializer; /* VariableV2: its initializer Assign */
+};
+
+/* Gradient function: dy[i] is the gradient flowing into output i ({NULL,0} when none);
+ * write dx[i] for each input ({NULL,0} for none). Build nodes with the public builders. */
+typedef void (*rill__grad_fn)(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx);
+
+/* Shape function: validate inputs and attrs; set n->out_dtypes[i] and n->out_shapes[i] for
+ * i < n->noutputs. On error set s (the message should name the node) and return. */
+typedef void (*rill__shape_fn)(rill_node *n, rill_status *s);
+
+struct rill__op_def {
+    const char *name;         /* "Add" */
+    const char *default_name; /* node name when the builder gets NULL ("add") */
+    int min_inputs, max_inputs; /* max -1: variadic */
+    int noutputs;
+    bool stateful;        /* never pruned as duplicate, never constant-folded */
+    uint32_t ref_inputs;  /* bit i: input i must be a Variable output (updated in place) */
+    rill__shape_fn shape;
+    rill__grad_fn grad;   /* NULL: not differentiable (gradient stops) */
+    const char *type_attr; /* attr holding the kernel's dtype ("T", "dtype"); NULL: input 0's */
+};
+
+/* The registry of op definitions. */
+const rill__op_def *rill__op_lookup(const char *name);
+
+/* Creates a node (see the file comment). Returns NULL when the graph already has an error or
+ * this node fails; then the graph's status holds why. attrs are copied. */
+rill_node *rill__node_create(rill_graph *g, const char *op_type, const char *name,
+                             const rill_output *inputs, int ninputs, const rill__attr *attrs,
+                             int nattrs);
+/* Records an error on the graph (first error wins). */
+void rill__graph_fail(rill_graph *g, rill_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+rill_status *rill__graph_status_mut(rill_graph *g);
+
+/* Attribute lookup (NULL when absent) and typed getters with defaults. */
+const rill__attr *rill__node_attr(const rill_node *n, const char *name);
+int64_t rill__attr_int(const rill_node *n, const char *name, int64_t def);
+double rill__attr_float(const rill_node *n, const char *name, double def);
+bool rill__attr_bool(const rill_node *n, const char *name, bool def);
+rill_dtype rill__attr_type(const rill_node *n, const char *name, rill_dtype def);
+/* The dtype a kernel is chosen by: the op's type_attr or input 0's dtype or output 0's. */
+rill_dtype rill__node_kernel_dtype(const rill_node *n);
+
+/* Shape-function helpers. */
+rill_dtype rill__in_dtype(const rill_node *n, int i);
+rill_shape rill__in_shape(const rill_node *n, int i);
+/* numpy broadcasting of two shapes; false (s set, TF's text) when incompatible. */
+bool rill__broadcast_shapes(const rill_node *n, const rill_shape *a, const rill_shape *b,
+                            rill_shape *out, rill_status *s);
+/* Describes a node for errors: "'add' (op: 'Add')". */
+const char *rill__node_desc(const rill_node *n, char *buf, size_t len);
+
+/* Variables: the Variable node of an output, or NULL. */
+bool rill__is_variable(rill_output o);
+
+/* The current variable scope prefix ("outer/inner/" or "") and whether it reuses. */
+const char *rill__graph_var_scope(const rill_graph *g, bool *reuse);
+
+/* Builds a scalar constant of dtype t. */
+rill_output rill__scalar_like(rill_graph *g, rill_dtype t, double v);
+
+/* Nodes that consume each node's outputs (for gradients). Caller frees with rill__free. */
+typedef struct rill__consumers {
+    int *start; /* per node id: first index into edges; size nnodes+1 */
+    rill_node **node; /* consumer node per edge */
+    int *out_index;   /* which output of the producer */
+    int *in_index;    /* which input of the consumer */
+} rill__consumers;
+void rill__consumers_build(const rill_graph *g, rill__consumers *c);
+void rill__consumers_free(rill__consumers *c);
+
+#endif

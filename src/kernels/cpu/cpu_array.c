@@ -1,0 +1,269 @@
+/* cpu_array.c - CPU kernels for constants, placeholders and shape manipulation.
+ *
+ * Identity, Reshape and ExpandDims alias their input's buffer (no copy); Const hands out its
+ * value by reference. */
+#include "../kernel.h"
+
+#include <string.h>
+
+static void const_kernel(rill__kctx *ctx)
+{
+    rill__kctx_set_output(ctx, 0, rill_tensor_ref(rill__node_attr(ctx->node, "value")->v.tensor));
+}
+
+static void placeholder_kernel(rill__kctx *ctx)
+{
+    const rill_node *n = ctx->node;
+    const rill__attr *sh = rill__node_attr(n, "shape");
+    char buf[96];
+    if (sh && sh->v.shape.rank >= 0)
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "You must feed a value for placeholder tensor '%s' with dtype %s and "
+                        "shape %s",
+                        n->name, rill_dtype_name(n->out_dtypes[0]),
+                        rill_shape_str(&sh->v.shape, buf, sizeof buf));
+    else
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "You must feed a value for placeholder tensor '%s' with dtype %s", n->name,
+                        rill_dtype_name(n->out_dtypes[0]));
+}
+
+static void identity_kernel(rill__kctx *ctx)
+{
+    rill__kctx_set_output(ctx, 0, rill_tensor_ref(ctx->inputs[0]));
+}
+
+static void noop_kernel(rill__kctx *ctx)
+{
+    (void)ctx;
+}
+
+/* A view of in with another shape, sharing the buffer. */
+static void set_view(rill__kctx *ctx, const rill_tensor *in, const rill_shape *s)
+{
+    rill_tensor *cached = ctx->recycle ? ctx->recycle[0] : NULL;
+    /* Reuse last step's header when it already points at this buffer and nobody holds it. */
+    if (cached && cached->buf == in->buf && atomic_load(&cached->refs) == 1) {
+        rill__tensor_set_shape(cached, s);
+        rill__kctx_set_output(ctx, 0, rill_tensor_ref(cached));
+        return;
+    }
+    atomic_fetch_add(&in->buf->refs, 1);
+    rill_tensor *v = rill__tensor_wrap(in->dtype, s, in->buf);
+    if (ctx->recycle) {
+        rill_tensor_free(cached);
+        ctx->recycle[0] = rill_tensor_ref(v);
+    }
+    rill__kctx_set_output(ctx, 0, v);
+}
+
+static void reshape_kernel(rill__kctx *ctx)
+{
+    const rill_tensor *in = ctx->inputs[0], *sh = ctx->inputs[1];
+    if (sh->shape.rank != 1 || sh->numel > RILL_MAX_DIMS) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "Reshape: the shape must be a vector of at most %d sizes", RILL_MAX_DIMS);
+        return;
+    }
+    rill_shape out = {.rank = (int)sh->numel};
+    int unknown = -1;
+    int64_t prod = 1;
+    for (int i = 0; i < out.rank; i++) {
+        out.dims[i] = (int64_t)rill_tensor_get_double(sh, i);
+        if (out.dims[i] == -1 && unknown < 0) {
+            unknown = i;
+        } else if (out.dims[i] < 0) {
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Reshape: size %d is %lld", i,
+                            (long long)out.dims[i]);
+            return;
+        } else {
+            prod *= out.dims[i];
+        }
+    }
+    if (unknown >= 0) {
+        if (prod == 0 || in->numel % prod) {
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                            "Input to reshape is a tensor with %lld values, which cannot be "
+                            "reshaped with a -1 and the other sizes multiplying to %lld",
+                            (long long)in->numel, (long long)prod);
+            return;
+        }
+        out.dims[unknown] = in->numel / prod;
+        prod *= out.dims[unknown];
+    }
+    if (prod != in->numel) {
+        char b[96];
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "Input to reshape is a tensor with %lld values, but the requested shape "
+                        "%s has %lld",
+                        (long long)in->numel, rill_shape_str(&out, b, sizeof b), (long long)prod);
+        return;
+    }
+    set_view(ctx, in, &out);
+}
+
+static void expand_dims_kernel(rill__kctx *ctx)
+{
+    const rill_tensor *in = ctx->inputs[0];
+    int64_t axis = rill__attr_int(ctx->node, "axis", 0);
+    int rank = in->shape.rank;
+    if (axis < 0) axis += rank + 1;
+    if (axis < 0 || axis > rank || rank + 1 > RILL_MAX_DIMS) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "ExpandDims: axis out of range for rank %d",
+                        rank);
+        return;
+    }
+    rill_shape out = {.rank = rank + 1};
+    for (int i = 0, j = 0; i < out.rank; i++) out.dims[i] = i == axis ? 1 : in->shape.dims[j++];
+    set_view(ctx, in, &out);
+}
+
+/* Converts n elements between any two numeric dtypes through double (exact for all values of
+ * float, int32 and half; int64 beyond 2^53 goes through an int64 path). */
+void rill__convert(rill_dtype to, void *dst, rill_dtype from, const void *src, int64_t n)
+{
+    if (to == from) {
+        memcpy(dst, src, (size_t)n * rill_dtype_size(to));
+        return;
+    }
+    if (to == RILL_INT64 && from == RILL_INT32) {
+        for (int64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = ((const int32_t *)src)[i];
+        return;
+    }
+    if (to == RILL_FLOAT && from == RILL_DOUBLE) {
+        for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = (float)((const double *)src)[i];
+        return;
+    }
+    if (to == RILL_DOUBLE && from == RILL_FLOAT) {
+        for (int64_t i = 0; i < n; i++) ((double *)dst)[i] = ((const float *)src)[i];
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double v;
+        switch (from) {
+        case RILL_FLOAT: v = ((const float *)src)[i]; break;
+        case RILL_DOUBLE: v = ((const double *)src)[i]; break;
+        case RILL_INT32: v = ((const int32_t *)src)[i]; break;
+        case RILL_INT64: v = (double)((const int64_t *)src)[i]; break;
+        case RILL_BOOL: v = ((const uint8_t *)src)[i] ? 1 : 0; break;
+        case RILL_HALF: v = rill_half_to_float(((const rill_half *)src)[i]); break;
+        default: v = 0;
+        }
+        switch (to) {
+        case RILL_FLOAT: ((float *)dst)[i] = (float)v; break;
+        case RILL_DOUBLE: ((double *)dst)[i] = v; break;
+        case RILL_INT32: ((int32_t *)dst)[i] = (int32_t)v; break;
+        case RILL_INT64: ((int64_t *)dst)[i] = (int64_t)v; break;
+        case RILL_BOOL: ((uint8_t *)dst)[i] = v != 0; break;
+        case RILL_HALF: ((rill_half *)dst)[i] = rill_half_from_float((float)v); break;
+        default: break;
+        }
+    }
+}
+
+static void cast_kernel(rill__kctx *ctx)
+{
+    const rill_tensor *in = ctx->inputs[0];
+    rill_dtype to = rill__attr_type(ctx->node, "DstT", RILL_FLOAT);
+    rill_tensor *out = rill__kctx_alloc_output(ctx, 0, to, &in->shape);
+    rill__convert(to, out->buf->data, in->dtype, in->buf->data, in->numel);
+}
+
+/* Writes the scalar v (given as a dtype-typed element) n times. */
+static void fill_elems(void *dst, rill_dtype t, const void *v, int64_t n)
+{
+    size_t es = rill_dtype_size(t);
+    if (es == 4) {
+        uint32_t x;
+        memcpy(&x, v, 4);
+        for (int64_t i = 0; i < n; i++) ((uint32_t *)dst)[i] = x;
+    } else if (es == 8) {
+        uint64_t x;
+        memcpy(&x, v, 8);
+        for (int64_t i = 0; i < n; i++) ((uint64_t *)dst)[i] = x;
+    } else {
+        for (int64_t i = 0; i < n; i++) memcpy((char *)dst + (size_t)i * es, v, es);
+    }
+}
+
+static void fill_kernel(rill__kctx *ctx)
+{
+    const rill_tensor *dims = ctx->inputs[0], *val = ctx->inputs[1];
+    if (dims->shape.rank != 1 || dims->numel > RILL_MAX_DIMS || val->numel != 1) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "Fill: dims must be a vector of at most %d sizes and value a scalar",
+                        RILL_MAX_DIMS);
+        return;
+    }
+    rill_shape s = {.rank = (int)dims->numel};
+    for (int i = 0; i < s.rank; i++) {
+        s.dims[i] = (int64_t)rill_tensor_get_double(dims, i);
+        if (s.dims[i] < 0) {
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Fill: dims[%d] = %lld must be >= 0", i,
+                            (long long)s.dims[i]);
+            return;
+        }
+    }
+    if (val->dtype == RILL_STRING) {
+        rill__kctx_fail(ctx, RILL_UNIMPLEMENTED, "Fill: string values are not supported");
+        return;
+    }
+    rill_tensor *out = rill__kctx_alloc_output(ctx, 0, val->dtype, &s);
+    fill_elems(out->buf->data, val->dtype, val->buf->data, out->numel);
+}
+
+static void fill_like(rill__kctx *ctx, double v)
+{
+    const rill_tensor *in = ctx->inputs[0];
+    if (in->dtype == RILL_STRING) {
+        rill__kctx_fail(ctx, RILL_UNIMPLEMENTED, "%s of a string tensor", ctx->node->op->name);
+        return;
+    }
+    rill_tensor *out = rill__kctx_alloc_output(ctx, 0, in->dtype, &in->shape);
+    char one[8];
+    rill__convert(in->dtype, one, RILL_DOUBLE, &v, 1);
+    fill_elems(out->buf->data, in->dtype, one, out->numel);
+}
+
+static void zeros_like_kernel(rill__kctx *ctx)
+{
+    fill_like(ctx, 0.0);
+}
+
+static void ones_like_kernel(rill__kctx *ctx)
+{
+    fill_like(ctx, 1.0);
+}
+
+static void shape_kernel(rill__kctx *ctx)
+{
+    const rill_tensor *in = ctx->inputs[0];
+    rill_dtype t = rill__attr_type(ctx->node, "out_type", RILL_INT32);
+    rill_shape s = rill_shape_vector(in->shape.rank);
+    rill_tensor *out = rill__kctx_alloc_output(ctx, 0, t, &s);
+    for (int i = 0; i < in->shape.rank; i++) {
+        if (t == RILL_INT32)
+            ((int32_t *)out->buf->data)[i] = (int32_t)in->shape.dims[i];
+        else
+            ((int64_t *)out->buf->data)[i] = in->shape.dims[i];
+    }
+}
+
+#define ANY RILL_DT_INVALID
+const rill__kernel_def rill__cpu_kernels_array[] = {
+    {.op = "Const", .device_type = "CPU", .dtype = ANY, .fn = const_kernel},
+    {.op = "Placeholder", .device_type = "CPU", .dtype = ANY, .fn = placeholder_kernel},
+    {.op = "Identity", .device_type = "CPU", .dtype = ANY, .fn = identity_kernel},
+    {.op = "NoOp", .device_type = "CPU", .dtype = ANY, .fn = noop_kernel},
+    {.op = "Reshape", .device_type = "CPU", .dtype = ANY, .fn = reshape_kernel,
+     .host_memory_inputs = 2},
+    {.op = "ExpandDims", .device_type = "CPU", .dtype = ANY, .fn = expand_dims_kernel},
+    {.op = "Cast", .device_type = "CPU", .dtype = ANY, .fn = cast_kernel},
+    {.op = "Fill", .device_type = "CPU", .dtype = ANY, .fn = fill_kernel,
+     .host_memory_inputs = 1},
+    {.op = "ZerosLike", .device_type = "CPU", .dtype = ANY, .fn = zeros_like_kernel},
+    {.op = "OnesLike", .device_type = "CPU", .dtype = ANY, .fn = ones_like_kernel},
+    {.op = "Shape", .device_type = "CPU", .dtype = ANY, .fn = shape_kernel,
+     .host_memory_outputs = 1},
+    {0},
+};

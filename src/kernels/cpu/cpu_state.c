@@ -1,0 +1,274 @@
+/* cpu_state.c - CPU kernels for variables, assignments, optimizer updates and random ops.
+ *
+ * Updates take the variable's lock. They write in place when the variable's tensor is held by
+ * nobody else (rill__tensor_exclusive); otherwise they copy first (copy-on-write), so a value a
+ * reader or a fetch already holds never changes under it. */
+#include "../kernel.h"
+
+#include <math.h>
+#include <string.h>
+
+static void variable_kernel(rill__kctx *ctx)
+{
+    /* An uninitialised variable produces no value; a consumer that reads it fails with
+     * "Attempting to use uninitialized value" while Assign (a reference input) does not. */
+    rill__var *v = ctx->var;
+    pthread_mutex_lock(&v->mu);
+    if (v->value) rill__kctx_set_output(ctx, 0, rill_tensor_ref(v->value));
+    pthread_mutex_unlock(&v->mu);
+}
+
+/* The variable behind reference input i, its value made writable (copy-on-write). Called with
+ * the variable's lock held. NULL (and ctx failed) when uninitialised. */
+static rill_tensor *writable(rill__kctx *ctx, rill__var *v)
+{
+    if (!v->value) {
+        rill__kctx_fail(ctx, RILL_FAILED_PRECONDITION, "Attempting to use uninitialized value %s",
+                        v->name);
+        return NULL;
+    }
+    if (!rill__tensor_exclusive(v->value)) {
+        rill_tensor *c = rill_tensor_copy(v->value);
+        rill_tensor_free(v->value);
+        v->value = c;
+    }
+    return v->value;
+}
+
+static void assign_kernel(rill__kctx *ctx)
+{
+    rill__var *v = ctx->vars[0];
+    const rill_tensor *x = ctx->inputs[1];
+    if (!rill_shape_equal(&x->shape, &v->shape)) {
+        char a[96], b[96];
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "Assign requires shapes of both tensors to match. lhs shape= %s rhs "
+                        "shape= %s",
+                        rill_shape_str(&v->shape, a, sizeof a), rill_shape_str(&x->shape, b, sizeof b));
+        return;
+    }
+    pthread_mutex_lock(&v->mu);
+    if (v->value && rill__tensor_exclusive(v->value)) {
+        memcpy(v->value->buf->data, x->buf->data, rill_tensor_nbytes(x));
+    } else {
+        rill_tensor_free(v->value);
+        v->value = rill_tensor_copy(x);
+    }
+    rill__kctx_set_output(ctx, 0, rill_tensor_ref(v->value));
+    pthread_mutex_unlock(&v->mu);
+}
+
+#define ADD_LOOP(T, SIGN)                                                                          \
+    do {                                                                                           \
+        T *d = (T *)t->buf->data;                                                                  \
+        const T *s = (const T *)x->buf->data;                                                      \
+        for (int64_t i = 0; i < n; i++) d[i] = (T)(d[i] SIGN s[i]);                                \
+    } while (0)
+
+static void assign_add_sub(rill__kctx *ctx, int sign)
+{
+    rill__var *v = ctx->vars[0];
+    const rill_tensor *x = ctx->inputs[1];
+    if (!rill_shape_equal(&x->shape, &v->shape)) {
+        char a[96], b[96];
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "%s requires shapes of both tensors to match. lhs shape= %s rhs shape= %s",
+                        ctx->node->op->name, rill_shape_str(&v->shape, a, sizeof a),
+                        rill_shape_str(&x->shape, b, sizeof b));
+        return;
+    }
+    pthread_mutex_lock(&v->mu);
+    rill_tensor *t = writable(ctx, v);
+    if (t) {
+        int64_t n = t->numel;
+        switch (t->dtype) {
+        case RILL_FLOAT:
+            if (sign > 0) ADD_LOOP(float, +); else ADD_LOOP(float, -);
+            break;
+        case RILL_DOUBLE:
+            if (sign > 0) ADD_LOOP(double, +); else ADD_LOOP(double, -);
+            break;
+        case RILL_INT32:
+            if (sign > 0) ADD_LOOP(int32_t, +); else ADD_LOOP(int32_t, -);
+            break;
+        case RILL_INT64:
+            if (sign > 0) ADD_LOOP(int64_t, +); else ADD_LOOP(int64_t, -);
+            break;
+        case RILL_HALF: {
+            rill_half *d = t->buf->data;
+            const rill_half *s = x->buf->data;
+            for (int64_t i = 0; i < n; i++)
+                d[i] = rill_half_from_float(rill_half_to_float(d[i]) +
+                                            (float)sign * rill_half_to_float(s[i]));
+            break;
+        }
+        default:
+            rill__kctx_fail(ctx, RILL_UNIMPLEMENTED, "%s on %s", ctx->node->op->name,
+                            rill_dtype_name(t->dtype));
+        }
+        if (rill__kctx_ok(ctx)) rill__kctx_set_output(ctx, 0, rill_tensor_ref(t));
+    }
+    pthread_mutex_unlock(&v->mu);
+}
+
+static void assign_add_kernel(rill__kctx *ctx)
+{
+    assign_add_sub(ctx, 1);
+}
+
+static void assign_sub_kernel(rill__kctx *ctx)
+{
+    assign_add_sub(ctx, -1);
+}
+
+static double scalar(const rill_tensor *t)
+{
+    return rill_tensor_get_double(t, 0);
+}
+
+/* Reads another variable-backed input (m, v, accum) made writable, with the shape check done at
+ * build time. Lock order: inputs in index order. */
+#define LOCK_ALL(n)                                                                                \
+    for (int li = 0; li < (n); li++) pthread_mutex_lock(&ctx->vars[li]->mu)
+#define UNLOCK_ALL(n)                                                                              \
+    for (int li = (n) - 1; li >= 0; li--) pthread_mutex_unlock(&ctx->vars[li]->mu)
+
+static void apply_gd_kernel(rill__kctx *ctx)
+{
+    rill__var *v = ctx->vars[0];
+    const rill_tensor *delta = ctx->inputs[2];
+    double alpha = scalar(ctx->inputs[1]);
+    pthread_mutex_lock(&v->mu);
+    rill_tensor *t = writable(ctx, v);
+    if (t) {
+        int64_t n = t->numel;
+        if (t->dtype == RILL_FLOAT) {
+            float *w = t->buf->data;
+            const float *d = delta->buf->data;
+            float a = (float)alpha;
+            for (int64_t i = 0; i < n; i++) w[i] -= a * d[i];
+        } else {
+            double *w = t->buf->data;
+            const double *d = delta->buf->data;
+            for (int64_t i = 0; i < n; i++) w[i] -= alpha * d[i];
+        }
+        rill__kctx_set_output(ctx, 0, rill_tensor_ref(t));
+    }
+    pthread_mutex_unlock(&v->mu);
+}
+
+#define MOMENTUM_LOOP(T)                                                                           \
+    do {                                                                                           \
+        T *w = var->buf->data, *a = acc->buf->data;                                                \
+        const T *g = grad->buf->data;                                                              \
+        T l = (T)lr, m = (T)mom;                                                                   \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            a[i] = a[i] * m + g[i];                                                                \
+            w[i] -= nesterov ? g[i] * l + a[i] * m * l : a[i] * l;                                 \
+        }                                                                                          \
+    } while (0)
+
+static void apply_momentum_kernel(rill__kctx *ctx)
+{
+    double lr = scalar(ctx->inputs[2]), mom = scalar(ctx->inputs[4]);
+    bool nesterov = rill__attr_bool(ctx->node, "use_nesterov", false);
+    const rill_tensor *grad = ctx->inputs[3];
+    LOCK_ALL(2);
+    rill_tensor *var = writable(ctx, ctx->vars[0]);
+    rill_tensor *acc = var ? writable(ctx, ctx->vars[1]) : NULL;
+    if (var && acc) {
+        int64_t n = var->numel;
+        if (var->dtype == RILL_FLOAT)
+            MOMENTUM_LOOP(float);
+        else
+            MOMENTUM_LOOP(double);
+        rill__kctx_set_output(ctx, 0, rill_tensor_ref(var));
+    }
+    UNLOCK_ALL(2);
+}
+
+#define ADAM_LOOP(T)                                                                               \
+    do {                                                                                           \
+        T *w = var->buf->data, *mm = m->buf->data, *vv = v->buf->data;                             \
+        const T *g = grad->buf->data;                                                              \
+        T b1 = (T)beta1, b2 = (T)beta2, e = (T)eps, l = (T)lr_t;                                   \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            mm[i] += (g[i] - mm[i]) * (1 - b1);                                                    \
+            vv[i] += (g[i] * g[i] - vv[i]) * (1 - b2);                                             \
+            w[i] -= l * mm[i] / (sqrt(vv[i]) + e);                                                 \
+        }                                                                                          \
+    } while (0)
+
+static void apply_adam_kernel(rill__kctx *ctx)
+{
+    double b1p = scalar(ctx->inputs[3]), b2p = scalar(ctx->inputs[4]);
+    double lr = scalar(ctx->inputs[5]), beta1 = scalar(ctx->inputs[6]);
+    double beta2 = scalar(ctx->inputs[7]), eps = scalar(ctx->inputs[8]);
+    const rill_tensor *grad = ctx->inputs[9];
+    double lr_t = lr * sqrt(1 - b2p) / (1 - b1p);
+    LOCK_ALL(3);
+    rill_tensor *var = writable(ctx, ctx->vars[0]);
+    rill_tensor *m = var ? writable(ctx, ctx->vars[1]) : NULL;
+    rill_tensor *v = m ? writable(ctx, ctx->vars[2]) : NULL;
+    if (var && m && v) {
+        int64_t n = var->numel;
+        if (var->dtype == RILL_FLOAT)
+            ADAM_LOOP(float);
+        else
+            ADAM_LOOP(double);
+        rill__kctx_set_output(ctx, 0, rill_tensor_ref(var));
+    }
+    UNLOCK_ALL(3);
+}
+
+static void random_kernel(rill__kctx *ctx)
+{
+    const rill_node *n = ctx->node;
+    rill_dtype t = n->out_dtypes[0];
+    rill_tensor *out = rill__kctx_alloc_output(ctx, 0, t, &n->out_shapes[0]);
+    rill__rng *r = rill__kctx_rng(ctx);
+    double a = rill__attr_float(n, "a", 0), b = rill__attr_float(n, "b", 1);
+    const char *op = n->op->name;
+    int kind = strcmp(op, "RandomNormal") == 0 ? 0 : strcmp(op, "TruncatedNormal") == 0 ? 1 : 2;
+    for (int64_t i = 0; i < out->numel; i++) {
+        double v;
+        if (kind == 0) {
+            v = a + b * rill__rng_normal(r);
+        } else if (kind == 1) {
+            double z;
+            do {
+                z = rill__rng_normal(r);
+            } while (fabs(z) > 2.0);
+            v = a + b * z;
+        } else {
+            v = a + (b - a) * rill__rng_uniform(r);
+        }
+        if (t == RILL_FLOAT)
+            ((float *)out->buf->data)[i] = (float)v;
+        else if (t == RILL_DOUBLE)
+            ((double *)out->buf->data)[i] = v;
+        else
+            ((rill_half *)out->buf->data)[i] = rill_half_from_float((float)v);
+    }
+}
+
+#define K(op_, dt_, fn_) {.op = op_, .device_type = "CPU", .dtype = dt_, .fn = fn_}
+const rill__kernel_def rill__cpu_kernels_state[] = {
+    K("VariableV2", RILL_DT_INVALID, variable_kernel),
+    K("Assign", RILL_DT_INVALID, assign_kernel),
+    K("AssignAdd", RILL_DT_INVALID, assign_add_kernel),
+    K("AssignSub", RILL_DT_INVALID, assign_sub_kernel),
+    K("ApplyGradientDescent", RILL_FLOAT, apply_gd_kernel),
+    K("ApplyGradientDescent", RILL_DOUBLE, apply_gd_kernel),
+    K("ApplyMomentum", RILL_FLOAT, apply_momentum_kernel),
+    K("ApplyMomentum", RILL_DOUBLE, apply_momentum_kernel),
+    K("ApplyAdam", RILL_FLOAT, apply_adam_kernel),
+    K("ApplyAdam", RILL_DOUBLE, apply_adam_kernel),
+    {.op = "RandomNormal", .device_type = "CPU", .fn = random_kernel,
+     .state_free = rill__kctx_rng_free},
+    {.op = "TruncatedNormal", .device_type = "CPU", .fn = random_kernel,
+     .state_free = rill__kctx_rng_free},
+    {.op = "RandomUniform", .device_type = "CPU", .fn = random_kernel,
+     .state_free = rill__kctx_rng_free},
+    {0},
+};

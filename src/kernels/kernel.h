@@ -1,0 +1,92 @@
+/* kernel.h - the kernel layer's contract: the kernel context, the kernel registry keyed by
+ * (op, device type, dtype), and variables as kernels see them.
+ *
+ * The executor (runtime layer) fills a rill__kctx per node execution: input tensors, variable
+ * resources for reference inputs, the output slots, last step's output buffers to recycle, and a
+ * per-session state slot for stateful kernels (random generators). A kernel reports failure with
+ * rill__kctx_fail; the executor adds the node's name. */
+#ifndef RILL_KERNELS_KERNEL_H
+#define RILL_KERNELS_KERNEL_H
+
+#include "../graph/graph_internal.h"
+
+#include <pthread.h>
+
+/* A variable: the value tensor behind a VariableV2 node, owned by a resource manager. */
+typedef struct rill__var {
+    pthread_mutex_t mu;
+    char *name;
+    rill_dtype dtype;
+    rill_shape shape; /* declared shape */
+    rill_tensor *value; /* NULL until initialised */
+} rill__var;
+
+typedef struct rill__kctx {
+    const rill_node *node;
+    rill_tensor *const *inputs;  /* ninputs entries; NULL for reference inputs */
+    rill__var *const *vars;      /* ninputs entries; the variable behind each reference input */
+    rill__var *var;              /* VariableV2 nodes: the node's own variable */
+    rill_tensor **outputs;       /* noutputs entries, to be set by the kernel */
+    rill_tensor **recycle;       /* noutputs entries: last step's outputs (may be NULL) */
+    void **state;                /* this node's persistent per-session state */
+    rill_status *status;         /* NULL until rill__kctx_fail; the executor frees it */
+    rill__threadpool *pool;      /* intra-op pool (may be NULL: run inline) */
+} rill__kctx;
+
+typedef void (*rill__kernel_fn)(rill__kctx *ctx);
+/* Frees a kernel's per-session state. */
+typedef void (*rill__state_free_fn)(void *state);
+
+typedef struct rill__kernel_def {
+    const char *op;          /* op name */
+    const char *device_type; /* "CPU", "GPU" */
+    rill_dtype dtype;        /* RILL_DT_INVALID: any dtype */
+    rill__kernel_fn fn;
+    rill__state_free_fn state_free;
+    uint32_t host_memory_inputs;  /* bit i: input i lives in host memory */
+    uint32_t host_memory_outputs; /* bit i: output i lives in host memory */
+} rill__kernel_def;
+
+/* The kernel for (op, device type, dtype), or NULL. */
+const rill__kernel_def *rill__kernel_lookup(const char *op, const char *device_type,
+                                            rill_dtype dtype);
+/* "  device='CPU'; T in [DT_FLOAT]" lines for error messages; caller frees. */
+char *rill__kernels_registered_for(const char *op);
+
+/* An output tensor of the given dtype and shape, recycled from last step when nobody else holds
+ * that buffer. The slot owns it; the returned pointer is borrowed. */
+rill_tensor *rill__kctx_alloc_output(rill__kctx *ctx, int i, rill_dtype t, const rill_shape *s);
+/* Sets output i to t, transferring the caller's reference. */
+void rill__kctx_set_output(rill__kctx *ctx, int i, rill_tensor *t);
+/* Records an error (the first one wins). */
+void rill__kctx_fail(rill__kctx *ctx, rill_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline bool rill__kctx_ok(const rill__kctx *ctx)
+{
+    return ctx->status == NULL;
+}
+
+/* The random generator of this node instance: seeded from the node's seeds (or the OS when
+ * unseeded) on first use, then carried across steps in ctx->state. */
+rill__rng *rill__kctx_rng(rill__kctx *ctx);
+/* state_free for kernels that use rill__kctx_rng. */
+void rill__kctx_rng_free(void *state);
+
+/* Converts n elements between numeric dtypes. */
+void rill__convert(rill_dtype to, void *dst, rill_dtype from, const void *src, int64_t n);
+
+/* Broadcast iteration helper for binary elementwise kernels: strides of a and b over the output
+ * shape (0 on broadcast dims). Returns false when shapes are incompatible. */
+typedef struct rill__bcast {
+    rill_shape out;
+    int rank;
+    int64_t out_dims[RILL_MAX_DIMS];
+    int64_t a_strides[RILL_MAX_DIMS];
+    int64_t b_strides[RILL_MAX_DIMS];
+    bool same;     /* a and b have the output's shape */
+    bool a_scalar; /* a has one element */
+    bool b_scalar;
+} rill__bcast;
+bool rill__bcast_init(rill__bcast *bc, const rill_shape *a, const rill_shape *b);
+
+#endif

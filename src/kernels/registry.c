@@ -1,0 +1,163 @@
+/* registry.c - the kernel registry and the kernel-context helpers.
+ *
+ * Kernels are registered in static tables, one per kernel file and backend, terminated by an
+ * entry with a NULL op. Lookup is by (op, device type, dtype); an entry with dtype
+ * RILL_DT_INVALID serves every dtype. The tables are indexed by op name on first use. */
+#include "kernel.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+extern const rill__kernel_def rill__cpu_kernels_array[];
+extern const rill__kernel_def rill__cpu_kernels_math[];
+extern const rill__kernel_def rill__cpu_kernels_nn[];
+extern const rill__kernel_def rill__cpu_kernels_state[];
+
+static const rill__kernel_def *const *tables(void)
+{
+    static const rill__kernel_def *const t[] = {
+        rill__cpu_kernels_array,
+        rill__cpu_kernels_math,
+        rill__cpu_kernels_nn,
+        rill__cpu_kernels_state,
+        NULL,
+    };
+    return t;
+}
+
+const rill__kernel_def *rill__kernel_lookup(const char *op, const char *device_type,
+                                            rill_dtype dtype)
+{
+    const rill__kernel_def *any = NULL;
+    for (const rill__kernel_def *const *t = tables(); *t; t++)
+        for (const rill__kernel_def *k = *t; k->op; k++) {
+            if (strcmp(k->op, op) != 0 || strcmp(k->device_type, device_type) != 0) continue;
+            if (k->dtype == dtype) return k;
+            if (k->dtype == RILL_DT_INVALID) any = k;
+        }
+    return any;
+}
+
+static const char *tf_dtype_name(rill_dtype t)
+{
+    switch (t) {
+    case RILL_FLOAT: return "DT_FLOAT";
+    case RILL_DOUBLE: return "DT_DOUBLE";
+    case RILL_INT32: return "DT_INT32";
+    case RILL_INT64: return "DT_INT64";
+    case RILL_BOOL: return "DT_BOOL";
+    case RILL_HALF: return "DT_HALF";
+    case RILL_STRING: return "DT_STRING";
+    default: return "DT_INVALID";
+    }
+}
+
+char *rill__kernels_registered_for(const char *op)
+{
+    char buf[2048] = "";
+    size_t off = 0;
+    for (const rill__kernel_def *const *t = tables(); *t; t++)
+        for (const rill__kernel_def *k = *t; k->op; k++) {
+            if (strcmp(k->op, op) != 0 || off >= sizeof buf) continue;
+            if (k->dtype == RILL_DT_INVALID)
+                off += (size_t)snprintf(buf + off, sizeof buf - off, "  device='%s'\n",
+                                        k->device_type);
+            else
+                off += (size_t)snprintf(buf + off, sizeof buf - off, "  device='%s'; T in [%s]\n",
+                                        k->device_type, tf_dtype_name(k->dtype));
+        }
+    if (!off) snprintf(buf, sizeof buf, "  <no registered kernels>\n");
+    return rill__strdup(buf);
+}
+
+rill_tensor *rill__kctx_alloc_output(rill__kctx *ctx, int i, rill_dtype t, const rill_shape *s)
+{
+    int64_t numel = rill_shape_num_elements(s);
+    rill_tensor *c = ctx->recycle ? ctx->recycle[i] : NULL;
+    rill_tensor *out;
+    if (c && c->dtype == t && c->numel == numel && t != RILL_STRING && rill__tensor_exclusive(c)) {
+        rill__tensor_set_shape(c, s);
+        out = rill_tensor_ref(c);
+    } else {
+        out = rill__tensor_wrap(t, s, rill__buffer_new(t, numel));
+        if (ctx->recycle) {
+            rill_tensor_free(c);
+            ctx->recycle[i] = rill_tensor_ref(out);
+        }
+    }
+    rill_tensor_free(ctx->outputs[i]);
+    ctx->outputs[i] = out;
+    return out;
+}
+
+void rill__kctx_set_output(rill__kctx *ctx, int i, rill_tensor *t)
+{
+    rill_tensor_free(ctx->outputs[i]);
+    ctx->outputs[i] = t;
+}
+
+void rill__kctx_fail(rill__kctx *ctx, rill_code code, const char *fmt, ...)
+{
+    if (ctx->status) return;
+    ctx->status = rill_status_new();
+    va_list ap;
+    va_start(ap, fmt);
+    rill_status_setv(ctx->status, code, fmt, ap);
+    va_end(ap);
+}
+
+static void rng_free(void *p)
+{
+    rill__free(p);
+}
+
+rill__rng *rill__kctx_rng(rill__kctx *ctx)
+{
+    if (!*ctx->state) {
+        rill__rng *r = rill__malloc(sizeof *r);
+        RILL_CHECK_ALLOC(r);
+        const rill_node *n = ctx->node;
+        uint64_t seed = (n->seed || n->seed2)
+                            ? (uint64_t)n->seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)n->seed2
+                            : rill__random_seed();
+        rill__rng_seed(r, seed);
+        *ctx->state = r;
+    }
+    return *ctx->state;
+}
+
+/* Registered as the state_free of every kernel that uses rill__kctx_rng. */
+void rill__kctx_rng_free(void *p)
+{
+    rng_free(p);
+}
+
+bool rill__bcast_init(rill__bcast *bc, const rill_shape *a, const rill_shape *b)
+{
+    memset(bc, 0, sizeof *bc);
+    int rank = a->rank > b->rank ? a->rank : b->rank;
+    bc->rank = rank;
+    int64_t sa = 1, sb = 1;
+    int64_t as[RILL_MAX_DIMS], bs[RILL_MAX_DIMS];
+    for (int i = rank - 1; i >= 0; i--) {
+        int ia = i - (rank - a->rank), ib = i - (rank - b->rank);
+        int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+        if (da != db && da != 1 && db != 1) return false;
+        int64_t d = da > db ? da : db;
+        if (da == 0 || db == 0) d = 0;
+        bc->out_dims[i] = d;
+        as[i] = da == 1 ? 0 : sa;
+        bs[i] = db == 1 ? 0 : sb;
+        sa *= da;
+        sb *= db;
+    }
+    memcpy(bc->a_strides, as, sizeof(int64_t) * (size_t)rank);
+    memcpy(bc->b_strides, bs, sizeof(int64_t) * (size_t)rank);
+    bc->out = rill_shape_make(rank, bc->out_dims);
+    int64_t on = rill_shape_num_elements(&bc->out);
+    bc->same = rill_shape_num_elements(a) == on && rill_shape_num_elements(b) == on &&
+               a->rank == rank && b->rank == rank;
+    bc->a_scalar = rill_shape_num_elements(a) == 1;
+    bc->b_scalar = rill_shape_num_elements(b) == 1;
+    return true;
+}

@@ -1,0 +1,752 @@
+/* executor.c - plans and steps.
+ *
+ * Building a plan: walk back from the fetches and targets along data and control edges,
+ * stopping at fed tensors; check the subgraph for cycles (Kahn's algorithm); pick each node's
+ * kernel; number a slot per produced tensor (fed tensors get their own slots, so a node that
+ * also produces a fed output can still run); count each slot's consumers so a tensor is
+ * released as soon as its last consumer is done (which lets a variable update run in place).
+ *
+ * Running a step: the step state (slots, pending counts, last step's outputs for recycling) is
+ * cached on the plan and reused, so a steady-state step of a small graph allocates nothing.
+ * The caller thread runs ready nodes from a stack; when several become ready at once, nodes
+ * marked expensive go to the inter-op pool, whose workers run the same loop. The step ends when
+ * every node has either run or, after an error, been skipped. */
+#include "runtime.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct pnode {
+    rill_node *node;
+    const rill__kernel_def *kernel;
+    int ninputs;
+    int *in_slot;     /* per input: slot, or -1 for a reference input */
+    rill__var **vars; /* per input: variable of a reference input, else NULL */
+    int noutputs;
+    int out_base;     /* slots [out_base, out_base + noutputs) */
+    int *succ;        /* successors (one entry per data or control edge) */
+    int nsucc;
+    int npred;
+    bool expensive;
+    bool is_variable; /* its output may be NULL (uninitialised) without error */
+    rill__var *var;   /* for VariableV2 nodes */
+} pnode;
+
+typedef struct step {
+    rill__plan *plan;
+    rill_tensor **slots;
+    rill_tensor **cache;  /* last step's output tensors, for recycling */
+    atomic_int *slot_refs;
+    atomic_int *pending;
+    int *ready;           /* the caller's stack */
+    rill_tensor **inbuf;  /* gathered inputs, per node at its own offset */
+    atomic_int remaining;
+    atomic_bool failed;
+    rill_status *status;
+    pthread_mutex_t mu;   /* guards status and the completion wait */
+    pthread_cond_t cv;
+    bool waiting;
+    struct task *tasks;   /* one per node, for the pool */
+} step;
+
+typedef struct task {
+    step *st;
+    int node;
+} task;
+
+struct rill__plan {
+    pnode *nodes;
+    int n;
+    int nslots;
+    int *slot_consumers;
+    int nfeeds;
+    int *feed_slot;
+    rill_dtype *feed_dtype;
+    rill_shape *feed_shape;
+    rill_output *feeds;
+    int nfetches;
+    int *fetch_slot;
+    int *roots;
+    int nroots;
+    int *inbuf_off;
+    int inbuf_total;
+    rill__node_states *states;
+    rill__threadpool *inter;
+    rill__threadpool *intra;
+    pthread_mutex_t mu;
+    step *cached; /* NULL while a step runs on it */
+};
+
+static void step_free(step *st);
+
+/* --- plan building --- */
+
+static int feed_index(const rill__plan_args *a, const rill_node *n, int idx)
+{
+    for (int i = 0; i < a->nfeeds; i++)
+        if (a->feeds[i].node == n && a->feeds[i].index == idx) return i;
+    return -1;
+}
+
+static bool is_expensive(const rill_node *n)
+{
+    const char *op = n->op->name;
+    int64_t numel = 0;
+    for (int i = 0; i < n->noutputs; i++) {
+        int64_t e = rill_shape_num_elements(&n->out_shapes[i]);
+        if (e > numel) numel = e;
+    }
+    if (strcmp(op, "MatMul") == 0) return numel < 0 || numel >= 4096;
+    return numel >= (1 << 16);
+}
+
+static void describe_cycle(rill_graph *g, const char *inplan, const int *indeg, int nnodes,
+                           rill_status *s)
+{
+    (void)g;
+    int count = 0;
+    char names[512] = "";
+    size_t off = 0;
+    for (int i = 0; i < nnodes; i++) {
+        if (!inplan[i] || indeg[i] <= 0) continue;
+        if (count < 4 && off < sizeof names)
+            off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", count ? ", " : "",
+                                    rill_graph_node(g, i)->name);
+        count++;
+    }
+    rill_status_set(s, RILL_INVALID_ARGUMENT,
+                    "Graph is invalid, contains a cycle with %d nodes, including: %s", count,
+                    names);
+}
+
+rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
+{
+    rill_graph *g = a->graph;
+    int nn = rill_graph_num_nodes(g);
+    char *inplan = rill__calloc((size_t)nn + 1, 1);
+    int *order = rill__malloc(((size_t)nn + 1) * sizeof *order);
+    int *pidx = rill__malloc(((size_t)nn + 1) * sizeof *pidx);
+    int *indeg = rill__calloc((size_t)nn + 1, sizeof *indeg);
+    RILL_CHECK_ALLOC(inplan);
+    RILL_CHECK_ALLOC(order);
+    RILL_CHECK_ALLOC(pidx);
+    RILL_CHECK_ALLOC(indeg);
+    rill__plan *p = NULL;
+
+    /* Validate the arguments. */
+    for (int i = 0; i < a->nfeeds; i++) {
+        rill_output f = a->feeds[i];
+        if (!f.node || f.node->graph != g || f.index < 0 || f.index >= f.node->noutputs) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT,
+                            "Feed %d does not name an output of a node in this graph", i);
+            goto fail;
+        }
+        for (int k = 0; k < i; k++)
+            if (a->feeds[k].node == f.node && a->feeds[k].index == f.index) {
+                rill_status_set(s, RILL_INVALID_ARGUMENT, "%s:%d fed more than once",
+                                f.node->name, f.index);
+                goto fail;
+            }
+    }
+    for (int i = 0; i < a->nfetches; i++) {
+        rill_output f = a->fetches[i];
+        if (!f.node || f.node->graph != g || f.index < 0 || f.index >= f.node->noutputs) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT,
+                            "Fetch %d does not name an output of a node in this graph%s", i,
+                            f.node ? "" : " (empty output: did building it fail?)");
+            goto fail;
+        }
+    }
+    for (int i = 0; i < a->ntargets; i++) {
+        if (!a->targets[i] || a->targets[i]->graph != g) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT,
+                            "Target %d does not name a node in this graph%s", i,
+                            a->targets[i] ? "" : " (empty: did building it fail?)");
+            goto fail;
+        }
+    }
+
+    /* Reverse reachability, stopping at fed tensors. */
+    int nstack = 0;
+    for (int i = 0; i < a->nfetches; i++) {
+        rill_node *n = a->fetches[i].node;
+        if (feed_index(a, n, a->fetches[i].index) >= 0) continue;
+        if (!inplan[n->id]) inplan[n->id] = 1, order[nstack++] = n->id;
+    }
+    for (int i = 0; i < a->ntargets; i++) {
+        rill_node *n = a->targets[i];
+        if (!inplan[n->id]) inplan[n->id] = 1, order[nstack++] = n->id;
+    }
+    int np = 0;
+    while (nstack) {
+        rill_node *n = rill_graph_node(g, order[--nstack]);
+        np++;
+        for (int k = 0; k < n->ninputs; k++) {
+            rill_output in = n->inputs[k];
+            bool ref = n->op->ref_inputs & (1u << k);
+            if (!ref && feed_index(a, in.node, in.index) >= 0) continue;
+            if (!inplan[in.node->id]) inplan[in.node->id] = 1, order[nstack++] = in.node->id;
+        }
+        for (int k = 0; k < n->ncontrol; k++) {
+            rill_node *c = n->control_inputs[k];
+            if (!inplan[c->id]) inplan[c->id] = 1, order[nstack++] = c->id;
+        }
+    }
+
+    /* Kahn's algorithm over the plan in node-id order (ties broken by creation order). */
+    for (int i = 0; i < nn; i++) {
+        if (!inplan[i]) continue;
+        rill_node *n = rill_graph_node(g, i);
+        for (int k = 0; k < n->ninputs; k++) {
+            bool ref = n->op->ref_inputs & (1u << k);
+            if (!ref && feed_index(a, n->inputs[k].node, n->inputs[k].index) >= 0) continue;
+            indeg[i]++;
+        }
+        indeg[i] += n->ncontrol;
+    }
+    rill__consumers cons;
+    rill__consumers_build(g, &cons);
+    int head = 0, tail = 0;
+    for (int i = 0; i < nn; i++)
+        if (inplan[i] && indeg[i] == 0) order[tail++] = i;
+    /* Control successors are not in cons: scan per node (plans are built once, so O(n^2) in
+     * the worst case is acceptable, but keep a simple index). */
+    int *cstart = rill__calloc((size_t)nn + 2, sizeof *cstart);
+    RILL_CHECK_ALLOC(cstart);
+    for (int i = 0; i < nn; i++) {
+        rill_node *n = rill_graph_node(g, i);
+        for (int k = 0; k < n->ncontrol; k++) cstart[n->control_inputs[k]->id + 1]++;
+    }
+    for (int i = 0; i < nn; i++) cstart[i + 1] += cstart[i];
+    int *cnode = rill__malloc(((size_t)cstart[nn] + 1) * sizeof *cnode);
+    int *cfill = rill__calloc((size_t)nn + 1, sizeof *cfill);
+    RILL_CHECK_ALLOC(cnode);
+    RILL_CHECK_ALLOC(cfill);
+    for (int i = 0; i < nn; i++) {
+        rill_node *n = rill_graph_node(g, i);
+        for (int k = 0; k < n->ncontrol; k++) {
+            int d = n->control_inputs[k]->id;
+            cnode[cstart[d] + cfill[d]++] = i;
+        }
+    }
+    while (head < tail) {
+        int id = order[head++];
+        for (int e = cons.start[id]; e < cons.start[id + 1]; e++) {
+            rill_node *c = cons.node[e];
+            if (!inplan[c->id]) continue;
+            bool ref = c->op->ref_inputs & (1u << cons.in_index[e]);
+            if (!ref && feed_index(a, rill_graph_node(g, id), cons.out_index[e]) >= 0) continue;
+            if (--indeg[c->id] == 0) order[tail++] = c->id;
+        }
+        for (int e = cstart[id]; e < cstart[id + 1]; e++) {
+            int c = cnode[e];
+            if (inplan[c] && --indeg[c] == 0) order[tail++] = c;
+        }
+    }
+    if (tail < np) {
+        describe_cycle(g, inplan, indeg, nn, s);
+        rill__free(cstart);
+        rill__free(cnode);
+        rill__free(cfill);
+        rill__consumers_free(&cons);
+        goto fail;
+    }
+
+    /* The plan, in topological order. */
+    p = rill__calloc(1, sizeof *p);
+    RILL_CHECK_ALLOC(p);
+    pthread_mutex_init(&p->mu, NULL);
+    p->n = np;
+    p->nodes = rill__calloc((size_t)(np ? np : 1), sizeof *p->nodes);
+    RILL_CHECK_ALLOC(p->nodes);
+    p->states = a->states;
+    p->inter = a->inter_op_pool;
+    p->intra = a->intra_op_pool;
+    for (int i = 0; i < nn; i++) pidx[i] = -1;
+    int nslots = 0;
+    for (int i = 0; i < np; i++) {
+        pnode *pn = &p->nodes[i];
+        pn->node = rill_graph_node(g, order[i]);
+        pidx[order[i]] = i;
+        pn->noutputs = pn->node->noutputs;
+        pn->out_base = nslots;
+        nslots += pn->noutputs;
+    }
+    p->nfeeds = a->nfeeds;
+    p->feed_slot = rill__malloc((size_t)(a->nfeeds ? a->nfeeds : 1) * sizeof *p->feed_slot);
+    p->feed_dtype = rill__malloc((size_t)(a->nfeeds ? a->nfeeds : 1) * sizeof *p->feed_dtype);
+    p->feed_shape = rill__malloc((size_t)(a->nfeeds ? a->nfeeds : 1) * sizeof *p->feed_shape);
+    p->feeds = rill__malloc((size_t)(a->nfeeds ? a->nfeeds : 1) * sizeof *p->feeds);
+    RILL_CHECK_ALLOC(p->feed_slot);
+    RILL_CHECK_ALLOC(p->feed_dtype);
+    RILL_CHECK_ALLOC(p->feed_shape);
+    RILL_CHECK_ALLOC(p->feeds);
+    for (int i = 0; i < a->nfeeds; i++) {
+        rill_node *n = a->feeds[i].node;
+        p->feeds[i] = a->feeds[i];
+        p->feed_slot[i] = nslots++;
+        p->feed_dtype[i] = n->out_dtypes[a->feeds[i].index];
+        if (strcmp(n->op->name, "Placeholder") == 0) {
+            const rill__attr *sa = rill__node_attr(n, "shape");
+            p->feed_shape[i] = sa ? sa->v.shape : rill_shape_unknown();
+        } else {
+            p->feed_shape[i] = n->out_shapes[a->feeds[i].index];
+        }
+    }
+    p->nslots = nslots;
+    p->slot_consumers = rill__calloc((size_t)(nslots ? nslots : 1), sizeof *p->slot_consumers);
+    RILL_CHECK_ALLOC(p->slot_consumers);
+    p->inbuf_off = rill__calloc((size_t)(np ? np : 1), sizeof *p->inbuf_off);
+    RILL_CHECK_ALLOC(p->inbuf_off);
+
+    for (int i = 0; i < np && rill_status_ok(s); i++) {
+        pnode *pn = &p->nodes[i];
+        rill_node *n = pn->node;
+        rill_dtype kt = rill__node_kernel_dtype(n);
+        pn->kernel = rill__kernel_lookup(n->op->name, a->device_type, kt);
+        if (!pn->kernel) {
+            char *reg = rill__kernels_registered_for(n->op->name);
+            rill_status_set(s, RILL_INVALID_ARGUMENT,
+                            "No OpKernel was registered to support Op '%s' used by node %s with "
+                            "these attrs: [T=%s] on %s.\nRegistered kernels:\n%s",
+                            n->op->name, n->name, rill_dtype_name(kt), a->device_type, reg);
+            rill__free(reg);
+            break;
+        }
+        pn->ninputs = n->ninputs;
+        pn->in_slot = rill__malloc((size_t)(n->ninputs ? n->ninputs : 1) * sizeof *pn->in_slot);
+        pn->vars = rill__calloc((size_t)(n->ninputs ? n->ninputs : 1), sizeof *pn->vars);
+        RILL_CHECK_ALLOC(pn->in_slot);
+        RILL_CHECK_ALLOC(pn->vars);
+        p->inbuf_off[i] = p->inbuf_total;
+        p->inbuf_total += n->ninputs;
+        pn->expensive = is_expensive(n);
+        pn->is_variable = strcmp(n->op->name, "VariableV2") == 0;
+        if (pn->is_variable) {
+            const rill__attr *sa = rill__node_attr(n, "shape");
+            rill_shape vs = sa ? sa->v.shape : rill_shape_unknown();
+            pn->var = rill__resource_mgr_var(a->rm, n->name, n->out_dtypes[0], &vs, s);
+            if (!pn->var) break;
+        }
+        for (int k = 0; k < n->ninputs; k++) {
+            rill_output in = n->inputs[k];
+            if (n->op->ref_inputs & (1u << k)) {
+                pn->in_slot[k] = -1;
+                const rill__attr *sa = rill__node_attr(in.node, "shape");
+                rill_shape vs = sa ? sa->v.shape : rill_shape_unknown();
+                pn->vars[k] =
+                    rill__resource_mgr_var(a->rm, in.node->name, in.node->out_dtypes[0], &vs, s);
+                if (!pn->vars[k]) break;
+                continue;
+            }
+            int f = feed_index(a, in.node, in.index);
+            int slot = f >= 0 ? p->feed_slot[f] : p->nodes[pidx[in.node->id]].out_base + in.index;
+            pn->in_slot[k] = slot;
+            p->slot_consumers[slot]++;
+        }
+    }
+    if (!rill_status_ok(s)) {
+        rill__free(cstart);
+        rill__free(cnode);
+        rill__free(cfill);
+        rill__consumers_free(&cons);
+        goto fail;
+    }
+
+    /* Successor lists (data edges that are not cut by a feed, plus control edges). */
+    for (int i = 0; i < np; i++) {
+        pnode *pn = &p->nodes[i];
+        int id = pn->node->id;
+        int cap = (cons.start[id + 1] - cons.start[id]) + (cstart[id + 1] - cstart[id]);
+        pn->succ = rill__malloc((size_t)(cap ? cap : 1) * sizeof *pn->succ);
+        RILL_CHECK_ALLOC(pn->succ);
+        for (int e = cons.start[id]; e < cons.start[id + 1]; e++) {
+            rill_node *c = cons.node[e];
+            if (!inplan[c->id]) continue;
+            bool ref = c->op->ref_inputs & (1u << cons.in_index[e]);
+            if (!ref && feed_index(a, pn->node, cons.out_index[e]) >= 0) continue;
+            pn->succ[pn->nsucc++] = pidx[c->id];
+            p->nodes[pidx[c->id]].npred++;
+        }
+        for (int e = cstart[id]; e < cstart[id + 1]; e++) {
+            int c = cnode[e];
+            if (!inplan[c]) continue;
+            pn->succ[pn->nsucc++] = pidx[c];
+            p->nodes[pidx[c]].npred++;
+        }
+    }
+    rill__free(cstart);
+    rill__free(cnode);
+    rill__free(cfill);
+    rill__consumers_free(&cons);
+    p->roots = rill__malloc((size_t)(np ? np : 1) * sizeof *p->roots);
+    RILL_CHECK_ALLOC(p->roots);
+    for (int i = 0; i < np; i++)
+        if (p->nodes[i].npred == 0) p->roots[p->nroots++] = i;
+
+    p->nfetches = a->nfetches;
+    p->fetch_slot = rill__malloc((size_t)(a->nfetches ? a->nfetches : 1) * sizeof *p->fetch_slot);
+    RILL_CHECK_ALLOC(p->fetch_slot);
+    for (int i = 0; i < a->nfetches; i++) {
+        rill_output f = a->fetches[i];
+        int fi = feed_index(a, f.node, f.index);
+        int slot = fi >= 0 ? p->feed_slot[fi] : p->nodes[pidx[f.node->id]].out_base + f.index;
+        p->fetch_slot[i] = slot;
+        p->slot_consumers[slot]++; /* the fetch holds the tensor to the end of the step */
+    }
+    rill__node_states_reserve(a->states, nn);
+    rill__free(inplan);
+    rill__free(order);
+    rill__free(pidx);
+    rill__free(indeg);
+    return p;
+
+fail:
+    rill__plan_free(p);
+    rill__free(inplan);
+    rill__free(order);
+    rill__free(pidx);
+    rill__free(indeg);
+    return NULL;
+}
+
+void rill__plan_free(rill__plan *p)
+{
+    if (!p) return;
+    for (int i = 0; i < p->n; i++) {
+        rill__free(p->nodes[i].in_slot);
+        rill__free(p->nodes[i].vars);
+        rill__free(p->nodes[i].succ);
+    }
+    rill__free(p->nodes);
+    rill__free(p->slot_consumers);
+    rill__free(p->feed_slot);
+    rill__free(p->feed_dtype);
+    rill__free(p->feed_shape);
+    rill__free(p->feeds);
+    rill__free(p->fetch_slot);
+    rill__free(p->roots);
+    rill__free(p->inbuf_off);
+    step_free(p->cached);
+    pthread_mutex_destroy(&p->mu);
+    rill__free(p);
+}
+
+int rill__plan_num_nodes(const rill__plan *p)
+{
+    return p->n;
+}
+
+rill_node *rill__plan_node(const rill__plan *p, int i)
+{
+    return p->nodes[i].node;
+}
+
+/* --- steps --- */
+
+static step *step_new(rill__plan *p)
+{
+    step *st = rill__calloc(1, sizeof *st);
+    RILL_CHECK_ALLOC(st);
+    size_t ns = (size_t)(p->nslots ? p->nslots : 1), nn = (size_t)(p->n ? p->n : 1);
+    st->plan = p;
+    st->slots = rill__calloc(ns, sizeof *st->slots);
+    st->cache = rill__calloc(ns, sizeof *st->cache);
+    st->slot_refs = rill__calloc(ns, sizeof *st->slot_refs);
+    st->pending = rill__calloc(nn, sizeof *st->pending);
+    st->ready = rill__calloc(nn, sizeof *st->ready);
+    st->inbuf = rill__calloc((size_t)(p->inbuf_total ? p->inbuf_total : 1), sizeof *st->inbuf);
+    st->tasks = rill__calloc(nn, sizeof *st->tasks);
+    RILL_CHECK_ALLOC(st->slots);
+    RILL_CHECK_ALLOC(st->cache);
+    RILL_CHECK_ALLOC(st->slot_refs);
+    RILL_CHECK_ALLOC(st->pending);
+    RILL_CHECK_ALLOC(st->ready);
+    RILL_CHECK_ALLOC(st->inbuf);
+    RILL_CHECK_ALLOC(st->tasks);
+    for (int i = 0; i < p->n; i++) st->tasks[i] = (task){st, i};
+    st->status = rill_status_new();
+    pthread_mutex_init(&st->mu, NULL);
+    pthread_cond_init(&st->cv, NULL);
+    return st;
+}
+
+static void step_free(step *st)
+{
+    if (!st) return;
+    for (int i = 0; i < st->plan->nslots; i++) {
+        rill_tensor_free(st->slots[i]);
+        rill_tensor_free(st->cache[i]);
+    }
+    rill__free(st->slots);
+    rill__free(st->cache);
+    rill__free(st->slot_refs);
+    rill__free(st->pending);
+    rill__free(st->ready);
+    rill__free(st->inbuf);
+    rill__free(st->tasks);
+    rill_status_free(st->status);
+    pthread_mutex_destroy(&st->mu);
+    pthread_cond_destroy(&st->cv);
+    rill__free(st);
+}
+
+static void step_fail(step *st, const rill_status *s, const rill_node *n)
+{
+    pthread_mutex_lock(&st->mu);
+    if (rill_status_ok(st->status)) {
+        rill_status_set(st->status, rill_status_code(s), "%s\n\t [[{{node %s}} = %s]]",
+                        rill_status_message(s), n->name, n->op->name);
+        atomic_store(&st->failed, true);
+    }
+    pthread_mutex_unlock(&st->mu);
+}
+
+static void release_slot(step *st, int slot)
+{
+    if (atomic_fetch_sub_explicit(&st->slot_refs[slot], 1, memory_order_acq_rel) == 1) {
+        rill_tensor *t = st->slots[slot];
+        st->slots[slot] = NULL;
+        rill_tensor_free(t);
+    }
+}
+
+/* Runs node i's kernel (unless the step already failed) and releases its inputs. */
+static void execute(step *st, int i)
+{
+    rill__plan *p = st->plan;
+    pnode *pn = &p->nodes[i];
+    if (atomic_load_explicit(&st->failed, memory_order_relaxed)) goto release;
+    rill_tensor **in = st->inbuf + p->inbuf_off[i];
+    for (int k = 0; k < pn->ninputs; k++) {
+        int slot = pn->in_slot[k];
+        if (slot < 0) {
+            in[k] = NULL;
+            continue;
+        }
+        in[k] = st->slots[slot];
+        if (!in[k]) {
+            rill_output src = pn->node->inputs[k];
+            rill_status *e = rill_status_new();
+            if (rill__is_variable(src))
+                rill_status_set(e, RILL_FAILED_PRECONDITION,
+                                "Attempting to use uninitialized value %s", src.node->name);
+            else
+                rill_status_set(e, RILL_INTERNAL, "input %d of '%s' (from '%s:%d') is missing",
+                                k, pn->node->name, src.node->name, src.index);
+            step_fail(st, e, pn->node);
+            rill_status_free(e);
+            goto release;
+        }
+    }
+    {
+        rill__kctx ctx = {
+            .node = pn->node,
+            .inputs = in,
+            .vars = pn->vars,
+            .var = pn->var,
+            .outputs = st->slots + pn->out_base,
+            .recycle = st->cache + pn->out_base,
+            .state = &p->states->state[pn->node->id],
+            .status = NULL,
+            .pool = p->intra,
+        };
+        pn->kernel->fn(&ctx);
+        if (*ctx.state && pn->kernel->state_free)
+            p->states->free_fn[pn->node->id] = pn->kernel->state_free;
+        if (!ctx.status && !pn->is_variable) {
+            for (int o = 0; o < pn->noutputs; o++)
+                if (!ctx.outputs[o]) {
+                    rill__kctx_fail(&ctx, RILL_INTERNAL, "kernel produced no output %d", o);
+                    break;
+                }
+        }
+        if (ctx.status) {
+            step_fail(st, ctx.status, pn->node);
+            rill_status_free(ctx.status);
+        }
+    }
+release:
+    for (int k = 0; k < pn->ninputs; k++)
+        if (pn->in_slot[k] >= 0) release_slot(st, pn->in_slot[k]);
+    for (int o = 0; o < pn->noutputs; o++) {
+        int slot = pn->out_base + o;
+        if (atomic_load_explicit(&st->slot_refs[slot], memory_order_relaxed) == 0) {
+            rill_tensor_free(st->slots[slot]);
+            st->slots[slot] = NULL;
+        }
+    }
+}
+
+static void run_loop(step *st, int first, int *stack, int cap);
+
+static void pool_task(void *arg)
+{
+    task *t = arg;
+    int local[64];
+    run_loop(t->st, t->node, local, 64);
+}
+
+static void finish_one(step *st)
+{
+    if (atomic_fetch_sub_explicit(&st->remaining, 1, memory_order_acq_rel) == 1) {
+        pthread_mutex_lock(&st->mu);
+        pthread_cond_broadcast(&st->cv);
+        pthread_mutex_unlock(&st->mu);
+    }
+}
+
+/* Runs `first` and then whatever becomes ready, depth first. */
+static void run_loop(step *st, int first, int *stack, int cap)
+{
+    rill__plan *p = st->plan;
+    int n = 0;
+    stack[n++] = first;
+    while (n) {
+        int i = stack[--n];
+        execute(st, i);
+        pnode *pn = &p->nodes[i];
+        int newly = 0;
+        for (int k = 0; k < pn->nsucc; k++) {
+            int c = pn->succ[k];
+            if (atomic_fetch_sub_explicit(&st->pending[c], 1, memory_order_acq_rel) != 1)
+                continue;
+            bool offload = p->inter && p->nodes[c].expensive && (newly > 0 || n > 0);
+            if (offload || n == cap) {
+                rill__threadpool_schedule(p->inter, pool_task, &st->tasks[c]);
+            } else {
+                stack[n++] = c;
+            }
+            newly++;
+        }
+        finish_one(st);
+    }
+}
+
+static pnode *slot_producer(rill__plan *p, int slot)
+{
+    for (int i = 0; i < p->n; i++)
+        if (slot >= p->nodes[i].out_base && slot < p->nodes[i].out_base + p->nodes[i].noutputs)
+            return &p->nodes[i];
+    return NULL;
+}
+
+static bool check_feed(const rill__plan *p, int i, const rill_tensor *t, rill_status *s)
+{
+    const rill_output f = p->feeds[i];
+    if (!t) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "The value fed for '%s:%d' is NULL",
+                        f.node->name, f.index);
+        return false;
+    }
+    if (t->dtype != p->feed_dtype[i]) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Cannot feed value of dtype %s for Tensor '%s:%d', which has dtype %s",
+                        rill_dtype_name(t->dtype), f.node->name, f.index,
+                        rill_dtype_name(p->feed_dtype[i]));
+        return false;
+    }
+    const rill_shape *want = &p->feed_shape[i];
+    bool ok = want->rank < 0;
+    if (!ok && want->rank == t->shape.rank) {
+        ok = true;
+        for (int d = 0; d < want->rank; d++)
+            if (want->dims[d] >= 0 && want->dims[d] != t->shape.dims[d]) ok = false;
+    }
+    if (!ok) {
+        char a[96], b[96];
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Cannot feed value of shape %s for Tensor '%s:%d', which has shape '%s'",
+                        rill_shape_str(&t->shape, a, sizeof a), f.node->name, f.index,
+                        rill_shape_str(want, b, sizeof b));
+        return false;
+    }
+    return true;
+}
+
+rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_tensor **fetch_values,
+                         rill_status *s)
+{
+    for (int i = 0; i < p->nfetches; i++) fetch_values[i] = NULL;
+    for (int i = 0; i < p->nfeeds; i++)
+        if (!check_feed(p, i, feed_values[i], s)) return rill_status_code(s);
+
+    pthread_mutex_lock(&p->mu);
+    step *st = p->cached;
+    p->cached = NULL;
+    pthread_mutex_unlock(&p->mu);
+    if (!st) st = step_new(p);
+
+    rill_status_clear(st->status);
+    atomic_store(&st->failed, false);
+    for (int i = 0; i < p->nslots; i++)
+        atomic_store_explicit(&st->slot_refs[i], p->slot_consumers[i], memory_order_relaxed);
+    for (int i = 0; i < p->n; i++)
+        atomic_store_explicit(&st->pending[i], p->nodes[i].npred, memory_order_relaxed);
+    for (int i = 0; i < p->nfeeds; i++) {
+        int slot = p->feed_slot[i];
+        if (p->slot_consumers[slot] > 0) st->slots[slot] = rill_tensor_ref(feed_values[i]);
+    }
+    atomic_store(&st->remaining, p->n);
+
+    if (p->n > 0) {
+        /* Roots beyond the first expensive ones may go to the pool; the caller runs the rest. */
+        for (int r = 1; r < p->nroots; r++) {
+            int c = p->roots[r];
+            if (p->inter && p->nodes[c].expensive)
+                rill__threadpool_schedule(p->inter, pool_task, &st->tasks[c]);
+            else
+                run_loop(st, c, st->ready, p->n);
+        }
+        run_loop(st, p->roots[0], st->ready, p->n);
+        if (atomic_load_explicit(&st->remaining, memory_order_acquire) > 0) {
+            pthread_mutex_lock(&st->mu);
+            while (atomic_load_explicit(&st->remaining, memory_order_acquire) > 0)
+                pthread_cond_wait(&st->cv, &st->mu);
+            pthread_mutex_unlock(&st->mu);
+        }
+    }
+
+    rill_code code = rill_status_code(st->status);
+    for (int i = 0; i < p->nfetches; i++) {
+        int slot = p->fetch_slot[i];
+        if (code == RILL_OK) {
+            if (!st->slots[slot]) {
+                pnode *src = slot_producer(p, slot);
+                if (src && src->is_variable) {
+                    rill_status_set(st->status, RILL_FAILED_PRECONDITION,
+                                    "Attempting to use uninitialized value %s", src->node->name);
+                    code = RILL_FAILED_PRECONDITION;
+                } else {
+                    rill_status_set(st->status, RILL_INTERNAL, "fetch %d was not produced", i);
+                    code = RILL_INTERNAL;
+                }
+            } else {
+                fetch_values[i] = rill_tensor_ref(st->slots[slot]);
+            }
+        }
+    }
+    if (code != RILL_OK)
+        for (int i = 0; i < p->nfetches; i++) {
+            rill_tensor_free(fetch_values[i]);
+            fetch_values[i] = NULL;
+        }
+    /* Drop what the fetches held (and anything an error left behind). */
+    for (int i = 0; i < p->nslots; i++) {
+        if (st->slots[i]) {
+            rill_tensor_free(st->slots[i]);
+            st->slots[i] = NULL;
+        }
+    }
+    rill_status_copy(s, st->status);
+
+    pthread_mutex_lock(&p->mu);
+    if (!p->cached) {
+        p->cached = st;
+        st = NULL;
+    }
+    pthread_mutex_unlock(&p->mu);
+    step_free(st);
+    return code;
+}

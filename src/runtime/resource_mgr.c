@@ -1,0 +1,90 @@
+/* resource_mgr.c - variables by name. A local session owns one; a server (later) owns one for
+ * its whole life, shared by every session that connects to it. */
+#include "runtime.h"
+
+#include <string.h>
+
+struct rill__resource_mgr {
+    pthread_mutex_t mu;
+    rill__strmap vars;
+    rill__vec all;
+};
+
+rill__resource_mgr *rill__resource_mgr_new(void)
+{
+    rill__resource_mgr *rm = rill__calloc(1, sizeof *rm);
+    RILL_CHECK_ALLOC(rm);
+    pthread_mutex_init(&rm->mu, NULL);
+    return rm;
+}
+
+void rill__resource_mgr_free(rill__resource_mgr *rm)
+{
+    if (!rm) return;
+    for (int i = 0; i < rm->all.n; i++) {
+        rill__var *v = rm->all.items[i];
+        rill_tensor_free(v->value);
+        rill__free(v->name);
+        pthread_mutex_destroy(&v->mu);
+        rill__free(v);
+    }
+    rill__vec_free(&rm->all);
+    rill__strmap_free(&rm->vars);
+    pthread_mutex_destroy(&rm->mu);
+    rill__free(rm);
+}
+
+rill__var *rill__resource_mgr_var(rill__resource_mgr *rm, const char *name, rill_dtype t,
+                                  const rill_shape *shape, rill_status *s)
+{
+    pthread_mutex_lock(&rm->mu);
+    rill__var *v = rill__strmap_get(&rm->vars, name);
+    if (v) {
+        pthread_mutex_unlock(&rm->mu);
+        if (v->dtype != t || !rill_shape_equal(&v->shape, shape)) {
+            char a[64], b[64];
+            rill_status_set(s, RILL_INVALID_ARGUMENT,
+                            "Variable '%s' exists with dtype %s and shape %s; requested dtype %s "
+                            "and shape %s",
+                            name, rill_dtype_name(v->dtype), rill_shape_str(&v->shape, a, sizeof a),
+                            rill_dtype_name(t), rill_shape_str(shape, b, sizeof b));
+            return NULL;
+        }
+        return v;
+    }
+    v = rill__calloc(1, sizeof *v);
+    RILL_CHECK_ALLOC(v);
+    pthread_mutex_init(&v->mu, NULL);
+    v->name = rill__strdup(name);
+    v->dtype = t;
+    v->shape = *shape;
+    rill__strmap_put(&rm->vars, name, v);
+    rill__vec_push(&rm->all, v);
+    pthread_mutex_unlock(&rm->mu);
+    return v;
+}
+
+void rill__node_states_reserve(rill__node_states *ns, int n)
+{
+    if (n <= ns->n) return;
+    void **st = rill__realloc(ns->state, (size_t)n * sizeof *st);
+    rill__state_free_fn *fr = rill__realloc(ns->free_fn, (size_t)n * sizeof *fr);
+    RILL_CHECK_ALLOC(st);
+    RILL_CHECK_ALLOC(fr);
+    memset(st + ns->n, 0, (size_t)(n - ns->n) * sizeof *st);
+    memset(fr + ns->n, 0, (size_t)(n - ns->n) * sizeof *fr);
+    ns->state = st;
+    ns->free_fn = fr;
+    ns->n = n;
+}
+
+void rill__node_states_free(rill__node_states *ns)
+{
+    for (int i = 0; i < ns->n; i++)
+        if (ns->state[i] && ns->free_fn[i]) ns->free_fn[i](ns->state[i]);
+    rill__free(ns->state);
+    rill__free(ns->free_fn);
+    ns->state = NULL;
+    ns->free_fn = NULL;
+    ns->n = 0;
+}

@@ -1,0 +1,58 @@
+/* runtime.h - the runtime layer's internals: the resource manager and the executor.
+ *
+ * An executor plan is the pruned, topologically checked subgraph for one (feeds, fetches,
+ * targets) with a kernel chosen per node and a slot per tensor. Running it reuses one cached
+ * step state (slots, pending counts, last step's output buffers), so a steady-state step of a
+ * small graph allocates nothing. Nodes run inline on the calling thread; when several are ready,
+ * expensive ones go to the inter-op pool. */
+#ifndef RILL_RUNTIME_H
+#define RILL_RUNTIME_H
+
+#include "../kernels/kernel.h"
+
+/* --- resource manager: variables by name, shared by every session that uses it --- */
+typedef struct rill__resource_mgr rill__resource_mgr;
+rill__resource_mgr *rill__resource_mgr_new(void);
+void rill__resource_mgr_free(rill__resource_mgr *rm);
+/* The variable named name, created uninitialised on first lookup. A later lookup with another
+ * dtype or shape fails with INVALID_ARGUMENT. Borrowed; lives as long as rm. */
+rill__var *rill__resource_mgr_var(rill__resource_mgr *rm, const char *name, rill_dtype t,
+                                  const rill_shape *shape, rill_status *s);
+
+/* --- per-node kernel state kept across steps (random generators) --- */
+typedef struct rill__node_states {
+    void **state;
+    rill__state_free_fn *free_fn;
+    int n;
+} rill__node_states;
+void rill__node_states_reserve(rill__node_states *ns, int n);
+void rill__node_states_free(rill__node_states *ns);
+
+/* --- executor --- */
+typedef struct rill__plan rill__plan;
+
+typedef struct rill__plan_args {
+    rill_graph *graph;
+    const rill_output *feeds;
+    int nfeeds;
+    const rill_output *fetches;
+    int nfetches;
+    rill_node *const *targets;
+    int ntargets;
+    const char *device_type; /* "CPU" */
+    rill__resource_mgr *rm;
+    rill__node_states *states;
+    rill__threadpool *inter_op_pool; /* may be NULL */
+    rill__threadpool *intra_op_pool; /* may be NULL */
+} rill__plan_args;
+
+/* Prunes, checks and prepares. NULL with s set on failure (cycle, missing kernel, ...). */
+rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s);
+void rill__plan_free(rill__plan *p);
+/* Runs one step: feed_values borrowed, fetch_values receive new references. */
+rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_tensor **fetch_values,
+                         rill_status *s);
+int rill__plan_num_nodes(const rill__plan *p);
+rill_node *rill__plan_node(const rill__plan *p, int i);
+
+#endif

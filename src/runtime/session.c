@@ -1,0 +1,241 @@
+/* session.c - the local session: options, the plan cache and rill_session_run.
+ *
+ * Plans are cached per (feeds, fetches, targets), keyed by the node ids and output indices in
+ * the order given. Lookup hashes the key and compares it; a miss builds a plan under the
+ * session lock. Variables live in the session's resource manager. */
+#include <rill/session.h>
+
+#include "runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct rill_session_options {
+    int inter_op_threads;
+    bool log_device_placement;
+    bool allow_soft_placement;
+};
+
+rill_session_options *rill_session_options_new(void)
+{
+    rill_session_options *o = rill__calloc(1, sizeof *o);
+    RILL_CHECK_ALLOC(o);
+    return o;
+}
+
+void rill_session_options_free(rill_session_options *o)
+{
+    rill__free(o);
+}
+
+void rill_session_options_set_inter_op_threads(rill_session_options *o, int n)
+{
+    o->inter_op_threads = n < 0 ? 0 : n;
+}
+
+void rill_session_options_set_log_device_placement(rill_session_options *o, bool on)
+{
+    o->log_device_placement = on;
+}
+
+void rill_session_options_set_allow_soft_placement(rill_session_options *o, bool on)
+{
+    o->allow_soft_placement = on;
+}
+
+typedef struct cached_plan {
+    uint64_t hash;
+    int64_t *key;
+    int nkey;
+    rill__plan *plan;
+    struct cached_plan *next;
+} cached_plan;
+
+#define NBUCKETS 64
+
+struct rill_session {
+    rill_graph *graph;
+    rill_session_options opts;
+    pthread_mutex_t mu;
+    cached_plan *buckets[NBUCKETS];
+    int nplans;
+    rill__resource_mgr *rm;
+    rill__node_states states;
+    rill__threadpool *inter;
+};
+
+rill_session *rill_session_new(rill_graph *g, const rill_session_options *o, rill_status *s)
+{
+    if (!g) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "rill_session_new: graph is NULL");
+        return NULL;
+    }
+    if (!rill_graph_ok(g)) {
+        rill_status_set(s, RILL_FAILED_PRECONDITION,
+                        "The graph has a build error, so no session can run it: %s",
+                        rill_status_message(rill_graph_status(g)));
+        return NULL;
+    }
+    rill_session *sess = rill__calloc(1, sizeof *sess);
+    RILL_CHECK_ALLOC(sess);
+    sess->graph = g;
+    if (o) sess->opts = *o;
+    pthread_mutex_init(&sess->mu, NULL);
+    sess->rm = rill__resource_mgr_new();
+    int threads = sess->opts.inter_op_threads ? sess->opts.inter_op_threads : rill__num_cores();
+    /* The calling thread runs nodes too, so the pool has one thread fewer. */
+    if (threads > 1) sess->inter = rill__threadpool_new(threads - 1);
+    rill_status_clear(s);
+    return sess;
+}
+
+void rill_session_free(rill_session *sess)
+{
+    if (!sess) return;
+    for (int b = 0; b < NBUCKETS; b++)
+        for (cached_plan *c = sess->buckets[b]; c;) {
+            cached_plan *nx = c->next;
+            rill__plan_free(c->plan);
+            rill__free(c->key);
+            rill__free(c);
+            c = nx;
+        }
+    rill__threadpool_free(sess->inter);
+    rill__node_states_free(&sess->states);
+    rill__resource_mgr_free(sess->rm);
+    pthread_mutex_destroy(&sess->mu);
+    rill__free(sess);
+}
+
+int rill_session_num_plans(const rill_session *sess)
+{
+    return sess->nplans;
+}
+
+/* The key: counts and (id, index) pairs; targets by id. Written into buf (cap entries). */
+static int make_key(const rill_output *feeds, int nfeeds, const rill_output *fetches, int nfetches,
+                    rill_node *const *targets, int ntargets, int64_t *buf, int cap)
+{
+    int n = 0;
+#define PUT(v)                                                                                     \
+    do {                                                                                           \
+        if (n < cap) buf[n] = (v);                                                                 \
+        n++;                                                                                       \
+    } while (0)
+    PUT(nfeeds);
+    for (int i = 0; i < nfeeds; i++) PUT(feeds[i].node ? ((int64_t)feeds[i].node->id << 20) + feeds[i].index : -1);
+    PUT(nfetches);
+    for (int i = 0; i < nfetches; i++)
+        PUT(fetches[i].node ? ((int64_t)fetches[i].node->id << 20) + fetches[i].index : -1);
+    PUT(ntargets);
+    for (int i = 0; i < ntargets; i++) PUT(targets[i] ? targets[i]->id : -1);
+#undef PUT
+    return n;
+}
+
+static uint64_t hash_key(const int64_t *k, int n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < n; i++) h = (h ^ (uint64_t)k[i]) * 1099511628211ull;
+    return h;
+}
+
+static bool foreign(const rill_session *sess, const rill_output *o, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (o[i].node && o[i].node->graph != sess->graph) return true;
+    return false;
+}
+
+rill_code rill_session_run(rill_session *sess, const rill_output *feeds,
+                           rill_tensor *const *feed_values, int nfeeds, const rill_output *fetches,
+                           rill_tensor **fetch_values, int nfetches, rill_node *const *targets,
+                           int ntargets, rill_status *s)
+{
+    rill_status_clear(s);
+    if (!sess) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "rill_session_run: session is NULL");
+        return RILL_INVALID_ARGUMENT;
+    }
+    if (nfeeds < 0 || nfetches < 0 || ntargets < 0 || (nfeeds && (!feeds || !feed_values)) ||
+        (nfetches && (!fetches || !fetch_values)) || (ntargets && !targets)) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "rill_session_run: a non-zero count was given with a NULL array");
+        return RILL_INVALID_ARGUMENT;
+    }
+    if (nfetches + ntargets == 0) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Must specify at least one target to fetch or execute.");
+        return RILL_INVALID_ARGUMENT;
+    }
+    if (foreign(sess, feeds, nfeeds) || foreign(sess, fetches, nfetches)) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "A feed or fetch belongs to another graph than this session's");
+        return RILL_INVALID_ARGUMENT;
+    }
+
+    int64_t kbuf[64];
+    int nkey = make_key(feeds, nfeeds, fetches, nfetches, targets, ntargets, kbuf, 64);
+    int64_t *key = kbuf;
+    if (nkey > 64) {
+        key = rill__malloc((size_t)nkey * sizeof *key);
+        RILL_CHECK_ALLOC(key);
+        make_key(feeds, nfeeds, fetches, nfetches, targets, ntargets, key, nkey);
+    }
+    uint64_t h = hash_key(key, nkey);
+
+    pthread_mutex_lock(&sess->mu);
+    cached_plan *c = sess->buckets[h % NBUCKETS];
+    while (c && !(c->hash == h && c->nkey == nkey &&
+                  memcmp(c->key, key, (size_t)nkey * sizeof *key) == 0))
+        c = c->next;
+    if (!c) {
+        rill__plan_args a = {
+            .graph = sess->graph,
+            .feeds = feeds,
+            .nfeeds = nfeeds,
+            .fetches = fetches,
+            .nfetches = nfetches,
+            .targets = targets,
+            .ntargets = ntargets,
+            .device_type = "CPU",
+            .rm = sess->rm,
+            .states = &sess->states,
+            .inter_op_pool = sess->inter,
+            .intra_op_pool = rill__default_pool(),
+        };
+        rill__plan *p = rill__plan_new(&a, s);
+        if (!p) {
+            pthread_mutex_unlock(&sess->mu);
+            if (key != kbuf) rill__free(key);
+            return rill_status_code(s);
+        }
+        if (sess->opts.log_device_placement) {
+            for (int i = 0; i < rill__plan_num_nodes(p); i++) {
+                rill_node *n = rill__plan_node(p, i);
+                fprintf(stderr, "%s: (%s): /job:localhost/replica:0/task:0/device:CPU:0\n",
+                        n->name, n->op->name);
+            }
+        }
+        c = rill__calloc(1, sizeof *c);
+        RILL_CHECK_ALLOC(c);
+        c->hash = h;
+        c->nkey = nkey;
+        c->key = rill__malloc((size_t)nkey * sizeof *key);
+        RILL_CHECK_ALLOC(c->key);
+        memcpy(c->key, key, (size_t)nkey * sizeof *key);
+        c->plan = p;
+        c->next = sess->buckets[h % NBUCKETS];
+        sess->buckets[h % NBUCKETS] = c;
+        sess->nplans++;
+    }
+    pthread_mutex_unlock(&sess->mu);
+    if (key != kbuf) rill__free(key);
+    return rill__plan_run(c->plan, feed_values, fetch_values, s);
+}
+
+rill_code rill_session_run_targets(rill_session *sess, rill_node *const *targets, int n,
+                                   rill_status *s)
+{
+    return rill_session_run(sess, NULL, NULL, 0, NULL, NULL, 0, targets, n, s);
+}

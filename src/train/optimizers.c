@@ -1,0 +1,234 @@
+/* optimizers.c - tf.train's GradientDescent, Momentum and Adam optimizers.
+ *
+ * compute_gradients differentiates the loss for the trainable variables; apply_gradients adds
+ * one Apply* op per variable under the optimizer's name scope (slot variables such as
+ * "<var>/Momentum" are created on first use, zero-initialised), and, when given a global step,
+ * an AssignAdd of 1 that runs after every update: the op returned is the training step. */
+#include "../graph/graph_internal.h"
+
+#include <string.h>
+
+typedef enum { OPT_SGD, OPT_MOMENTUM, OPT_ADAM } opt_kind;
+
+struct rill_optimizer {
+    opt_kind kind;
+    double lr, momentum, beta1, beta2, epsilon;
+    bool nesterov;
+};
+
+static rill_optimizer *opt_new(opt_kind k)
+{
+    rill_optimizer *o = rill__calloc(1, sizeof *o);
+    RILL_CHECK_ALLOC(o);
+    o->kind = k;
+    return o;
+}
+
+rill_optimizer *rill_gradient_descent_optimizer_new(double learning_rate)
+{
+    rill_optimizer *o = opt_new(OPT_SGD);
+    o->lr = learning_rate;
+    return o;
+}
+
+rill_optimizer *rill_momentum_optimizer_new(double learning_rate, double momentum,
+                                            bool use_nesterov)
+{
+    rill_optimizer *o = opt_new(OPT_MOMENTUM);
+    o->lr = learning_rate;
+    o->momentum = momentum;
+    o->nesterov = use_nesterov;
+    return o;
+}
+
+rill_optimizer *rill_adam_optimizer_new(double learning_rate, double beta1, double beta2,
+                                        double epsilon)
+{
+    rill_optimizer *o = opt_new(OPT_ADAM);
+    o->lr = learning_rate;
+    o->beta1 = beta1;
+    o->beta2 = beta2;
+    o->epsilon = epsilon;
+    return o;
+}
+
+void rill_optimizer_free(rill_optimizer *o)
+{
+    rill__free(o);
+}
+
+const char *rill_optimizer_name(const rill_optimizer *o)
+{
+    switch (o->kind) {
+    case OPT_SGD: return "GradientDescent";
+    case OPT_MOMENTUM: return "Momentum";
+    default: return "Adam";
+    }
+}
+
+int rill_optimizer_compute_gradients(rill_optimizer *o, rill_graph *g, rill_output loss,
+                                     const rill_output *var_list, int nvars,
+                                     rill_grad_and_var *out, int cap)
+{
+    (void)o;
+    if (!rill_graph_ok(g)) return -1;
+    rill_output *vars = NULL;
+    if (!var_list || nvars <= 0) {
+        nvars = rill_graph_trainable_variables(g, NULL, 0);
+        vars = rill__malloc((size_t)(nvars ? nvars : 1) * sizeof *vars);
+        RILL_CHECK_ALLOC(vars);
+        rill_graph_trainable_variables(g, vars, nvars);
+        var_list = vars;
+    }
+    if (nvars == 0) {
+        rill__graph_fail(g, RILL_INVALID_ARGUMENT, "No variables to optimize.");
+        rill__free(vars);
+        return -1;
+    }
+    rill_output *dx = rill__malloc((size_t)nvars * sizeof *dx);
+    RILL_CHECK_ALLOC(dx);
+    bool ok = rill_gradients(g, &loss, 1, var_list, nvars, NULL, dx);
+    for (int i = 0; ok && i < nvars && i < cap; i++) out[i] = (rill_grad_and_var){dx[i], var_list[i]};
+    rill__free(dx);
+    rill__free(vars);
+    return ok ? nvars : -1;
+}
+
+/* A zero-initialised slot variable "<var>/<slot>" shaped like var (created once). */
+static rill_output slot(rill_graph *g, rill_output var, const char *name)
+{
+    char *full = rill__asprintf("%s/%s", var.node->name, name);
+    rill_node *existing = rill_graph_find_node(g, full);
+    rill_output v;
+    if (existing) {
+        v = (rill_output){existing, 0};
+    } else {
+        rill_graph_push_name_scope(g, "/");
+        rill_graph_push_control_dependencies(g, NULL, 0);
+        rill_graph_push_device(g, rill_node_requested_device(var.node));
+        v = rill_variable(g, rill_output_dtype(var), rill_output_shape(var),
+                          rill_zeros_initializer(), false, full);
+        rill_graph_pop_device(g);
+        rill_graph_pop_control_dependencies(g);
+        rill_graph_pop_name_scope(g);
+    }
+    rill__free(full);
+    return v;
+}
+
+/* A non-slot scalar variable (Adam's beta powers), created once per graph. */
+static rill_output scalar_var(rill_graph *g, const char *name, rill_dtype t, double init)
+{
+    rill_node *existing = rill_graph_find_node(g, name);
+    if (existing) return (rill_output){existing, 0};
+    rill_graph_push_name_scope(g, "/");
+    rill_graph_push_control_dependencies(g, NULL, 0);
+    rill_output v = rill_variable(g, t, rill_shape_scalar(), rill_constant_initializer(init),
+                                  false, name);
+    rill_graph_pop_control_dependencies(g);
+    rill_graph_pop_name_scope(g);
+    return v;
+}
+
+static rill_output apply_one(rill_optimizer *o, rill_graph *g, rill_output grad, rill_output var,
+                             rill_output b1p, rill_output b2p)
+{
+    rill_dtype t = rill_output_dtype(var);
+    rill_output lr = rill__scalar_like(g, t, o->lr);
+    switch (o->kind) {
+    case OPT_SGD: {
+        rill_output in[] = {var, lr, grad};
+        return (rill_output){rill__node_create(g, "ApplyGradientDescent", NULL, in, 3, NULL, 0), 0};
+    }
+    case OPT_MOMENTUM: {
+        rill_output in[] = {var, slot(g, var, "Momentum"), lr, grad,
+                            rill__scalar_like(g, t, o->momentum)};
+        rill__attr a[] = {RILL__A_BOOL("use_nesterov", o->nesterov)};
+        return (rill_output){rill__node_create(g, "ApplyMomentum", NULL, in, 5, a, 1), 0};
+    }
+    default: {
+        rill_output in[] = {var,
+                            slot(g, var, "Adam"),
+                            slot(g, var, "Adam_1"),
+                            rill_cast(g, b1p, t, NULL),
+                            rill_cast(g, b2p, t, NULL),
+                            lr,
+                            rill__scalar_like(g, t, o->beta1),
+                            rill__scalar_like(g, t, o->beta2),
+                            rill__scalar_like(g, t, o->epsilon),
+                            grad};
+        return (rill_output){rill__node_create(g, "ApplyAdam", NULL, in, 10, NULL, 0), 0};
+    }
+    }
+}
+
+rill_node *rill_optimizer_apply_gradients(rill_optimizer *o, rill_graph *g,
+                                          const rill_grad_and_var *gv, int n,
+                                          rill_output global_step, const char *name)
+{
+    if (!rill_graph_ok(g)) return NULL;
+    rill_output b1p = {NULL, 0}, b2p = {NULL, 0};
+    if (o->kind == OPT_ADAM) {
+        b1p = scalar_var(g, "beta1_power", RILL_FLOAT, o->beta1);
+        b2p = scalar_var(g, "beta2_power", RILL_FLOAT, o->beta2);
+    }
+    const char *scope = name ? name : rill_optimizer_name(o);
+    rill_graph_push_name_scope(g, scope);
+    rill_node **updates = rill__malloc((size_t)(n + 2) * sizeof *updates);
+    RILL_CHECK_ALLOC(updates);
+    int nu = 0;
+    for (int i = 0; i < n; i++) {
+        if (!gv[i].grad.node) continue;
+        if (!rill__is_variable(gv[i].var)) {
+            rill__graph_fail(g, RILL_INVALID_ARGUMENT,
+                             "apply_gradients: '%s' is not a variable",
+                             gv[i].var.node ? gv[i].var.node->name : "(empty)");
+            break;
+        }
+        char *sc = rill__asprintf("update_%s", gv[i].var.node->name);
+        for (char *p = sc; *p; p++)
+            if (*p == '/') *p = '_';
+        rill_graph_push_name_scope(g, sc);
+        rill__free(sc);
+        updates[nu++] = apply_one(o, g, gv[i].grad, gv[i].var, b1p, b2p).node;
+        rill_graph_pop_name_scope(g);
+    }
+    if (nu == 0 && rill_graph_ok(g)) {
+        rill__graph_fail(g, RILL_INVALID_ARGUMENT, "No gradients provided for any variable.");
+    }
+    rill_node *result = NULL;
+    if (rill_graph_ok(g) && o->kind == OPT_ADAM) {
+        /* beta powers advance after every update of this step */
+        rill_graph_push_control_dependencies(g, updates, nu);
+        rill_output u1 = rill_assign(g, b1p, rill_mul(g, b1p, rill__scalar_like(g, RILL_FLOAT, o->beta1), NULL), NULL);
+        rill_output u2 = rill_assign(g, b2p, rill_mul(g, b2p, rill__scalar_like(g, RILL_FLOAT, o->beta2), NULL), NULL);
+        rill_graph_pop_control_dependencies(g);
+        updates[nu++] = u1.node;
+        updates[nu++] = u2.node;
+    }
+    rill_graph_pop_name_scope(g);
+    if (rill_graph_ok(g)) {
+        if (global_step.node) {
+            rill_graph_push_control_dependencies(g, updates, nu);
+            rill_output one = rill__scalar_like(g, rill_output_dtype(global_step), 1);
+            result = rill_assign_add(g, global_step, one, scope).node;
+            rill_graph_pop_control_dependencies(g);
+        } else {
+            result = rill_group(g, updates, nu, scope);
+        }
+    }
+    rill__free(updates);
+    return rill_graph_ok(g) ? result : NULL;
+}
+
+rill_node *rill_optimizer_minimize(rill_optimizer *o, rill_graph *g, rill_output loss,
+                                   rill_output global_step, const char *name)
+{
+    int nv = rill_graph_trainable_variables(g, NULL, 0);
+    rill_grad_and_var *gv = rill__malloc((size_t)(nv ? nv : 1) * sizeof *gv);
+    RILL_CHECK_ALLOC(gv);
+    int n = rill_optimizer_compute_gradients(o, g, loss, NULL, 0, gv, nv);
+    rill_node *r = n < 0 ? NULL : rill_optimizer_apply_gradients(o, g, gv, n, global_step, name);
+    rill__free(gv);
+    return r;
+}
