@@ -1,0 +1,209 @@
+/* fashion_mnist.c - a real workload on real data: the 784-512-512-10 ReLU MLP on Fashion-MNIST.
+ *
+ * Reads the gzipped IDX files that Debian's dataset-fashion-mnist package installs, trains in
+ * shuffled mini-batches with softmax cross-entropy, and prints per epoch the mean training loss,
+ * the accuracy on the 10,000 test images and the training throughput in examples/s. */
+#include <rill/rill.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct mlp {
+    rill_output x, y, logits, loss;
+    rill_node *train, *init;
+} mlp;
+
+static rill_output dense(rill_graph *g, rill_output in, int64_t fan_in, int64_t fan_out,
+                         bool relu, const char *name)
+{
+    rill_graph_push_variable_scope(g, name, false);
+    /* He initialisation for ReLU layers, Glorot-like for the output layer. */
+    double stddev = sqrt((relu ? 2.0 : 1.0) / (double)fan_in);
+    rill_output w = rill_get_variable(g, "weights", RILL_FLOAT, rill_shape_matrix(fan_in, fan_out),
+                                      rill_truncated_normal_initializer(0, stddev, 0), true);
+    rill_output b = rill_get_variable(g, "biases", RILL_FLOAT, rill_shape_vector(fan_out),
+                                      rill_zeros_initializer(), true);
+    rill_output out = rill_bias_add(g, rill_matmul(g, in, w, false, false, NULL), b, NULL);
+    if (relu) out = rill_relu(g, out, NULL);
+    rill_graph_pop_variable_scope(g);
+    return out;
+}
+
+static rill_optimizer *make_optimizer(const char *name, double lr, rill_status *s)
+{
+    if (strcmp(name, "sgd") == 0) return rill_gradient_descent_optimizer_new(lr);
+    if (strcmp(name, "momentum") == 0) return rill_momentum_optimizer_new(lr, 0.9, false);
+    if (strcmp(name, "adam") == 0) return rill_adam_optimizer_new(lr, 0.9, 0.999, 1e-8);
+    rill_status_set(s, RILL_INVALID_ARGUMENT,
+                    "Invalid value '%s' for flag --optimizer: expected sgd, momentum or adam",
+                    name);
+    return NULL;
+}
+
+/* Copies the rows idx[0..n) of src [N, width] into dst [n, width]. */
+static void gather(const rill_tensor *src, const int *idx, int n, rill_tensor *dst, size_t width,
+                   size_t esize)
+{
+    const char *s = rill_tensor_data(src);
+    char *d = rill_tensor_data(dst);
+    for (int i = 0; i < n; i++) memcpy(d + (size_t)i * width * esize, s + (size_t)idx[i] * width * esize, width * esize);
+}
+
+int main(int argc, char **argv)
+{
+    int64_t batch_size, epochs, hidden, seed;
+    double learning_rate;
+    const char *optimizer_name, *data_dir;
+    rill_flags *flags = rill_flags_new(argv[0], "Trains a 784-512-512-10 MLP on Fashion-MNIST.");
+    rill_flags_define_int(flags, "batch_size", &batch_size, 100, "Examples per training step.");
+    rill_flags_define_int(flags, "epochs", &epochs, 5, "Passes over the training set.");
+    rill_flags_define_float(flags, "learning_rate", &learning_rate, 0.001, "Learning rate.");
+    rill_flags_define_string(flags, "optimizer", &optimizer_name, "adam",
+                             "One of sgd, momentum, adam.");
+    rill_flags_define_int(flags, "hidden", &hidden, 512, "Units in each of the two hidden layers.");
+    rill_flags_define_string(flags, "data_dir", &data_dir, RILL_FASHION_MNIST_DIR,
+                             "Folder with the four *-idx*-ubyte.gz files.");
+    rill_flags_define_int(flags, "seed", &seed, 0, "Random seed (0: from the clock).");
+    int rc = rill_flags_parse_or_exit_code(flags, argc, argv);
+    if (rc >= 0) {
+        rill_flags_free(flags);
+        return rc;
+    }
+    rill_status *s = rill_status_new();
+    rill_optimizer *opt = NULL;
+    rill_graph *g = NULL;
+    rill_session *sess = NULL;
+    rill_tensor *train_x = NULL, *train_y = NULL, *test_x = NULL, *test_y = NULL;
+    rill_tensor *bx = NULL, *by = NULL;
+    int *order = NULL;
+    rc = 1;
+    if (batch_size <= 0 || epochs < 0 || hidden <= 0) {
+        fprintf(stderr, "%s: --batch_size and --hidden must be positive, --epochs >= 0\n", argv[0]);
+        goto out;
+    }
+    opt = make_optimizer(optimizer_name, learning_rate, s);
+    if (!opt) {
+        fprintf(stderr, "%s: %s\n", argv[0], rill_status_message(s));
+        goto out;
+    }
+
+    char path[4][1024];
+    const char *names[4] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                            "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"};
+    for (int i = 0; i < 4; i++) snprintf(path[i], sizeof path[i], "%s/%s", data_dir, names[i]);
+    if (!(train_x = rill_idx_read_images(path[0], s)) ||
+        !(train_y = rill_idx_read_labels(path[1], s)) ||
+        !(test_x = rill_idx_read_images(path[2], s)) ||
+        !(test_y = rill_idx_read_labels(path[3], s))) {
+        fprintf(stderr, "%s: %s\n", argv[0], rill_status_message(s));
+        goto out;
+    }
+    int64_t ntrain = rill_tensor_dim(train_x, 0), ntest = rill_tensor_dim(test_x, 0);
+    int64_t width = rill_tensor_dim(train_x, 1);
+    printf("Fashion-MNIST: %lld training and %lld test images of %lld pixels; batch %lld, %s "
+           "lr %g\n",
+           (long long)ntrain, (long long)ntest, (long long)width, (long long)batch_size,
+           optimizer_name, learning_rate);
+
+    g = rill_graph_new();
+    rill_graph_set_seed(g, seed ? seed : (int64_t)time(NULL));
+    mlp m;
+    m.x = rill_placeholder(g, RILL_FLOAT, rill_shape_matrix(-1, width), "images");
+    m.y = rill_placeholder(g, RILL_INT32, rill_shape_vector(-1), "labels");
+    rill_output h1 = dense(g, m.x, width, hidden, true, "hidden1");
+    rill_output h2 = dense(g, h1, hidden, hidden, true, "hidden2");
+    m.logits = dense(g, h2, hidden, 10, false, "softmax_linear");
+    m.loss = rill_mean(g, rill_sparse_softmax_cross_entropy_with_logits(g, m.y, m.logits, "xent"),
+                       NULL, -1, false, "loss");
+    rill_output gs = rill_train_get_or_create_global_step(g);
+    m.train = rill_optimizer_minimize(opt, g, m.loss, gs, "train");
+    m.init = rill_global_variables_initializer(g, NULL);
+    if (!rill_graph_ok(g)) {
+        fprintf(stderr, "%s: building the model: %s\n", argv[0],
+                rill_status_message(rill_graph_status(g)));
+        goto out;
+    }
+    sess = rill_session_new(g, NULL, s);
+    if (!sess || rill_session_run_targets(sess, &m.init, 1, s) != RILL_OK) {
+        fprintf(stderr, "%s: %s\n", argv[0], rill_status_message(s));
+        goto out;
+    }
+
+    order = malloc((size_t)ntrain * sizeof *order);
+    for (int64_t i = 0; i < ntrain; i++) order[i] = (int)i;
+    srand48(seed ? seed : (long)time(NULL));
+    bx = rill_tensor_new(RILL_FLOAT, (int64_t[]){batch_size, width}, 2);
+    by = rill_tensor_new(RILL_INT32, (int64_t[]){batch_size}, 1);
+    double best = 0;
+    for (int64_t epoch = 1; epoch <= epochs; epoch++) {
+        for (int64_t i = ntrain - 1; i > 0; i--) { /* Fisher-Yates */
+            int64_t j = (int64_t)(drand48() * (double)(i + 1));
+            int t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        struct timespec ts0, ts1;
+        clock_gettime(CLOCK_MONOTONIC, &ts0);
+        double loss_sum = 0;
+        int64_t nbatches = ntrain / batch_size;
+        for (int64_t bi = 0; bi < nbatches; bi++) {
+            gather(train_x, order + bi * batch_size, (int)batch_size, bx, (size_t)width, 4);
+            gather(train_y, order + bi * batch_size, (int)batch_size, by, 1, 4);
+            rill_output feeds[] = {m.x, m.y};
+            rill_tensor *fv[] = {bx, by};
+            rill_tensor *lv;
+            if (rill_session_run(sess, feeds, fv, 2, &m.loss, &lv, 1, &m.train, 1, s) != RILL_OK) {
+                fprintf(stderr, "%s: training step: %s\n", argv[0], rill_status_message(s));
+                goto out;
+            }
+            loss_sum += *(float *)rill_tensor_data(lv);
+            rill_tensor_free(lv);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &ts1);
+        double secs = (double)(ts1.tv_sec - ts0.tv_sec) + (double)(ts1.tv_nsec - ts0.tv_nsec) * 1e-9;
+
+        /* Test accuracy: logits for the whole test set in one run, argmax on the host. */
+        rill_output feeds[] = {m.x};
+        rill_tensor *fv[] = {test_x};
+        rill_tensor *logits;
+        if (rill_session_run(sess, feeds, fv, 1, &m.logits, &logits, 1, NULL, 0, s) != RILL_OK) {
+            fprintf(stderr, "%s: evaluation: %s\n", argv[0], rill_status_message(s));
+            goto out;
+        }
+        const float *lg = rill_tensor_data(logits);
+        const int32_t *ty = rill_tensor_data(test_y);
+        int64_t correct = 0;
+        for (int64_t i = 0; i < ntest; i++) {
+            int arg = 0;
+            for (int c = 1; c < 10; c++)
+                if (lg[i * 10 + c] > lg[i * 10 + arg]) arg = c;
+            correct += arg == ty[i];
+        }
+        rill_tensor_free(logits);
+        double acc = (double)correct / (double)ntest;
+        if (acc > best) best = acc;
+        printf("epoch %lld: training loss %.4f, test accuracy %.2f%%, %.0f examples/s\n",
+               (long long)epoch, loss_sum / (double)(nbatches ? nbatches : 1), acc * 100,
+               (double)(nbatches * batch_size) / secs);
+        fflush(stdout);
+    }
+    printf("best test accuracy: %.2f%%\n", best * 100);
+    rc = 0;
+out:
+    free(order);
+    rill_tensor_free(bx);
+    rill_tensor_free(by);
+    rill_tensor_free(train_x);
+    rill_tensor_free(train_y);
+    rill_tensor_free(test_x);
+    rill_tensor_free(test_y);
+    rill_session_free(sess);
+    rill_graph_free(g);
+    rill_optimizer_free(opt);
+    rill_status_free(s);
+    rill_flags_free(flags);
+    return rc;
+}
