@@ -388,63 +388,343 @@ rill_tensor *rill_tensor_copy(const rill_tensor *t)
     return c;
 }
 
-/* numpy-like printing: floats as "2." or "0.5", nested brackets per dimension. */
-static size_t put_elem(const rill_tensor *t, int64_t i, char *buf, size_t n)
+/* --- printing, as numpy's str() does it ---
+ *
+ * An array prints as numpy's array_str with default options: every element formatted alike
+ * (floats aligned on the decimal point with up to 8 fractional digits, or all in scientific
+ * notation when the magnitudes call for it; integers and bools right-aligned), rows wrapped at
+ * 75 columns, nested dimensions on new lines indented under their bracket ("[[1. 2.]\n [3.
+ * 4.]]"), and arrays above 1000 elements summarised with "..." around 3 edge items per axis.
+ * A rank-0 tensor prints as the scalar would ("2.0", "7", "True"). */
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+} sbuf;
+
+static void sb_putn(sbuf *b, const char *s, size_t len)
 {
-    char tmp[64];
+    if (b->n + len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (b->n + len + 1 > cap) cap *= 2;
+        char *p = rill__realloc(b->p, cap);
+        RILL_CHECK_ALLOC(p);
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, len);
+    b->n += len;
+    b->p[b->n] = 0;
+}
+
+static void sb_puts(sbuf *b, const char *s)
+{
+    sb_putn(b, s, strlen(s));
+}
+
+static void sb_pad(sbuf *b, char c, int count)
+{
+    for (int i = 0; i < count; i++) sb_putn(b, &c, 1);
+}
+
+/* True when the decimal string s reads back as v in dtype t (numpy's "unique" digits). */
+static bool round_trips(rill_dtype t, double v, const char *s)
+{
+    double r = strtod(s, NULL);
+    switch (t) {
+    case RILL_FLOAT: return (float)r == (float)v;
+    case RILL_HALF: return rill_half_from_float((float)r) == rill_half_from_float((float)v);
+    default: return r == v;
+    }
+}
+
+/* The fewest fractional digits (at most maxp, trailing zeros trimmed) that identify v, in
+ * positional ("%f") or scientific ("%e") notation. */
+static int unique_digits(rill_dtype t, double v, bool sci, int maxp)
+{
+    char tmp[400];
+    for (int p = 0; p < maxp; p++) {
+        snprintf(tmp, sizeof tmp, sci ? "%.*e" : "%.*f", p, v);
+        if (round_trips(t, v, tmp)) return p;
+    }
+    snprintf(tmp, sizeof tmp, sci ? "%.*e" : "%.*f", maxp, v);
+    char *dot = strchr(tmp, '.');
+    if (!dot) return 0;
+    char *end = sci ? strchr(dot, 'e') : dot + strlen(dot);
+    int p = (int)(end - dot - 1);
+    while (p > 0 && dot[p] == '0') p--;
+    return p;
+}
+
+static bool is_numeric_dtype(rill_dtype t)
+{
+    return t != RILL_STRING && t != RILL_BOOL && rill_dtype_is_valid(t);
+}
+
+/* int64 elements are read exactly (a double would round above 2^53). */
+static long long get_int(const rill_tensor *t, int64_t i)
+{
+    if (t->dtype == RILL_INT64) return (long long)((const int64_t *)t->buf->data)[i];
+    return (long long)rill_tensor_get_double(t, i);
+}
+
+/* How every element of one array is formatted (numpy's FloatingFormat and friends). */
+typedef struct elem_fmt {
+    const rill_tensor *t;
+    bool summarize;
+    bool sci;      /* floats: scientific notation */
+    int prec;      /* floats: fractional digits (scientific: exactly; positional: at most) */
+    int exp_digits;
+    int pad_left;  /* floats: width of the integer part */
+    int pad_right; /* floats: width of the fractional part (scientific: with the exponent) */
+    int width;     /* integers and bools: field width */
+} elem_fmt;
+
+/* Whether element i shows when the array is summarised (edge items of every axis). */
+static bool shown(const elem_fmt *f, int64_t i)
+{
+    if (!f->summarize) return true;
+    const rill_shape *s = &f->t->shape;
+    for (int d = s->rank - 1; d >= 0; d--) {
+        int64_t k = i % s->dims[d];
+        i /= s->dims[d];
+        if (s->dims[d] > 6 && k >= 3 && k < s->dims[d] - 3) return false;
+    }
+    return true;
+}
+
+static void split_sci(const char *s, int *int_len, int *exp_val)
+{
+    const char *e = strchr(s, 'e');
+    const char *dot = strchr(s, '.');
+    *int_len = (int)((dot && dot < e ? dot : e) - s);
+    *exp_val = atoi(e + 1);
+}
+
+static void fill_format(elem_fmt *f)
+{
+    const rill_tensor *t = f->t;
+    char tmp[400];
+    if (t->dtype == RILL_BOOL) {
+        f->width = 4;
+        for (int64_t i = 0; i < t->numel; i++)
+            if (shown(f, i) && !((const uint8_t *)t->buf->data)[i]) f->width = 5;
+        return;
+    }
+    if (!rill_dtype_is_float(t->dtype)) {
+        for (int64_t i = 0; i < t->numel; i++) {
+            if (!shown(f, i)) continue;
+            int w = snprintf(tmp, sizeof tmp, "%lld", get_int(t, i));
+            if (w > f->width) f->width = w;
+        }
+        return;
+    }
+    double maxv = 0, minv = INFINITY;
+    bool any_finite = false, any_nonfinite = false, neg_inf = false;
+    for (int64_t i = 0; i < t->numel; i++) {
+        if (!shown(f, i)) continue;
+        double v = rill_tensor_get_double(t, i);
+        if (!isfinite(v)) {
+            any_nonfinite = true;
+            if (isinf(v) && v < 0) neg_inf = true;
+            continue;
+        }
+        any_finite = true;
+        double a = fabs(v);
+        if (a == 0) continue;
+        if (a > maxv) maxv = a;
+        if (a < minv) minv = a;
+    }
+    if (any_finite) {
+        f->sci = minv != INFINITY && (maxv >= 1e8 || minv < 1e-4 || maxv / minv > 1e3);
+        for (int64_t i = 0; i < t->numel; i++) {
+            if (!shown(f, i)) continue;
+            double v = rill_tensor_get_double(t, i);
+            if (!isfinite(v)) continue;
+            int p = unique_digits(t->dtype, v, f->sci, 8);
+            if (p > f->prec) f->prec = p;
+        }
+        f->exp_digits = 2;
+        for (int64_t i = 0; i < t->numel; i++) {
+            if (!shown(f, i)) continue;
+            double v = rill_tensor_get_double(t, i);
+            if (!isfinite(v)) continue;
+            int int_len;
+            if (f->sci) {
+                int e;
+                snprintf(tmp, sizeof tmp, "%.*e", f->prec, v);
+                split_sci(tmp, &int_len, &e);
+                int ed = snprintf(tmp, sizeof tmp, "%d", e < 0 ? -e : e);
+                if (ed > f->exp_digits) f->exp_digits = ed;
+            } else {
+                int_len = snprintf(tmp, sizeof tmp, "%.0f", trunc(v));
+                if (v < 0 && tmp[0] != '-') int_len++; /* -0.5 prints as "-0.5" */
+            }
+            if (int_len > f->pad_left) f->pad_left = int_len;
+        }
+        f->pad_right = f->sci ? f->exp_digits + 2 + f->prec : f->prec;
+    }
+    if (any_nonfinite) {
+        int offset = f->pad_right + 1;
+        int inflen = 3 + (neg_inf ? 1 : 0);
+        if (3 - offset > f->pad_left) f->pad_left = 3 - offset;
+        if (inflen - offset > f->pad_left) f->pad_left = inflen - offset;
+    }
+}
+
+static void put_elem(sbuf *b, const elem_fmt *f, int64_t i)
+{
+    const rill_tensor *t = f->t;
+    char tmp[400];
     if (t->dtype == RILL_STRING) {
         size_t len;
         const char *s = rill_tensor_get_string(t, i, &len);
-        return (size_t)snprintf(buf, n, "b'%.*s'", (int)len, s);
+        sb_puts(b, "b'");
+        sb_putn(b, s, len);
+        sb_puts(b, "'");
+        return;
     }
-    if (t->dtype == RILL_BOOL) return (size_t)snprintf(buf, n, "%s", ((const uint8_t *)t->buf->data)[i] ? "True" : "False");
+    if (t->dtype == RILL_BOOL) {
+        const char *s = ((const uint8_t *)t->buf->data)[i] ? "True" : "False";
+        sb_pad(b, ' ', f->width - (int)strlen(s));
+        sb_puts(b, s);
+        return;
+    }
+    if (!rill_dtype_is_float(t->dtype)) {
+        int w = snprintf(tmp, sizeof tmp, "%lld", get_int(t, i));
+        sb_pad(b, ' ', f->width - w);
+        sb_puts(b, tmp);
+        return;
+    }
     double v = rill_tensor_get_double(t, i);
-    if (!rill_dtype_is_float(t->dtype)) return (size_t)snprintf(buf, n, "%lld", (long long)v);
-    if (v == floor(v) && fabs(v) < 1e16) {
-        snprintf(tmp, sizeof tmp, "%.0f.", v);
-    } else {
-        snprintf(tmp, sizeof tmp, "%.8g", v);
+    if (!isfinite(v)) {
+        const char *s = isnan(v) ? "nan" : v < 0 ? "-inf" : "inf";
+        sb_pad(b, ' ', f->pad_left + f->pad_right + 1 - (int)strlen(s));
+        sb_puts(b, s);
+        return;
     }
-    return (size_t)snprintf(buf, n, "%s", tmp);
+    if (f->sci) {
+        int int_len, e;
+        snprintf(tmp, sizeof tmp, "%.*e", f->prec, v);
+        split_sci(tmp, &int_len, &e);
+        sb_pad(b, ' ', f->pad_left - int_len);
+        sb_putn(b, tmp, (size_t)(strchr(tmp, 'e') - tmp));
+        if (f->prec == 0) sb_puts(b, ".");
+        snprintf(tmp, sizeof tmp, "e%c%0*d", e < 0 ? '-' : '+', f->exp_digits, e < 0 ? -e : e);
+        sb_puts(b, tmp);
+        return;
+    }
+    int p = unique_digits(t->dtype, v, false, f->prec);
+    snprintf(tmp, sizeof tmp, "%.*f", p, v);
+    char *dot = strchr(tmp, '.');
+    int int_len = dot ? (int)(dot - tmp) : (int)strlen(tmp);
+    if (!dot) strcat(tmp, ".");
+    sb_pad(b, ' ', f->pad_left - int_len);
+    sb_puts(b, tmp);
+    sb_pad(b, ' ', f->pad_right - p);
+}
+
+/* Python's repr of a scalar: shortest digits, "2.0", "1e-05", "1e+16". */
+static void put_scalar(sbuf *b, const rill_tensor *t)
+{
+    char tmp[400];
+    if (!rill_dtype_is_float(t->dtype)) {
+        elem_fmt f = {.t = t};
+        put_elem(b, &f, 0);
+        return;
+    }
+    double v = rill_tensor_get_double(t, 0);
+    if (!isfinite(v)) {
+        sb_puts(b, isnan(v) ? "nan" : v < 0 ? "-inf" : "inf");
+        return;
+    }
+    double a = fabs(v);
+    bool sci = a >= 1e16 || (a != 0 && a < 1e-4);
+    int p = unique_digits(t->dtype, v, sci, 40);
+    snprintf(tmp, sizeof tmp, sci ? "%.*e" : "%.*f", p, v);
+    sb_puts(b, tmp);
+    if (!sci && p == 0) sb_puts(b, ".0");
+}
+
+static void put_words_row(sbuf *b, const elem_fmt *f, int64_t base, int64_t dim, int rank)
+{
+    /* numpy's _extendLine: a word that would pass the width starts a new line indented under
+     * the bracket, unless the line holds nothing but the indent. */
+    const int elem_width = 75 - rank;
+    int line = rank; /* the brackets (or indent) before the first element */
+    bool summary = f->summarize && dim > 6;
+    sbuf w = {0};
+    for (int64_t k = 0; k < dim; k++) {
+        if (summary && k >= 3 && k < dim - 3) {
+            if (k != 3) continue;
+            w.n = 0;
+            sb_puts(&w, "...");
+        } else {
+            w.n = 0;
+            put_elem(&w, f, base + k);
+        }
+        if (line + (int)w.n > elem_width && line > rank) {
+            while (b->n && b->p[b->n - 1] == ' ') b->p[--b->n] = 0;
+            sb_puts(b, "\n");
+            sb_pad(b, ' ', rank);
+            line = rank;
+        }
+        sb_putn(b, w.p, w.n);
+        line += (int)w.n;
+        if (k + 1 < dim) {
+            sb_puts(b, " ");
+            line++;
+        }
+    }
+    rill__free(w.p);
+}
+
+static void put_axis(sbuf *b, const elem_fmt *f, int axis, int64_t base)
+{
+    const rill_shape *s = &f->t->shape;
+    int rank = s->rank;
+    int64_t dim = s->dims[axis];
+    sb_puts(b, "[");
+    if (axis == rank - 1) {
+        put_words_row(b, f, base, dim, rank);
+    } else {
+        int64_t stride = 1;
+        for (int d = axis + 1; d < rank; d++) stride *= s->dims[d];
+        bool summary = f->summarize && dim > 6;
+        for (int64_t k = 0; k < dim; k++) {
+            if (summary && k >= 3 && k < dim - 3) {
+                if (k != 3) continue;
+                sb_puts(b, "...");
+            } else {
+                put_axis(b, f, axis + 1, base + k * stride);
+            }
+            if (k + 1 < dim) {
+                sb_pad(b, '\n', rank - axis - 1);
+                sb_pad(b, ' ', axis + 1);
+            }
+        }
+    }
+    sb_puts(b, "]");
 }
 
 const char *rill_tensor_str(const rill_tensor *t, char *buf, size_t n)
 {
     if (!n) return buf;
     buf[0] = 0;
-    size_t off = 0;
-#define PUT(...)                                                                                   \
-    do {                                                                                           \
-        if (off < n) off += (size_t)snprintf(buf + off, n - off, __VA_ARGS__);                     \
-    } while (0)
-    int rank = t->shape.rank;
-    if (rank == 0) {
-        if (t->numel) off += put_elem(t, 0, buf, n);
-        return buf;
+    if (!t) return buf;
+    sbuf b = {0};
+    if (t->shape.rank == 0) {
+        put_scalar(&b, t);
+    } else if (t->numel == 0) {
+        sb_puts(&b, "[]");
+    } else {
+        elem_fmt f = {.t = t, .summarize = t->numel > 1000};
+        fill_format(&f);
+        put_axis(&b, &f, 0, 0);
     }
-    int64_t idx[RILL_MAX_DIMS] = {0};
-    for (int d = 0; d < rank; d++) PUT("[");
-    for (int64_t i = 0; i < t->numel; i++) {
-        if (off < n) off += put_elem(t, i, buf + off, n - off);
-        int d = rank - 1;
-        int closed = 0;
-        while (d >= 0 && ++idx[d] == t->shape.dims[d]) {
-            idx[d] = 0;
-            PUT("]");
-            closed++;
-            d--;
-        }
-        if (i + 1 < t->numel) {
-            if (closed == 0) {
-                PUT(" ");
-            } else {
-                PUT("\n");
-                for (int k = 0; k < closed; k++) PUT("[");
-            }
-        }
-    }
-    if (t->numel == 0)
-        for (int d = 0; d < rank; d++) PUT("]");
-#undef PUT
+    size_t len = b.n < n - 1 ? b.n : n - 1;
+    if (len) memcpy(buf, b.p, len);
+    buf[len] = 0;
+    rill__free(b.p);
     return buf;
 }

@@ -573,13 +573,15 @@ static void test_names_and_shapes(void)
     rill_output lbl = rill_placeholder(g, RILL_INT64, SH(-1), "labels");
     rill_output sce = rill_sparse_softmax_cross_entropy_with_logits(g, lbl, ba, NULL);
     rill_output p = rill_placeholder(g, RILL_FLOAT, rill_shape_unknown(), "p");
-    rill_output ce = rill_softmax_cross_entropy_with_logits(g, p, rill_relu(g, ba, NULL), NULL);
+    rill_output relu = rill_relu(g, ba, NULL);
+    rill_output ce = rill_softmax_cross_entropy_with_logits(g, p, relu, NULL);
     if (!CHECK(rill_graph_ok(g))) {
         fprintf(stderr, "  %s\n", rill_status_message(rill_graph_status(g)));
         rill_graph_free(g);
         return;
     }
     CHECK_EQ_STR(rill_node_name(ba.node), "BiasAdd");
+    CHECK_EQ_STR(rill_node_name(relu.node), "Relu");
     CHECK_EQ_STR(rill_node_name(rill_relu(g, x, NULL).node), "Relu_1");
     CHECK_EQ_STR(rill_node_name(rill_sigmoid(g, x, NULL).node), "Sigmoid");
     CHECK_EQ_STR(rill_node_name(rill_tanh(g, x, NULL).node), "Tanh");
@@ -588,8 +590,9 @@ static void test_names_and_shapes(void)
     CHECK_EQ_STR(rill_node_name(ce.node), "SoftmaxCrossEntropyWithLogits");
     CHECK_EQ_STR(rill_node_op_type(ce.node), "SoftmaxCrossEntropyWithLogits");
     /* TensorFlow's input order: features (logits) first. */
-    CHECK(rill_node_input(ce.node, 0).node == rill_relu(g, ba, NULL).node ||
-          strcmp(rill_node_op_type(rill_node_input(ce.node, 0).node), "Relu") == 0);
+    CHECK(rill_node_input(ce.node, 0).node == relu.node);
+    CHECK(rill_node_input(ce.node, 1).node == p.node);
+    CHECK(rill_node_input(sce.node, 0).node == ba.node);
     CHECK(rill_node_input(sce.node, 1).node == lbl.node);
     CHECK_EQ_INT(rill_node_num_outputs(sce.node), 2);
     CHECK_EQ_INT(rill_node_num_outputs(ce.node), 2);
@@ -659,7 +662,7 @@ static void test_large(void)
                     bad++;
             }
         for (int64_t k = 0; k < cols && bad < 3; k++)
-            if (!CHECK_NEAR(rill_tensor_get_double(got[2], k), db[k], 1e-4)) bad++;
+            if (!CHECK_NEAR(rill_tensor_get_double(got[2], k), db[k], 1e-3)) bad++;
         free(db);
         for (int k = 0; k < 3; k++) rill_tensor_free(got[k]), got[k] = NULL;
     }
