@@ -52,15 +52,33 @@ static void gather(const rill_tensor *src, const int *idx, int n, rill_tensor *d
     for (int i = 0; i < n; i++) memcpy(d + (size_t)i * width * esize, s + (size_t)idx[i] * width * esize, width * esize);
 }
 
+/* Scales pixels to zero mean and unit variance, with the training set's statistics. */
+static void standardize(rill_tensor *train, rill_tensor *test)
+{
+    float *a = rill_tensor_data(train);
+    int64_t n = rill_tensor_num_elements(train);
+    double sum = 0, sq = 0;
+    for (int64_t i = 0; i < n; i++) sum += a[i], sq += (double)a[i] * a[i];
+    double mean = sum / (double)n, sd = sqrt(sq / (double)n - mean * mean);
+    rill_tensor *both[] = {train, test};
+    for (int k = 0; k < 2; k++) {
+        float *p = rill_tensor_data(both[k]);
+        for (int64_t i = 0; i < rill_tensor_num_elements(both[k]); i++)
+            p[i] = (float)((p[i] - mean) / sd);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int64_t batch_size, epochs, hidden, seed;
-    double learning_rate;
+    double learning_rate, decay;
     const char *optimizer_name, *data_dir;
     rill_flags *flags = rill_flags_new(argv[0], "Trains a 784-512-512-10 MLP on Fashion-MNIST.");
     rill_flags_define_int(flags, "batch_size", &batch_size, 100, "Examples per training step.");
     rill_flags_define_int(flags, "epochs", &epochs, 5, "Passes over the training set.");
     rill_flags_define_float(flags, "learning_rate", &learning_rate, 0.001, "Learning rate.");
+    rill_flags_define_float(flags, "lr_decay", &decay, 0.7,
+                            "The learning rate is multiplied by this after each epoch.");
     rill_flags_define_string(flags, "optimizer", &optimizer_name, "adam",
                              "One of sgd, momentum, adam.");
     rill_flags_define_int(flags, "hidden", &hidden, 512, "Units in each of the two hidden layers.");
@@ -77,7 +95,7 @@ int main(int argc, char **argv)
     rill_graph *g = NULL;
     rill_session *sess = NULL;
     rill_tensor *train_x = NULL, *train_y = NULL, *test_x = NULL, *test_y = NULL;
-    rill_tensor *bx = NULL, *by = NULL;
+    rill_tensor *bx = NULL, *by = NULL, *lr_value = NULL;
     int *order = NULL;
     rc = 1;
     if (batch_size <= 0 || epochs < 0 || hidden <= 0) {
@@ -118,6 +136,8 @@ int main(int argc, char **argv)
     m.logits = dense(g, h2, hidden, 10, false, "softmax_linear");
     m.loss = rill_mean(g, rill_sparse_softmax_cross_entropy_with_logits(g, m.y, m.logits, "xent"),
                        NULL, -1, false, "loss");
+    rill_output lr = rill_placeholder(g, RILL_FLOAT, rill_shape_scalar(), "learning_rate");
+    rill_optimizer_set_learning_rate_tensor(opt, lr);
     rill_output gs = rill_train_get_or_create_global_step(g);
     m.train = rill_optimizer_minimize(opt, g, m.loss, gs, "train");
     m.init = rill_global_variables_initializer(g, NULL);
@@ -135,7 +155,9 @@ int main(int argc, char **argv)
     order = malloc((size_t)ntrain * sizeof *order);
     for (int64_t i = 0; i < ntrain; i++) order[i] = (int)i;
     srand48(seed ? seed : (long)time(NULL));
+    standardize(train_x, test_x);
     bx = rill_tensor_new(RILL_FLOAT, (int64_t[]){batch_size, width}, 2);
+    lr_value = rill_tensor_scalar_float((float)learning_rate);
     by = rill_tensor_new(RILL_INT32, (int64_t[]){batch_size}, 1);
     double best = 0;
     for (int64_t epoch = 1; epoch <= epochs; epoch++) {
@@ -152,10 +174,10 @@ int main(int argc, char **argv)
         for (int64_t bi = 0; bi < nbatches; bi++) {
             gather(train_x, order + bi * batch_size, (int)batch_size, bx, (size_t)width, 4);
             gather(train_y, order + bi * batch_size, (int)batch_size, by, 1, 4);
-            rill_output feeds[] = {m.x, m.y};
-            rill_tensor *fv[] = {bx, by};
+            rill_output feeds[] = {m.x, m.y, lr};
+            rill_tensor *fv[] = {bx, by, lr_value};
             rill_tensor *lv;
-            if (rill_session_run(sess, feeds, fv, 2, &m.loss, &lv, 1, &m.train, 1, s) != RILL_OK) {
+            if (rill_session_run(sess, feeds, fv, 3, &m.loss, &lv, 1, &m.train, 1, s) != RILL_OK) {
                 fprintf(stderr, "%s: training step: %s\n", argv[0], rill_status_message(s));
                 goto out;
             }
@@ -183,6 +205,7 @@ int main(int argc, char **argv)
             correct += arg == ty[i];
         }
         rill_tensor_free(logits);
+        *(float *)rill_tensor_data(lr_value) *= (float)decay;
         double acc = (double)correct / (double)ntest;
         if (acc > best) best = acc;
         printf("epoch %lld: training loss %.4f, test accuracy %.2f%%, %.0f examples/s\n",
@@ -194,6 +217,7 @@ int main(int argc, char **argv)
     rc = 0;
 out:
     free(order);
+    rill_tensor_free(lr_value);
     rill_tensor_free(bx);
     rill_tensor_free(by);
     rill_tensor_free(train_x);

@@ -4,6 +4,7 @@
  * a steady-state step of a small graph must allocate nothing. */
 #include "core.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,15 +42,54 @@ void rill__free(void *p)
 }
 
 #define HUGE_THRESHOLD (2u << 20)
+#define POOL_MIN (64u << 10)          /* blocks from here up are cached when freed */
+#define POOL_MAX_BYTES (512ull << 20) /* at most this much sits in the cache */
+#define POOL_BUCKETS 256
+
+/* Freed tensor buffers of 64 KiB and up are kept, by exact rounded size, for the next step that
+ * needs the same size. A training step allocates the same shapes every time; without the cache
+ * each big buffer would be a fresh mmap whose first touch costs ~10 us per 4 KiB page here. */
+typedef struct pool_block {
+    struct pool_block *next;
+    size_t size;
+} pool_block;
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pool_block *pool[POOL_BUCKETS];
+static size_t pool_bytes;
+
+static size_t round_size(size_t n)
+{
+    size_t sz = (n + 63) & ~(size_t)63;
+    if (sz == 0) sz = 64;
+    if (sz >= POOL_MIN) sz = (sz + 4095) & ~(size_t)4095;
+    if (sz >= HUGE_THRESHOLD) sz = (sz + HUGE_THRESHOLD - 1) & ~(size_t)(HUGE_THRESHOLD - 1);
+    return sz;
+}
+
+static size_t bucket_of(size_t sz)
+{
+    return (sz >> 12) * 0x9e3779b1u % POOL_BUCKETS;
+}
 
 void *rill__aligned_alloc(size_t n)
 {
+    size_t sz = round_size(n);
+    if (sz >= POOL_MIN) {
+        pthread_mutex_lock(&pool_mu);
+        for (pool_block **pp = &pool[bucket_of(sz)]; *pp; pp = &(*pp)->next) {
+            if ((*pp)->size != sz) continue;
+            pool_block *b = *pp;
+            *pp = b->next;
+            pool_bytes -= sz;
+            pthread_mutex_unlock(&pool_mu);
+            return b;
+        }
+        pthread_mutex_unlock(&pool_mu);
+    }
     atomic_fetch_add_explicit(&alloc_count, 1, memory_order_relaxed);
-    size_t sz = (n + 63) & ~(size_t)63;
-    if (sz == 0) sz = 64;
     if (sz >= HUGE_THRESHOLD) {
         /* Align big blocks to 2 MiB so the kernel can back them with huge pages. */
-        sz = (sz + HUGE_THRESHOLD - 1) & ~(size_t)(HUGE_THRESHOLD - 1);
         void *p = aligned_alloc(HUGE_THRESHOLD, sz);
         if (p) madvise(p, sz, MADV_HUGEPAGE);
         return p;
@@ -59,8 +99,36 @@ void *rill__aligned_alloc(size_t n)
 
 void rill__aligned_free(void *p, size_t n)
 {
-    (void)n;
+    if (!p) return;
+    size_t sz = round_size(n);
+    if (sz >= POOL_MIN) {
+        pthread_mutex_lock(&pool_mu);
+        if (pool_bytes + sz <= POOL_MAX_BYTES) {
+            pool_block *b = p;
+            b->size = sz;
+            b->next = pool[bucket_of(sz)];
+            pool[bucket_of(sz)] = b;
+            pool_bytes += sz;
+            pthread_mutex_unlock(&pool_mu);
+            return;
+        }
+        pthread_mutex_unlock(&pool_mu);
+    }
     free(p);
+}
+
+void rill__aligned_trim(void)
+{
+    pthread_mutex_lock(&pool_mu);
+    for (int i = 0; i < POOL_BUCKETS; i++) {
+        while (pool[i]) {
+            pool_block *b = pool[i];
+            pool[i] = b->next;
+            free(b);
+        }
+    }
+    pool_bytes = 0;
+    pthread_mutex_unlock(&pool_mu);
 }
 
 _Noreturn void rill__oom(const char *file, int line)

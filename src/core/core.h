@@ -22,6 +22,8 @@ void rill__free(void *p);
  * on our VMs). Free with rill__aligned_free. */
 void *rill__aligned_alloc(size_t n);
 void rill__aligned_free(void *p, size_t n);
+/* Returns every cached block to the system (the cache keeps freed blocks >= 64 KiB). */
+void rill__aligned_trim(void);
 char *rill__strdup(const char *s);
 char *rill__strndup(const char *s, size_t n);
 /* printf into a new string; caller rill__free()s. */

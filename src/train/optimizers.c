@@ -14,6 +14,12 @@ struct rill_optimizer {
     opt_kind kind;
     double lr, momentum, beta1, beta2, epsilon;
     bool nesterov;
+    rill_output lr_tensor; /* when set, the learning rate comes from this scalar */
+    /* Adam's beta powers belong to this optimizer in the graph it last built into (TF keys its
+     * non-slot variables by graph): a second Adam gets "beta1_power_1". Kept by name and looked
+     * up again, so a freed graph is never touched. */
+    const rill_graph *beta_graph;
+    char *beta_names[2];
 };
 
 static rill_optimizer *opt_new(opt_kind k)
@@ -52,8 +58,16 @@ rill_optimizer *rill_adam_optimizer_new(double learning_rate, double beta1, doub
     return o;
 }
 
+void rill_optimizer_set_learning_rate_tensor(rill_optimizer *o, rill_output lr)
+{
+    o->lr_tensor = lr;
+}
+
 void rill_optimizer_free(rill_optimizer *o)
 {
+    if (!o) return;
+    rill__free(o->beta_names[0]);
+    rill__free(o->beta_names[1]);
     rill__free(o);
 }
 
@@ -116,17 +130,30 @@ static rill_output slot(rill_graph *g, rill_output var, const char *name)
     return v;
 }
 
-/* A non-slot scalar variable (Adam's beta powers), created once per graph. */
-static rill_output scalar_var(rill_graph *g, const char *name, rill_dtype t, double init)
+/* This optimizer's non-slot scalar variable i (Adam's beta powers) in g: created on first use
+ * under the root scope, then found again by the name it got. */
+static rill_output beta_power(rill_optimizer *o, rill_graph *g, int i, const char *name, double init)
 {
-    rill_node *existing = rill_graph_find_node(g, name);
-    if (existing) return (rill_output){existing, 0};
+    if (o->beta_graph != g) {
+        rill__free(o->beta_names[0]);
+        rill__free(o->beta_names[1]);
+        o->beta_names[0] = o->beta_names[1] = NULL;
+        o->beta_graph = g;
+    }
+    if (o->beta_names[i]) {
+        rill_node *existing = rill_graph_find_node(g, o->beta_names[i]);
+        if (existing && rill__is_variable((rill_output){existing, 0})) return (rill_output){existing, 0};
+    }
     rill_graph_push_name_scope(g, "/");
     rill_graph_push_control_dependencies(g, NULL, 0);
-    rill_output v = rill_variable(g, t, rill_shape_scalar(), rill_constant_initializer(init),
+    rill_output v = rill_variable(g, RILL_FLOAT, rill_shape_scalar(), rill_constant_initializer(init),
                                   false, name);
     rill_graph_pop_control_dependencies(g);
     rill_graph_pop_name_scope(g);
+    if (v.node) {
+        rill__free(o->beta_names[i]);
+        o->beta_names[i] = rill__strdup(v.node->name);
+    }
     return v;
 }
 
@@ -134,7 +161,9 @@ static rill_output apply_one(rill_optimizer *o, rill_graph *g, rill_output grad,
                              rill_output b1p, rill_output b2p)
 {
     rill_dtype t = rill_output_dtype(var);
-    rill_output lr = rill__scalar_like(g, t, o->lr);
+    rill_output lr = !o->lr_tensor.node ? rill__scalar_like(g, t, o->lr)
+                     : rill_output_dtype(o->lr_tensor) == t ? o->lr_tensor
+                                                            : rill_cast(g, o->lr_tensor, t, NULL);
     switch (o->kind) {
     case OPT_SGD: {
         rill_output in[] = {var, lr, grad};
@@ -169,8 +198,8 @@ rill_node *rill_optimizer_apply_gradients(rill_optimizer *o, rill_graph *g,
     if (!rill_graph_ok(g)) return NULL;
     rill_output b1p = {NULL, 0}, b2p = {NULL, 0};
     if (o->kind == OPT_ADAM) {
-        b1p = scalar_var(g, "beta1_power", RILL_FLOAT, o->beta1);
-        b2p = scalar_var(g, "beta2_power", RILL_FLOAT, o->beta2);
+        b1p = beta_power(o, g, 0, "beta1_power", o->beta1);
+        b2p = beta_power(o, g, 1, "beta2_power", o->beta2);
     }
     const char *scope = name ? name : rill_optimizer_name(o);
     rill_graph_push_name_scope(g, scope);

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs the benchmarks of bench/ from build dir $1 and prints their results with the machine.
+# The numbers that docs/BENCHMARKS.md records come from here.
+set -euo pipefail
+B=${1:-build}
+echo "== machine"
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+echo "kernel: $(uname -r); OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
+echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+echo
+echo "== seed graph step vs hand-written loop"
+"$B/bench/bench_seed_step" 200000
+echo
+echo "== MLP training step vs GEMM floor"
+"$B/bench/bench_mlp_step" 40
