@@ -388,7 +388,7 @@ rill_tensor *rill_tensor_copy(const rill_tensor *t)
     return c;
 }
 
-/* --- printing, as numpy's str() does it ---
+/* --- printing, as numpy 2's str() does it ---
  *
  * An array prints as numpy's array_str with default options: every element formatted alike
  * (floats aligned on the decimal point with up to 8 fractional digits, or all in scientific
@@ -456,11 +456,6 @@ static int unique_digits(rill_dtype t, double v, bool sci, int maxp)
     return p;
 }
 
-static bool is_numeric_dtype(rill_dtype t)
-{
-    return t != RILL_STRING && t != RILL_BOOL && rill_dtype_is_valid(t);
-}
-
 /* int64 elements are read exactly (a double would round above 2^53). */
 static long long get_int(const rill_tensor *t, int64_t i)
 {
@@ -506,9 +501,7 @@ static void fill_format(elem_fmt *f)
     const rill_tensor *t = f->t;
     char tmp[400];
     if (t->dtype == RILL_BOOL) {
-        f->width = 4;
-        for (int64_t i = 0; i < t->numel; i++)
-            if (shown(f, i) && !((const uint8_t *)t->buf->data)[i]) f->width = 5;
+        f->width = 5; /* " True" lines up with "False" */
         return;
     }
     if (!rill_dtype_is_float(t->dtype)) {
@@ -536,7 +529,10 @@ static void fill_format(elem_fmt *f)
         if (a < minv) minv = a;
     }
     if (any_finite) {
-        f->sci = minv != INFINITY && (maxv >= 1e8 || minv < 1e-4 || maxv / minv > 1e3);
+        /* numpy 2's cutoff: no more integer digits than the dtype holds (1e3 for half, 1e6
+         * for float, 1e8 for double). */
+        double cutoff = t->dtype == RILL_HALF ? 1e3 : t->dtype == RILL_FLOAT ? 1e6 : 1e8;
+        f->sci = minv != INFINITY && (maxv >= cutoff || minv < 1e-4 || maxv / minv > 1e3);
         for (int64_t i = 0; i < t->numel; i++) {
             if (!shown(f, i)) continue;
             double v = rill_tensor_get_double(t, i);
@@ -557,8 +553,10 @@ static void fill_format(elem_fmt *f)
                 int ed = snprintf(tmp, sizeof tmp, "%d", e < 0 ? -e : e);
                 if (ed > f->exp_digits) f->exp_digits = ed;
             } else {
-                int_len = snprintf(tmp, sizeof tmp, "%.0f", trunc(v));
-                if (v < 0 && tmp[0] != '-') int_len++; /* -0.5 prints as "-0.5" */
+                int p = unique_digits(t->dtype, v, false, 8);
+                snprintf(tmp, sizeof tmp, "%.*f", p, v);
+                char *dot = strchr(tmp, '.');
+                int_len = dot ? (int)(dot - tmp) : (int)strlen(tmp);
             }
             if (int_len > f->pad_left) f->pad_left = int_len;
         }
@@ -614,7 +612,7 @@ static void put_elem(sbuf *b, const elem_fmt *f, int64_t i)
         sb_puts(b, tmp);
         return;
     }
-    int p = unique_digits(t->dtype, v, false, f->prec);
+    int p = unique_digits(t->dtype, v, false, 8);
     snprintf(tmp, sizeof tmp, "%.*f", p, v);
     char *dot = strchr(tmp, '.');
     int int_len = dot ? (int)(dot - tmp) : (int)strlen(tmp);
@@ -624,7 +622,8 @@ static void put_elem(sbuf *b, const elem_fmt *f, int64_t i)
     sb_pad(b, ' ', f->pad_right - p);
 }
 
-/* Python's repr of a scalar: shortest digits, "2.0", "1e-05", "1e+16". */
+/* numpy's str of a scalar: shortest digits, "2.0", "1e-05", "1e+16" (scientific from 1e3 for
+ * half, 1e6 for float, 1e16 for double, as numpy 2 does). */
 static void put_scalar(sbuf *b, const rill_tensor *t)
 {
     char tmp[400];
@@ -639,7 +638,8 @@ static void put_scalar(sbuf *b, const rill_tensor *t)
         return;
     }
     double a = fabs(v);
-    bool sci = a >= 1e16 || (a != 0 && a < 1e-4);
+    double cutoff = t->dtype == RILL_HALF ? 1e3 : t->dtype == RILL_FLOAT ? 1e6 : 1e16;
+    bool sci = a >= cutoff || (a != 0 && a < 1e-4);
     int p = unique_digits(t->dtype, v, sci, 40);
     snprintf(tmp, sizeof tmp, sci ? "%.*e" : "%.*f", p, v);
     sb_puts(b, tmp);

@@ -116,6 +116,7 @@ typedef struct shard_job {
     atomic_int next;
     int nshards;
     atomic_int done;
+    int helpers; /* scheduled helper tasks that have not yet left the job (guarded by mu) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
 } shard_job;
@@ -138,7 +139,13 @@ static void run_shards(shard_job *j)
 
 static void shard_task(void *arg)
 {
-    run_shards(arg);
+    shard_job *j = arg;
+    run_shards(j);
+    /* The job lives on the caller's stack: the caller waits until every helper has left it,
+     * including helpers that start after the other threads took all the shards. */
+    pthread_mutex_lock(&j->mu);
+    if (--j->helpers == 0) pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
 }
 
 void rill__parallel_for(rill__threadpool *p, int64_t n, int64_t min_per_shard, rill__range_fn fn,
@@ -154,6 +161,7 @@ void rill__parallel_for(rill__threadpool *p, int64_t n, int64_t min_per_shard, r
         return;
     }
     shard_job j = {.fn = fn, .arg = arg, .n = n, .nshards = (int)shards};
+    j.helpers = (int)shards - 1;
     j.per = (n + shards - 1) / shards;
     atomic_init(&j.next, 0);
     atomic_init(&j.done, 0);
@@ -162,7 +170,7 @@ void rill__parallel_for(rill__threadpool *p, int64_t n, int64_t min_per_shard, r
     for (int i = 1; i < shards; i++) rill__threadpool_schedule(p, shard_task, &j);
     run_shards(&j);
     pthread_mutex_lock(&j.mu);
-    while (atomic_load(&j.done) < j.nshards) pthread_cond_wait(&j.cv, &j.mu);
+    while (atomic_load(&j.done) < j.nshards || j.helpers > 0) pthread_cond_wait(&j.cv, &j.mu);
     pthread_mutex_unlock(&j.mu);
     pthread_mutex_destroy(&j.mu);
     pthread_cond_destroy(&j.cv);

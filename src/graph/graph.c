@@ -256,6 +256,11 @@ void rill_graph_pop_variable_scope(rill_graph *g)
     rill_graph_pop_name_scope(g);
 }
 
+const char *rill__graph_scope_prefix(const rill_graph *g)
+{
+    return scope_prefix(g);
+}
+
 const char *rill__graph_var_scope(const rill_graph *g, bool *reuse)
 {
     var_scope *v = g->var_scopes.n ? g->var_scopes.items[g->var_scopes.n - 1] : NULL;
@@ -392,8 +397,20 @@ rill_node *rill__node_create(rill_graph *g, const char *op_type, const char *nam
                          op->min_inputs, op->max_inputs, ninputs);
         return NULL;
     }
-    if (name && !valid_name(name)) {
+    /* A name ending in '/' is exact and absolute (a scope's own name, as TF's
+     * name_scope(...) as name): no prefix, no suffix, and it must be free. */
+    size_t nlen = name ? strlen(name) : 0;
+    bool exact = nlen > 1 && name[nlen - 1] == '/';
+    char *exact_name = exact ? rill__strndup(name, nlen - 1) : NULL;
+    if (name && !valid_name(exact ? exact_name : name)) {
         rill__graph_fail(g, RILL_INVALID_ARGUMENT, "'%s' is not a valid node name", name);
+        rill__free(exact_name);
+        return NULL;
+    }
+    if (exact && rill_graph_find_node(g, exact_name)) {
+        rill__graph_fail(g, RILL_ALREADY_EXISTS, "Duplicate node name in graph: '%s'",
+                         exact_name);
+        rill__free(exact_name);
         return NULL;
     }
     for (int i = 0; i < ninputs; i++) {
@@ -402,6 +419,7 @@ rill_node *rill__node_create(rill_graph *g, const char *op_type, const char *nam
             rill__graph_fail(g, RILL_INVALID_ARGUMENT,
                              "Input %d of %s must be a variable, got '%s' (%s)", i, op_type,
                              inputs[i].node->name, inputs[i].node->op->name);
+            rill__free(exact_name);
             return NULL;
         }
     }
@@ -424,7 +442,8 @@ rill_node *rill__node_create(rill_graph *g, const char *op_type, const char *nam
     RILL_CHECK_ALLOC(n->out_shapes);
     for (int i = 0; i < n->noutputs; i++) n->out_shapes[i] = rill_shape_unknown();
     /* A provisional name for error messages from the shape function. */
-    char *base = rill__asprintf("%s%s", scope_prefix(g), name ? name : op->default_name);
+    char *base = exact ? exact_name
+                       : rill__asprintf("%s%s", scope_prefix(g), name ? name : op->default_name);
     n->name = base;
 
     rill_status *s = rill_status_new();
@@ -437,8 +456,12 @@ rill_node *rill__node_create(rill_graph *g, const char *op_type, const char *nam
     }
     rill_status_free(s);
 
-    n->name = unique_name(g, base);
-    rill__free(base);
+    if (exact) {
+        n->name = base;
+    } else {
+        n->name = unique_name(g, base);
+        rill__free(base);
+    }
     /* Control-dependency scopes, innermost first until a clearing frame. */
     for (int i = g->ctrl.n - 1; i >= 0; i--) {
         ctrl_frame *f = g->ctrl.items[i];

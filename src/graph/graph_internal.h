@@ -131,6 +131,8 @@ const char *rill__node_desc(const rill_node *n, char *buf, size_t len);
 /* Variables: the Variable node of an output, or NULL. */
 bool rill__is_variable(rill_output o);
 
+/* The current name scope prefix ("a/b/" or ""), borrowed until the scope is popped. */
+const char *rill__graph_scope_prefix(const rill_graph *g);
 /* The current variable scope prefix ("outer/inner/" or "") and whether it reuses. */
 const char *rill__graph_var_scope(const rill_graph *g, bool *reuse);
 

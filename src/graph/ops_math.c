@@ -1,7 +1,7 @@
 /* ops_math.c - arithmetic op definitions, builders and gradients: the broadcasting binary ops
  * (Add, Sub, Mul, Div, Maximum), unary ops (Neg, Square, Sqrt, Exp, Log), AddN, the reductions
  * (Sum, Mean), MatMul, and the helper ops gradients use (SumToShape, ReduceGrad, MaximumGrad,
- * SqrtGrad).
+ * SqrtGrad), which have gradients of their own so that second derivatives work.
  *
  * Broadcast gradients: the gradient of a broadcast input is the incoming gradient summed back to
  * that input's shape. When both shapes are static and equal nothing is added; otherwise
@@ -346,6 +346,54 @@ static void matmul_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill
     }
 }
 
+/* Gradients of the gradient helpers, so that gradient graphs can be differentiated again
+ * (second derivatives), as TF's _SumToShape/_SqrtGradGrad/... do. */
+
+/* SumToShape sums broadcast dims away; its adjoint broadcasts back: zeros_like(grad) + ddy
+ * (the target shape is right-aligned with 1s where summed, so numpy broadcasting restores it). */
+static void sum_to_shape_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
+{
+    dx[0] = rill_add(g, rill_zeros_like(g, n->inputs[0], NULL), dy[0], NULL);
+}
+
+/* ReduceGrad broadcasts dy over the reduced axes (/count for Mean); its adjoint is the same
+ * reduction with the same keep_dims. */
+static void reduce_grad_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
+{
+    const rill__attr *ax = rill__node_attr(n, "axes");
+    int axes[RILL_MAX_DIMS], naxes = -1;
+    if (ax) {
+        naxes = ax->v.ints.n;
+        for (int i = 0; i < naxes; i++) axes[i] = (int)ax->v.ints.v[i];
+    }
+    bool keep = rill__attr_bool(n, "keep_dims", false);
+    if (rill__attr_bool(n, "mean", false))
+        dx[0] = rill_mean(g, dy[0], ax ? axes : NULL, naxes, keep, NULL);
+    else
+        dx[0] = rill_sum(g, dy[0], ax ? axes : NULL, naxes, keep, NULL);
+}
+
+/* SqrtGrad(y, b) = 0.5 b / y: d/dy = -(grad / y) * out, d/db = 0.5 grad / y = SqrtGrad(y, grad). */
+static void sqrt_grad_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
+{
+    rill_output y = n->inputs[0];
+    dx[0] = rill_neg(g, rill_mul(g, rill_div(g, dy[0], y, NULL), (rill_output){n, 0}, NULL), NULL);
+    rill_output in[] = {y, dy[0]};
+    dx[1] = (rill_output){rill__node_create(g, "SqrtGrad", NULL, in, 2, NULL, 0), 0};
+}
+
+/* MaximumGrad(dy, x, y) routes dy to one side or the other: the gradient of dy routes each
+ * output's gradient back the same way; x and y only choose the route (no gradient). */
+static void maximum_grad_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
+{
+    rill_output in0[] = {dy[0], n->inputs[1], n->inputs[2]};
+    rill_output in1[] = {dy[1], n->inputs[1], n->inputs[2]};
+    rill_node *a = rill__node_create(g, "MaximumGrad", NULL, in0, 3, NULL, 0);
+    rill_node *b = rill__node_create(g, "MaximumGrad", NULL, in1, 3, NULL, 0);
+    if (!a || !b) return;
+    dx[0] = rill_add(g, (rill_output){a, 0}, (rill_output){b, 1}, NULL);
+}
+
 #define BIN(nm, dn, gr)                                                                            \
     {.name = nm, .default_name = dn, .min_inputs = 2, .max_inputs = 2, .noutputs = 1,              \
      .shape = binary_shape, .grad = gr}
@@ -372,13 +420,13 @@ const rill__op_def rill__ops_math[] = {
     {.name = "MatMul", .default_name = "MatMul", .min_inputs = 2, .max_inputs = 2,
      .noutputs = 1, .shape = matmul_shape, .grad = matmul_grad},
     {.name = "SumToShape", .default_name = "SumToShape", .min_inputs = 2, .max_inputs = 2,
-     .noutputs = 1, .shape = shape_from_input1},
+     .noutputs = 1, .shape = shape_from_input1, .grad = sum_to_shape_grad},
     {.name = "ReduceGrad", .default_name = "ReduceGrad", .min_inputs = 2, .max_inputs = 2,
-     .noutputs = 1, .shape = shape_from_input1},
+     .noutputs = 1, .shape = shape_from_input1, .grad = reduce_grad_grad},
     {.name = "MaximumGrad", .default_name = "MaximumGrad", .min_inputs = 3, .max_inputs = 3,
-     .noutputs = 2, .shape = maximum_grad_shape},
+     .noutputs = 2, .shape = maximum_grad_shape, .grad = maximum_grad_grad},
     {.name = "SqrtGrad", .default_name = "SqrtGrad", .min_inputs = 2, .max_inputs = 2,
-     .noutputs = 1, .shape = sqrt_grad_shape},
+     .noutputs = 1, .shape = sqrt_grad_shape, .grad = sqrt_grad_grad},
     {0},
 };
 

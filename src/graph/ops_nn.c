@@ -58,8 +58,8 @@ static bool check_float(const rill_node *n, int i, const char *param, rill_statu
 }
 
 /* Input i must have input j's dtype. */
-static bool check_same_dtype(const rill_node *n, int i, const char *iname, int j,
-                             const char *jname, rill_status *s)
+static bool check_same_dtype(const rill_node *n, int i, const char *iname, int j, const char *jname,
+                             rill_status *s)
 {
     rill_dtype ti = rill__in_dtype(n, i), tj = rill__in_dtype(n, j);
     if (ti == tj) return true;
@@ -181,9 +181,8 @@ static void y_dy_shape(rill_node *n, rill_status *s)
 static void softmax_ce_shape(rill_node *n, rill_status *s)
 {
     /* features [batch, classes], labels [batch, classes] */
-    if (!check_float(n, 0, "features", s) ||
-        !check_same_dtype(n, 1, "labels", 0, "features", s) || !check_rank(n, 0, 2, false, s) ||
-        !check_rank(n, 1, 2, false, s))
+    if (!check_float(n, 0, "features", s) || !check_same_dtype(n, 1, "labels", 0, "features", s) ||
+        !check_rank(n, 0, 2, false, s) || !check_rank(n, 1, 2, false, s))
         return;
     rill_shape bp;
     if (!merge_shapes(n, rill__in_shape(n, 0), rill__in_shape(n, 1), &bp, s)) return;
@@ -304,30 +303,82 @@ static void softmax_ce_grad(rill_graph *g, rill_node *n, const rill_output *dy, 
 }
 
 const rill__op_def rill__ops_nn[] = {
-    {.name = "BiasAdd", .default_name = "BiasAdd", .min_inputs = 2, .max_inputs = 2,
-     .noutputs = 1, .shape = bias_add_shape, .grad = bias_add_grad},
-    {.name = "BiasAddGrad", .default_name = "BiasAddGrad", .min_inputs = 1, .max_inputs = 1,
-     .noutputs = 1, .shape = bias_add_grad_shape},
-    {.name = "Relu", .default_name = "Relu", .min_inputs = 1, .max_inputs = 1, .noutputs = 1,
-     .shape = relu_shape, .grad = relu_grad},
-    {.name = "ReluGrad", .default_name = "ReluGrad", .min_inputs = 2, .max_inputs = 2,
-     .noutputs = 1, .shape = relu_grad_shape, .grad = relu_grad_grad},
-    {.name = "Sigmoid", .default_name = "Sigmoid", .min_inputs = 1, .max_inputs = 1,
-     .noutputs = 1, .shape = x_shape, .grad = sigmoid_grad},
-    {.name = "SigmoidGrad", .default_name = "SigmoidGrad", .min_inputs = 2, .max_inputs = 2,
-     .noutputs = 1, .shape = y_dy_shape, .grad = sigmoid_grad_grad},
-    {.name = "Tanh", .default_name = "Tanh", .min_inputs = 1, .max_inputs = 1, .noutputs = 1,
-     .shape = x_shape, .grad = tanh_grad},
-    {.name = "TanhGrad", .default_name = "TanhGrad", .min_inputs = 2, .max_inputs = 2,
-     .noutputs = 1, .shape = y_dy_shape, .grad = tanh_grad_grad},
-    {.name = "Softmax", .default_name = "Softmax", .min_inputs = 1, .max_inputs = 1,
-     .noutputs = 1, .shape = softmax_shape, .grad = softmax_grad},
-    {.name = "SoftmaxCrossEntropyWithLogits", .default_name = "SoftmaxCrossEntropyWithLogits",
-     .min_inputs = 2, .max_inputs = 2, .noutputs = 2, .shape = softmax_ce_shape,
+    {.name = "BiasAdd",
+     .default_name = "BiasAdd",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 1,
+     .shape = bias_add_shape,
+     .grad = bias_add_grad},
+    {.name = "BiasAddGrad",
+     .default_name = "BiasAddGrad",
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .noutputs = 1,
+     .shape = bias_add_grad_shape},
+    {.name = "Relu",
+     .default_name = "Relu",
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .noutputs = 1,
+     .shape = relu_shape,
+     .grad = relu_grad},
+    {.name = "ReluGrad",
+     .default_name = "ReluGrad",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 1,
+     .shape = relu_grad_shape,
+     .grad = relu_grad_grad},
+    {.name = "Sigmoid",
+     .default_name = "Sigmoid",
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .noutputs = 1,
+     .shape = x_shape,
+     .grad = sigmoid_grad},
+    {.name = "SigmoidGrad",
+     .default_name = "SigmoidGrad",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 1,
+     .shape = y_dy_shape,
+     .grad = sigmoid_grad_grad},
+    {.name = "Tanh",
+     .default_name = "Tanh",
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .noutputs = 1,
+     .shape = x_shape,
+     .grad = tanh_grad},
+    {.name = "TanhGrad",
+     .default_name = "TanhGrad",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 1,
+     .shape = y_dy_shape,
+     .grad = tanh_grad_grad},
+    {.name = "Softmax",
+     .default_name = "Softmax",
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .noutputs = 1,
+     .shape = softmax_shape,
+     .grad = softmax_grad},
+    {.name = "SoftmaxCrossEntropyWithLogits",
+     .default_name = "SoftmaxCrossEntropyWithLogits",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 2,
+     .shape = softmax_ce_shape,
      .grad = softmax_ce_grad},
     {.name = "SparseSoftmaxCrossEntropyWithLogits",
-     .default_name = "SparseSoftmaxCrossEntropyWithLogits", .min_inputs = 2, .max_inputs = 2,
-     .noutputs = 2, .shape = sparse_softmax_ce_shape, .grad = softmax_ce_grad},
+     .default_name = "SparseSoftmaxCrossEntropyWithLogits",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 2,
+     .shape = sparse_softmax_ce_shape,
+     .grad = softmax_ce_grad},
     {0},
 };
 

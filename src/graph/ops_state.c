@@ -254,13 +254,17 @@ static rill_output make_variable(rill_graph *g, rill_dtype t, rill_shape shape,
                                  const char *name)
 {
     rill__attr a[] = {RILL__A_TYPE("dtype", t), RILL__A_SHAPE("shape", shape)};
+    /* The variable and its initializer stand alone, as TF's init_scope: no control
+     * dependencies from the surrounding scope (or every read would run them). */
+    rill_graph_push_control_dependencies(g, NULL, 0);
     rill_node *v = rill__node_create(g, "VariableV2", name ? name : "Variable", NULL, 0, a, 2);
-    if (!v) return (rill_output){NULL, 0};
+    if (!v) {
+        rill_graph_pop_control_dependencies(g);
+        return (rill_output){NULL, 0};
+    }
     char *scope = rill__asprintf("%s/", v->name);
     rill_graph_push_name_scope(g, scope);
     rill__free(scope);
-    /* Initializers run on their own: no control dependencies from the surrounding scope. */
-    rill_graph_push_control_dependencies(g, NULL, 0);
     if (init) {
         rill_graph_push_name_scope(g, "Initializer");
         init_val = init_value(g, t, shape, *init);

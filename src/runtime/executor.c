@@ -5,6 +5,9 @@
  * kernel; number a slot per produced tensor (fed tensors get their own slots, so a node that
  * also produces a fed output can still run); count each slot's consumers so a tensor is
  * released as soon as its last consumer is done (which lets a variable update run in place).
+ * A consumer of a variable does not take the value its VariableV2 node produced: it reads the
+ * variable when it runs, so an update ordered before it by a control dependency is seen (TF's
+ * ref semantics: `with control_dependencies([inc]): identity(v)` reads the incremented value).
  *
  * Running a step: the step state (slots, pending counts, last step's outputs for recycling) is
  * cached on the plan and reused, so a steady-state step of a small graph allocates nothing.
@@ -23,6 +26,8 @@ typedef struct pnode {
     int ninputs;
     int *in_slot;     /* per input: slot, or -1 for a reference input */
     rill__var **vars; /* per input: variable of a reference input, else NULL */
+    rill__var **reads; /* per input: variable read when this node runs (a data edge from an
+                        * unfed VariableV2), else NULL */
     int noutputs;
     int out_base;     /* slots [out_base, out_base + noutputs) */
     int *succ;        /* successors (one entry per data or control edge) */
@@ -46,7 +51,7 @@ typedef struct step {
     rill_status *status;
     pthread_mutex_t mu;   /* guards status and the completion wait */
     pthread_cond_t cv;
-    bool waiting;
+    bool done;            /* every node has finished (set under mu by the last one) */
     struct task *tasks;   /* one per node, for the pool */
 } step;
 
@@ -317,8 +322,10 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         pn->ninputs = n->ninputs;
         pn->in_slot = rill__malloc((size_t)(n->ninputs ? n->ninputs : 1) * sizeof *pn->in_slot);
         pn->vars = rill__calloc((size_t)(n->ninputs ? n->ninputs : 1), sizeof *pn->vars);
+        pn->reads = rill__calloc((size_t)(n->ninputs ? n->ninputs : 1), sizeof *pn->reads);
         RILL_CHECK_ALLOC(pn->in_slot);
         RILL_CHECK_ALLOC(pn->vars);
+        RILL_CHECK_ALLOC(pn->reads);
         p->inbuf_off[i] = p->inbuf_total;
         p->inbuf_total += n->ninputs;
         pn->expensive = is_expensive(n);
@@ -341,6 +348,18 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
                 continue;
             }
             int f = feed_index(a, in.node, in.index);
+            if (f < 0 && rill__is_variable(in)) {
+                /* Read the variable when this node runs, not when its VariableV2 ran, so that
+                 * an update ordered in between (a control dependency) is seen, as TF's ref
+                 * reads do. */
+                pn->in_slot[k] = -1;
+                const rill__attr *sa = rill__node_attr(in.node, "shape");
+                rill_shape vs = sa ? sa->v.shape : rill_shape_unknown();
+                pn->reads[k] =
+                    rill__resource_mgr_var(a->rm, in.node->name, in.node->out_dtypes[0], &vs, s);
+                if (!pn->reads[k]) break;
+                continue;
+            }
             int slot = f >= 0 ? p->feed_slot[f] : p->nodes[pidx[in.node->id]].out_base + in.index;
             pn->in_slot[k] = slot;
             p->slot_consumers[slot]++;
@@ -417,6 +436,7 @@ void rill__plan_free(rill__plan *p)
     for (int i = 0; i < p->n; i++) {
         rill__free(p->nodes[i].in_slot);
         rill__free(p->nodes[i].vars);
+        rill__free(p->nodes[i].reads);
         rill__free(p->nodes[i].succ);
     }
     rill__free(p->nodes);
@@ -517,9 +537,24 @@ static void execute(step *st, int i)
 {
     rill__plan *p = st->plan;
     pnode *pn = &p->nodes[i];
-    if (atomic_load_explicit(&st->failed, memory_order_relaxed)) goto release;
     rill_tensor **in = st->inbuf + p->inbuf_off[i];
+    if (atomic_load_explicit(&st->failed, memory_order_relaxed)) goto release;
     for (int k = 0; k < pn->ninputs; k++) {
+        rill__var *rv = pn->reads[k];
+        if (rv) {
+            pthread_mutex_lock(&rv->mu);
+            in[k] = rill_tensor_ref(rv->value);
+            pthread_mutex_unlock(&rv->mu);
+            if (!in[k]) {
+                rill_status *e = rill_status_new();
+                rill_status_set(e, RILL_FAILED_PRECONDITION,
+                                "Attempting to use uninitialized value %s", rv->name);
+                step_fail(st, e, pn->node);
+                rill_status_free(e);
+                goto release;
+            }
+            continue;
+        }
         int slot = pn->in_slot[k];
         if (slot < 0) {
             in[k] = NULL;
@@ -568,8 +603,15 @@ static void execute(step *st, int i)
         }
     }
 release:
-    for (int k = 0; k < pn->ninputs; k++)
-        if (pn->in_slot[k] >= 0) release_slot(st, pn->in_slot[k]);
+    /* Variable reads are dropped (and left NULL for the next step); slots are released. */
+    for (int k = 0; k < pn->ninputs; k++) {
+        if (pn->reads[k]) {
+            rill_tensor_free(in[k]);
+            in[k] = NULL;
+        } else if (pn->in_slot[k] >= 0) {
+            release_slot(st, pn->in_slot[k]);
+        }
+    }
     for (int o = 0; o < pn->noutputs; o++) {
         int slot = pn->out_base + o;
         if (atomic_load_explicit(&st->slot_refs[slot], memory_order_relaxed) == 0) {
@@ -590,8 +632,12 @@ static void pool_task(void *arg)
 
 static void finish_one(step *st)
 {
+    /* The caller waits for `done` under the lock, never for the counter alone: otherwise it
+     * could finish the step and free it (a concurrent run's extra step is freed) while this
+     * thread is still about to lock st->mu. */
     if (atomic_fetch_sub_explicit(&st->remaining, 1, memory_order_acq_rel) == 1) {
         pthread_mutex_lock(&st->mu);
+        st->done = true;
         pthread_cond_broadcast(&st->cv);
         pthread_mutex_unlock(&st->mu);
     }
@@ -689,6 +735,7 @@ rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_te
         if (p->slot_consumers[slot] > 0) st->slots[slot] = rill_tensor_ref(feed_values[i]);
     }
     atomic_store(&st->remaining, p->n);
+    st->done = false;
 
     if (p->n > 0) {
         /* Roots beyond the first expensive ones may go to the pool; the caller runs the rest. */
@@ -700,12 +747,9 @@ rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_te
                 run_loop(st, c, st->ready, p->n);
         }
         run_loop(st, p->roots[0], st->ready, p->n);
-        if (atomic_load_explicit(&st->remaining, memory_order_acquire) > 0) {
-            pthread_mutex_lock(&st->mu);
-            while (atomic_load_explicit(&st->remaining, memory_order_acquire) > 0)
-                pthread_cond_wait(&st->cv, &st->mu);
-            pthread_mutex_unlock(&st->mu);
-        }
+        pthread_mutex_lock(&st->mu);
+        while (!st->done) pthread_cond_wait(&st->cv, &st->mu);
+        pthread_mutex_unlock(&st->mu);
     }
 
     rill_code code = rill_status_code(st->status);

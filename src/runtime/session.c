@@ -153,6 +153,9 @@ rill_code rill_session_run(rill_session *sess, const rill_output *feeds,
                            int ntargets, rill_status *s)
 {
     rill_status_clear(s);
+    /* Every fetch comes back NULL unless the run succeeds, whichever check fails. */
+    if (fetch_values)
+        for (int i = 0; i < nfetches; i++) fetch_values[i] = NULL;
     if (!sess) {
         rill_status_set(s, RILL_INVALID_ARGUMENT, "rill_session_run: session is NULL");
         return RILL_INVALID_ARGUMENT;

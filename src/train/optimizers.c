@@ -132,7 +132,8 @@ static rill_output slot(rill_graph *g, rill_output var, const char *name)
 
 /* This optimizer's non-slot scalar variable i (Adam's beta powers) in g: created on first use
  * under the root scope, then found again by the name it got. */
-static rill_output beta_power(rill_optimizer *o, rill_graph *g, int i, const char *name, double init)
+static rill_output beta_power(rill_optimizer *o, rill_graph *g, int i, const char *name,
+                              double init)
 {
     if (o->beta_graph != g) {
         rill__free(o->beta_names[0]);
@@ -142,12 +143,13 @@ static rill_output beta_power(rill_optimizer *o, rill_graph *g, int i, const cha
     }
     if (o->beta_names[i]) {
         rill_node *existing = rill_graph_find_node(g, o->beta_names[i]);
-        if (existing && rill__is_variable((rill_output){existing, 0})) return (rill_output){existing, 0};
+        if (existing && rill__is_variable((rill_output){existing, 0}))
+            return (rill_output){existing, 0};
     }
     rill_graph_push_name_scope(g, "/");
     rill_graph_push_control_dependencies(g, NULL, 0);
-    rill_output v = rill_variable(g, RILL_FLOAT, rill_shape_scalar(), rill_constant_initializer(init),
-                                  false, name);
+    rill_output v = rill_variable(g, RILL_FLOAT, rill_shape_scalar(),
+                                  rill_constant_initializer(init), false, name);
     rill_graph_pop_control_dependencies(g);
     rill_graph_pop_name_scope(g);
     if (v.node) {
@@ -201,8 +203,9 @@ rill_node *rill_optimizer_apply_gradients(rill_optimizer *o, rill_graph *g,
         b1p = beta_power(o, g, 0, "beta1_power", o->beta1);
         b2p = beta_power(o, g, 1, "beta2_power", o->beta2);
     }
-    const char *scope = name ? name : rill_optimizer_name(o);
-    rill_graph_push_name_scope(g, scope);
+    rill_graph_push_name_scope(g, name ? name : rill_optimizer_name(o));
+    /* The step op takes the scope's own name ("train"), as TF's apply_gradients does. */
+    char *scope = rill__strdup(rill__graph_scope_prefix(g));
     rill_node **updates = rill__malloc((size_t)(n + 2) * sizeof *updates);
     RILL_CHECK_ALLOC(updates);
     int nu = 0;
@@ -247,6 +250,7 @@ rill_node *rill_optimizer_apply_gradients(rill_optimizer *o, rill_graph *g,
         }
     }
     rill__free(updates);
+    rill__free(scope);
     return rill_graph_ok(g) ? result : NULL;
 }
 

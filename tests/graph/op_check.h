@@ -50,8 +50,7 @@ static inline double oc_uniform(double lo, double hi)
 
 /* --- dtypes --- */
 
-static const rill_dtype oc_numeric[] = {RILL_FLOAT, RILL_DOUBLE, RILL_HALF, RILL_INT32,
-                                        RILL_INT64};
+static const rill_dtype oc_numeric[] = {RILL_FLOAT, RILL_DOUBLE, RILL_HALF, RILL_INT32, RILL_INT64};
 #define OC_NNUMERIC 5
 
 static inline bool oc_is_int(rill_dtype t)
@@ -63,12 +62,18 @@ static inline bool oc_is_int(rill_dtype t)
 static inline double oc_round_to(rill_dtype t, double v)
 {
     switch (t) {
-    case RILL_FLOAT: return (float)v;
-    case RILL_HALF: return rill_half_to_float(rill_half_from_float((float)v));
-    case RILL_INT32: return (double)(int32_t)v;
-    case RILL_INT64: return (double)(int64_t)v;
-    case RILL_BOOL: return v != 0;
-    default: return v;
+    case RILL_FLOAT:
+        return (float)v;
+    case RILL_HALF:
+        return rill_half_to_float(rill_half_from_float((float)v));
+    case RILL_INT32:
+        return (double)(int32_t)v;
+    case RILL_INT64:
+        return (double)(int64_t)v;
+    case RILL_BOOL:
+        return v != 0;
+    default:
+        return v;
     }
 }
 
@@ -76,10 +81,14 @@ static inline double oc_round_to(rill_dtype t, double v)
 static inline double oc_tol(rill_dtype t)
 {
     switch (t) {
-    case RILL_FLOAT: return 2e-6;
-    case RILL_DOUBLE: return 1e-12;
-    case RILL_HALF: return 1e-2;
-    default: return 0;
+    case RILL_FLOAT:
+        return 2e-6;
+    case RILL_DOUBLE:
+        return 1e-12;
+    case RILL_HALF:
+        return 1e-2;
+    default:
+        return 0;
     }
 }
 
@@ -94,13 +103,26 @@ static inline rill_tensor *oc_tensor(rill_dtype t, const int64_t *dims, int rank
     void *d = rill_tensor_data(x);
     for (int64_t i = 0; i < n; i++) {
         switch (t) {
-        case RILL_FLOAT: ((float *)d)[i] = (float)v[i]; break;
-        case RILL_DOUBLE: ((double *)d)[i] = v[i]; break;
-        case RILL_HALF: ((rill_half *)d)[i] = rill_half_from_float((float)v[i]); break;
-        case RILL_INT32: ((int32_t *)d)[i] = (int32_t)v[i]; break;
-        case RILL_INT64: ((int64_t *)d)[i] = (int64_t)v[i]; break;
-        case RILL_BOOL: ((uint8_t *)d)[i] = v[i] != 0; break;
-        default: break;
+        case RILL_FLOAT:
+            ((float *)d)[i] = (float)v[i];
+            break;
+        case RILL_DOUBLE:
+            ((double *)d)[i] = v[i];
+            break;
+        case RILL_HALF:
+            ((rill_half *)d)[i] = rill_half_from_float((float)v[i]);
+            break;
+        case RILL_INT32:
+            ((int32_t *)d)[i] = (int32_t)v[i];
+            break;
+        case RILL_INT64:
+            ((int64_t *)d)[i] = (int64_t)v[i];
+            break;
+        case RILL_BOOL:
+            ((uint8_t *)d)[i] = v[i] != 0;
+            break;
+        default:
+            break;
         }
     }
     return x;
@@ -187,7 +209,8 @@ static inline bool oc_check_tensor(const char *label, const rill_tensor *t, rill
         return false;
     }
     bool shape_ok = CHECK_EQ_INT(rill_tensor_rank(t), rank);
-    for (int i = 0; shape_ok && i < rank; i++) shape_ok = CHECK_EQ_INT(rill_tensor_dim(t, i), dims[i]);
+    for (int i = 0; shape_ok && i < rank; i++)
+        shape_ok = CHECK_EQ_INT(rill_tensor_dim(t, i), dims[i]);
     if (!shape_ok) {
         char b[96];
         fprintf(stderr, "  case: %s (got shape %s)\n", label,
@@ -195,17 +218,25 @@ static inline bool oc_check_tensor(const char *label, const rill_tensor *t, rill
         return false;
     }
     double rel = oc_tol(dt);
-    double abs_tol = dt == RILL_HALF ? 1e-3 : dt == RILL_FLOAT ? 1e-6 : dt == RILL_DOUBLE ? 1e-12 : 0;
+    double abs_tol = dt == RILL_HALF     ? 1e-3
+                     : dt == RILL_FLOAT  ? 1e-6
+                     : dt == RILL_DOUBLE ? 1e-12
+                                         : 0;
+    /* One check per tensor: the first mismatches are printed with their element index. */
     int64_t n = oc_numel(dims, rank);
     int bad = 0;
     for (int64_t i = 0; i < n; i++) {
-        double got = rill_tensor_get_double(t, i);
-        if (!CHECK_NEAR(got, ref[i], abs_tol + rel * fabs(ref[i]))) {
-            fprintf(stderr, "  case: %s, element %lld\n", label, (long long)i);
-            if (++bad >= 3) return false;
+        double got = rill_tensor_get_double(t, i), tol = abs_tol + rel * fabs(ref[i]);
+        if (got == ref[i] || fabs(got - ref[i]) <= tol) continue;
+        if (bad++ < 3) {
+            if (bad == 1) test__report(false, __FILE__, __LINE__, __func__);
+            fprintf(stderr, "%s: element %lld: got %.9g, want %.9g (tol %g)\n", label, (long long)i,
+                    got, ref[i], tol);
         }
     }
-    return bad == 0;
+    if (bad == 0) return CHECK(bad == 0);
+    fprintf(stderr, "  %d of %lld elements differ\n", bad, (long long)n);
+    return false;
 }
 
 /* --- broadcasting reference --- */
@@ -374,12 +405,20 @@ static inline bool oc_grad_check(const char *label, int nx, rill_tensor *const *
             rill_tensor_free(t);
             xd[k] = x0;
             double num = (lp - lm) / (2 * h);
-            double sym = rill_tensor_get_double(grads[i], k);
-            if (!CHECK_NEAR(sym, num, atol + rtol * fabs(num))) {
-                fprintf(stderr, "  case: %s, element %lld\n", lab, (long long)k);
-                ok = false;
-                if (++bad >= 3) break;
+            double sym = rill_tensor_get_double(grads[i], k), tol = atol + rtol * fabs(num);
+            if (fabs(sym - num) <= tol) continue;
+            if (bad++ < 3) {
+                if (bad == 1) test__report(false, __FILE__, __LINE__, __func__);
+                fprintf(stderr, "%s: element %lld: symbolic %.12g, numeric %.12g (tol %g)\n", lab,
+                        (long long)k, sym, num, tol);
             }
+        }
+        /* One check per gradient tensor. */
+        if (bad == 0) {
+            CHECK(bad == 0);
+        } else {
+            fprintf(stderr, "  %d of %lld elements differ\n", bad, (long long)n);
+            ok = false;
         }
     }
 done:
