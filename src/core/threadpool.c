@@ -128,6 +128,7 @@ static void run_shards(shard_job *j)
         if (i >= j->nshards) return;
         int64_t b = (int64_t)i * j->per, e = b + j->per;
         if (e > j->n) e = j->n;
+        if (b > e) b = e; /* rounding can leave the last shards empty */
         j->fn(j->arg, b, e);
         if (atomic_fetch_add(&j->done, 1) + 1 == j->nshards) {
             pthread_mutex_lock(&j->mu);
