@@ -9,7 +9,7 @@ BUILD_SAN  ?= build-asan
 JOBS       ?= $(shell nproc)
 DEB_PKGS   := build-essential cmake pkg-config libopenblas-dev zlib1g-dev dataset-fashion-mnist
 
-.PHONY: all deps build build-asan run test test-fast test-asan bench clean format
+.PHONY: all deps build build-asan run test test-fast test-asan bench bench-baselines clean format
 
 all: build
 
@@ -41,6 +41,12 @@ test-fast: build
 
 bench: build
 	scripts/bench.sh $(BUILD)
+
+# TensorFlow and PyTorch from PyPI into a project-local virtualenv, for bench/baseline_*.py.
+bench-baselines:
+	@scripts/install-deps.sh python3-venv
+	test -x .venv/bin/python || python3 -m venv .venv
+	.venv/bin/pip install -q numpy tensorflow-cpu torch
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

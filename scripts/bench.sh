@@ -13,3 +13,11 @@ echo "== seed graph step vs hand-written loop"
 echo
 echo "== MLP training step vs GEMM floor"
 "$B/bench/bench_mlp_step" 40
+echo
+echo "== the seed's step in TensorFlow and PyTorch (same script, same machine)"
+PY=.venv/bin/python
+if [ -x "$PY" ]; then
+  "$PY" bench/baseline_seed_step.py 20000
+else
+  echo "skipped: no .venv (make bench-baselines installs tensorflow-cpu and torch into it)"
+fi

@@ -36,6 +36,7 @@ typedef struct pnode {
     bool expensive;
     bool is_variable; /* its output may be NULL (uninitialised) without error */
     rill__var *var;   /* for VariableV2 nodes */
+    rill__node_state *state; /* kernel state kept across steps (stable pointer) */
 } pnode;
 
 typedef struct step {
@@ -414,7 +415,13 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         p->fetch_slot[i] = slot;
         p->slot_consumers[slot]++; /* the fetch holds the tensor to the end of the step */
     }
-    rill__node_states_reserve(a->states, nn);
+    for (int i = 0; i < np; i++) {
+        p->nodes[i].state = rill__node_states_get(a->states, p->nodes[i].node->id);
+        if (!p->nodes[i].state) {
+            rill_status_set(s, RILL_RESOURCE_EXHAUSTED, "graph has too many nodes (%d)", nn);
+            goto fail;
+        }
+    }
     rill__free(inplan);
     rill__free(order);
     rill__free(pidx);
@@ -583,13 +590,12 @@ static void execute(step *st, int i)
             .var = pn->var,
             .outputs = st->slots + pn->out_base,
             .recycle = st->cache + pn->out_base,
-            .state = &p->states->state[pn->node->id],
+            .state = &pn->state->state,
             .status = NULL,
             .pool = p->intra,
         };
         pn->kernel->fn(&ctx);
-        if (*ctx.state && pn->kernel->state_free)
-            p->states->free_fn[pn->node->id] = pn->kernel->state_free;
+        if (*ctx.state && pn->kernel->state_free) pn->state->free_fn = pn->kernel->state_free;
         if (!ctx.status && !pn->is_variable) {
             for (int o = 0; o < pn->noutputs; o++)
                 if (!ctx.outputs[o]) {

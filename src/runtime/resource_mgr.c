@@ -64,27 +64,35 @@ rill__var *rill__resource_mgr_var(rill__resource_mgr *rm, const char *name, rill
     return v;
 }
 
-void rill__node_states_reserve(rill__node_states *ns, int n)
+void rill__node_states_init(rill__node_states *ns)
 {
-    if (n <= ns->n) return;
-    void **st = rill__realloc(ns->state, (size_t)n * sizeof *st);
-    rill__state_free_fn *fr = rill__realloc(ns->free_fn, (size_t)n * sizeof *fr);
-    RILL_CHECK_ALLOC(st);
-    RILL_CHECK_ALLOC(fr);
-    memset(st + ns->n, 0, (size_t)(n - ns->n) * sizeof *st);
-    memset(fr + ns->n, 0, (size_t)(n - ns->n) * sizeof *fr);
-    ns->state = st;
-    ns->free_fn = fr;
-    ns->n = n;
+    memset(ns, 0, sizeof *ns);
+    pthread_mutex_init(&ns->mu, NULL);
+}
+
+rill__node_state *rill__node_states_get(rill__node_states *ns, int id)
+{
+    if (id < 0 || id >= RILL__STATE_PAGE * RILL__STATE_PAGES) return NULL;
+    pthread_mutex_lock(&ns->mu);
+    rill__node_state **page = &ns->pages[id / RILL__STATE_PAGE];
+    if (!*page) {
+        *page = rill__calloc(RILL__STATE_PAGE, sizeof **page);
+        RILL_CHECK_ALLOC(*page);
+    }
+    rill__node_state *e = &(*page)[id % RILL__STATE_PAGE];
+    pthread_mutex_unlock(&ns->mu);
+    return e;
 }
 
 void rill__node_states_free(rill__node_states *ns)
 {
-    for (int i = 0; i < ns->n; i++)
-        if (ns->state[i] && ns->free_fn[i]) ns->free_fn[i](ns->state[i]);
-    rill__free(ns->state);
-    rill__free(ns->free_fn);
-    ns->state = NULL;
-    ns->free_fn = NULL;
-    ns->n = 0;
+    for (int p = 0; p < RILL__STATE_PAGES; p++) {
+        if (!ns->pages[p]) continue;
+        for (int i = 0; i < RILL__STATE_PAGE; i++)
+            if (ns->pages[p][i].state && ns->pages[p][i].free_fn)
+                ns->pages[p][i].free_fn(ns->pages[p][i].state);
+        rill__free(ns->pages[p]);
+        ns->pages[p] = NULL;
+    }
+    pthread_mutex_destroy(&ns->mu);
 }

@@ -19,13 +19,23 @@ void rill__resource_mgr_free(rill__resource_mgr *rm);
 rill__var *rill__resource_mgr_var(rill__resource_mgr *rm, const char *name, rill_dtype t,
                                   const rill_shape *shape, rill_status *s);
 
-/* --- per-node kernel state kept across steps (random generators) --- */
+/* --- per-node kernel state kept across steps (random generators) ---
+ * Entries live in fixed pages that never move, so a plan keeps a pointer to its nodes' entries
+ * while another thread builds a plan for a grown graph. */
+typedef struct rill__node_state {
+    void *state;
+    rill__state_free_fn free_fn;
+} rill__node_state;
+
+#define RILL__STATE_PAGE 256
+#define RILL__STATE_PAGES 16384 /* up to 4M nodes */
 typedef struct rill__node_states {
-    void **state;
-    rill__state_free_fn *free_fn;
-    int n;
+    pthread_mutex_t mu;
+    rill__node_state *pages[RILL__STATE_PAGES];
 } rill__node_states;
-void rill__node_states_reserve(rill__node_states *ns, int n);
+void rill__node_states_init(rill__node_states *ns);
+/* The entry of node id (its page allocated on first use); NULL beyond the limit. */
+rill__node_state *rill__node_states_get(rill__node_states *ns, int id);
 void rill__node_states_free(rill__node_states *ns);
 
 /* --- executor --- */

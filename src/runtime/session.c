@@ -60,7 +60,7 @@ struct rill_session {
     cached_plan *buckets[NBUCKETS];
     int nplans;
     rill__resource_mgr *rm;
-    rill__node_states states;
+    rill__node_states *states;
     rill__threadpool *inter;
 };
 
@@ -82,6 +82,9 @@ rill_session *rill_session_new(rill_graph *g, const rill_session_options *o, ril
     if (o) sess->opts = *o;
     pthread_mutex_init(&sess->mu, NULL);
     sess->rm = rill__resource_mgr_new();
+    sess->states = rill__malloc(sizeof *sess->states);
+    RILL_CHECK_ALLOC(sess->states);
+    rill__node_states_init(sess->states);
     int threads = sess->opts.inter_op_threads ? sess->opts.inter_op_threads : rill__num_cores();
     /* The calling thread runs nodes too, so the pool has one thread fewer. */
     if (threads > 1) sess->inter = rill__threadpool_new(threads - 1);
@@ -101,7 +104,8 @@ void rill_session_free(rill_session *sess)
             c = nx;
         }
     rill__threadpool_free(sess->inter);
-    rill__node_states_free(&sess->states);
+    rill__node_states_free(sess->states);
+    rill__free(sess->states);
     rill__resource_mgr_free(sess->rm);
     pthread_mutex_destroy(&sess->mu);
     rill__free(sess);
@@ -203,7 +207,7 @@ rill_code rill_session_run(rill_session *sess, const rill_output *feeds,
             .ntargets = ntargets,
             .device_type = "CPU",
             .rm = sess->rm,
-            .states = &sess->states,
+            .states = sess->states,
             .inter_op_pool = sess->inter,
             .intra_op_pool = rill__default_pool(),
         };
