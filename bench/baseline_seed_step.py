@@ -3,13 +3,14 @@
 and in PyTorch (eager autograd + SGD), timed the way bench_seed_step times rill: one (x, y)
 sample per step, fetching the loss and the global step. Prints RESULT lines that
 scripts/bench.sh turns into ratios against rill. Either framework may be missing: it is then
-reported as skipped."""
+reported as skipped. Usage: baseline_seed_step.py [STEPS] [tf|torch]"""
 import sys
 import time
 
 import numpy as np
 
 STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
+WHICH = sys.argv[2] if len(sys.argv) > 2 else "tf"  # tf or torch: one per process (their LLVMs clash)
 rng = np.random.default_rng(1)
 xs = rng.uniform(-1, 1, size=4096).astype(np.float32)
 ys = (2 * xs + 10 + (rng.uniform(size=4096) - 0.5) * 0.33).astype(np.float32)
@@ -88,5 +89,4 @@ def bench_torch():
     print(f"RESULT torch_seed_step_us={best * 1e6:.3f}")
 
 
-bench_tf()
-bench_torch()
+{"tf": bench_tf, "torch": bench_torch}[WHICH]()

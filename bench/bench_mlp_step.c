@@ -99,7 +99,10 @@ int main(int argc, char **argv)
     rill_node *train = rill_optimizer_minimize(opt, g, loss, (rill_output){NULL, 0}, NULL);
     rill_node *init = rill_global_variables_initializer(g, NULL);
     rill_status *s = rill_status_new();
-    rill_session *sess = rill_graph_ok(g) ? rill_session_new(g, NULL, s) : NULL;
+    rill_session_options *so = rill_session_options_new();
+    if (getenv("RILL_INTER_OP")) rill_session_options_set_inter_op_threads(so, atoi(getenv("RILL_INTER_OP")));
+    rill_session *sess = rill_graph_ok(g) ? rill_session_new(g, so, s) : NULL;
+    rill_session_options_free(so);
     if (!sess || rill_session_run_targets(sess, &init, 1, s) != RILL_OK) {
         fprintf(stderr, "setup failed: %s %s\n", rill_status_message(rill_graph_status(g)),
                 rill_status_message(s));

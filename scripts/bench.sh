@@ -17,7 +17,9 @@ echo
 echo "== the seed's step in TensorFlow and PyTorch (same script, same machine)"
 PY=.venv/bin/python
 if [ -x "$PY" ]; then
-  "$PY" bench/baseline_seed_step.py 20000
+  for fw in tf torch; do
+    TF_CPP_MIN_LOG_LEVEL=3 "$PY" bench/baseline_seed_step.py 20000 $fw 2>&1 | grep -v -E '^(WARNING|I0000|W0000|E0000)'
+  done
 else
   echo "skipped: no .venv (make bench-baselines installs tensorflow-cpu and torch into it)"
 fi
