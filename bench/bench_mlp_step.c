@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define B 256
-#define IN 784
-#define H 512
+#define B   256
+#define IN  784
+#define H   512
 #define OUT 10
 
 static double median(double *v, int n)
@@ -42,7 +42,7 @@ typedef struct gemm {
 } gemm;
 
 static const gemm step_gemms[] = {
-    {0, 0, B, H, IN}, {0, 0, B, H, H}, {0, 0, B, OUT, H},   /* forward */
+    {0, 0, B, H, IN},  {0, 0, B, H, H}, {0, 0, B, OUT, H}, /* forward */
     {0, 1, B, H, OUT}, {0, 1, B, H, H},                    /* input gradients of layers 3, 2 */
     {1, 0, H, OUT, B}, {1, 0, H, H, B}, {1, 0, IN, H, B},  /* weight gradients */
 };
@@ -50,7 +50,8 @@ static const gemm step_gemms[] = {
 static double gemm_floor(int iters, double *flops_out)
 {
     size_t big = (size_t)IN * H;
-    float *a = randbuf(big > (size_t)B * IN ? big : (size_t)B * IN), *b = randbuf(big), *c = randbuf(big);
+    float *a = randbuf(big > (size_t)B * IN ? big : (size_t)B * IN), *b = randbuf(big),
+          *c = randbuf(big);
     double flops = 0;
     for (size_t i = 0; i < sizeof step_gemms / sizeof step_gemms[0]; i++)
         flops += 2.0 * step_gemms[i].m * step_gemms[i].n * step_gemms[i].k;
@@ -93,14 +94,15 @@ int main(int argc, char **argv)
         h = rill_bias_add(g, rill_matmul(g, h, w, false, false, NULL), b, NULL);
         if (l < 2) h = rill_relu(g, h, NULL);
     }
-    rill_output loss =
-        rill_mean(g, rill_sparse_softmax_cross_entropy_with_logits(g, y, h, NULL), NULL, -1, false, NULL);
+    rill_output loss = rill_mean(g, rill_sparse_softmax_cross_entropy_with_logits(g, y, h, NULL),
+                                 NULL, -1, false, NULL);
     rill_optimizer *opt = rill_gradient_descent_optimizer_new(0.01);
     rill_node *train = rill_optimizer_minimize(opt, g, loss, (rill_output){NULL, 0}, NULL);
     rill_node *init = rill_global_variables_initializer(g, NULL);
     rill_status *s = rill_status_new();
     rill_session_options *so = rill_session_options_new();
-    if (getenv("RILL_INTER_OP")) rill_session_options_set_inter_op_threads(so, atoi(getenv("RILL_INTER_OP")));
+    if (getenv("RILL_INTER_OP"))
+        rill_session_options_set_inter_op_threads(so, atoi(getenv("RILL_INTER_OP")));
     rill_session *sess = rill_graph_ok(g) ? rill_session_new(g, so, s) : NULL;
     rill_session_options_free(so);
     if (!sess || rill_session_run_targets(sess, &init, 1, s) != RILL_OK) {

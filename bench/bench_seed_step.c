@@ -117,8 +117,8 @@ int main(int argc, char **argv)
     rill_output wb[] = {w, b};
     rill_tensor *v[2];
     rill_session_run(sess, NULL, NULL, 0, wb, v, 2, NULL, 0, s);
-    printf("seed graph: %d nodes in the graph, %ld steps x %d runs\n",
-           rill_graph_num_nodes(g), steps, reps);
+    printf("seed graph: %d nodes in the graph, %ld steps x %d runs\n", rill_graph_num_nodes(g),
+           steps, reps);
     printf("session.run step        %8.3f us   (allocations in timed loop: %llu)\n", ts * 1e6,
            (unsigned long long)allocs);
     printf("hand-written C step     %8.4f us\n", th * 1e6);

@@ -16,8 +16,8 @@ typedef struct mlp {
     rill_node *train, *init;
 } mlp;
 
-static rill_output dense(rill_graph *g, rill_output in, int64_t fan_in, int64_t fan_out,
-                         bool relu, const char *name)
+static rill_output dense(rill_graph *g, rill_output in, int64_t fan_in, int64_t fan_out, bool relu,
+                         const char *name)
 {
     rill_graph_push_variable_scope(g, name, false);
     /* He initialisation for ReLU layers, Glorot-like for the output layer. */
@@ -49,7 +49,8 @@ static void gather(const rill_tensor *src, const int *idx, int n, rill_tensor *d
 {
     const char *s = rill_tensor_data(src);
     char *d = rill_tensor_data(dst);
-    for (int i = 0; i < n; i++) memcpy(d + (size_t)i * width * esize, s + (size_t)idx[i] * width * esize, width * esize);
+    for (int i = 0; i < n; i++)
+        memcpy(d + (size_t)i * width * esize, s + (size_t)idx[i] * width * esize, width * esize);
 }
 
 /* Scales pixels to zero mean and unit variance, with the training set's statistics. */
@@ -185,7 +186,8 @@ int main(int argc, char **argv)
             rill_tensor_free(lv);
         }
         clock_gettime(CLOCK_MONOTONIC, &ts1);
-        double secs = (double)(ts1.tv_sec - ts0.tv_sec) + (double)(ts1.tv_nsec - ts0.tv_nsec) * 1e-9;
+        double secs =
+            (double)(ts1.tv_sec - ts0.tv_sec) + (double)(ts1.tv_nsec - ts0.tv_nsec) * 1e-9;
 
         /* Test accuracy: logits for the whole test set in one run, argmax on the host. */
         rill_output feeds[] = {m.x};

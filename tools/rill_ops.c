@@ -16,8 +16,7 @@ int main(int argc, char **argv)
         printf("usage: %s [OP...]\nLists registered ops with their kernels.\n", argv[0]);
         return 0;
     }
-    const rill__op_def *tables[] = {rill__ops_array, rill__ops_math, rill__ops_nn,
-                                    rill__ops_state};
+    const rill__op_def *tables[] = {rill__ops_array, rill__ops_math, rill__ops_nn, rill__ops_state};
     int shown = 0;
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
         for (const rill__op_def *d = tables[t]; d->name; d++) {
@@ -28,8 +27,8 @@ int main(int argc, char **argv)
             char maxin[16];
             snprintf(maxin, sizeof maxin, "%d", d->max_inputs);
             printf("%s: inputs %d..%s, outputs %d%s%s\n%s", d->name, d->min_inputs,
-                   d->max_inputs < 0 ? "n" : maxin, d->noutputs,
-                   d->stateful ? ", stateful" : "", d->grad ? ", differentiable" : "", k);
+                   d->max_inputs < 0 ? "n" : maxin, d->noutputs, d->stateful ? ", stateful" : "",
+                   d->grad ? ", differentiable" : "", k);
             rill__free(k);
             shown++;
         }

@@ -26,8 +26,7 @@ void rill_flags_define_float(rill_flags *f, const char *name, double *var, doubl
                              const char *help);
 void rill_flags_define_int(rill_flags *f, const char *name, int64_t *var, int64_t def,
                            const char *help);
-void rill_flags_define_bool(rill_flags *f, const char *name, bool *var, bool def,
-                            const char *help);
+void rill_flags_define_bool(rill_flags *f, const char *name, bool *var, bool def, const char *help);
 void rill_flags_define_string(rill_flags *f, const char *name, const char **var, const char *def,
                               const char *help);
 

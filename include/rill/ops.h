@@ -102,10 +102,10 @@ typedef enum rill_init_kind {
 
 typedef struct rill_initializer {
     rill_init_kind kind;
-    double value;        /* CONSTANT */
-    double mean, stddev; /* RANDOM_NORMAL, TRUNCATED_NORMAL */
+    double value;          /* CONSTANT */
+    double mean, stddev;   /* RANDOM_NORMAL, TRUNCATED_NORMAL */
     double minval, maxval; /* RANDOM_UNIFORM */
-    int64_t seed;        /* 0: derive from the graph seed */
+    int64_t seed;          /* 0: derive from the graph seed */
 } rill_initializer;
 
 rill_initializer rill_zeros_initializer(void);

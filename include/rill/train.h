@@ -41,8 +41,8 @@ const char *rill_optimizer_name(const rill_optimizer *o);
 /* Gradients of loss for var_list (NULL/0: the trainable variables). Writes up to cap pairs into
  * out and returns the pair count; -1 on error (sticky status set). */
 int rill_optimizer_compute_gradients(rill_optimizer *o, rill_graph *g, rill_output loss,
-                                     const rill_output *var_list, int nvars,
-                                     rill_grad_and_var *out, int cap);
+                                     const rill_output *var_list, int nvars, rill_grad_and_var *out,
+                                     int cap);
 /* The update op: one apply per pair with a gradient, then global_step += 1 when global_step is
  * given. Returns NULL on error. */
 rill_node *rill_optimizer_apply_gradients(rill_optimizer *o, rill_graph *g,

@@ -42,9 +42,9 @@ void rill__free(void *p)
 }
 
 #define HUGE_THRESHOLD (2u << 20)
-#define POOL_MIN (64u << 10)          /* blocks from here up are cached when freed */
+#define POOL_MIN       (64u << 10)    /* blocks from here up are cached when freed */
 #define POOL_MAX_BYTES (512ull << 20) /* at most this much sits in the cache */
-#define POOL_BUCKETS 256
+#define POOL_BUCKETS   256
 
 /* Freed tensor buffers of 64 KiB and up are kept, by exact rounded size, for the next step that
  * needs the same size. A training step allocates the same shapes every time; without the cache
@@ -182,9 +182,9 @@ void rill__log(rill__log_level lvl, const char *fmt, ...)
     struct tm tm;
     localtime_r(&ts.tv_sec, &tm);
     char line[2048];
-    int off = snprintf(line, sizeof line, "%c%02d%02d %02d:%02d:%02d.%06ld] ", tag[lvl],
-                       tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                       ts.tv_nsec / 1000);
+    int off =
+        snprintf(line, sizeof line, "%c%02d%02d %02d:%02d:%02d.%06ld] ", tag[lvl], tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line + off, sizeof line - (size_t)off, fmt, ap);

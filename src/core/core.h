@@ -55,7 +55,7 @@ typedef struct rill__buffer {
     atomic_int refs;
     void *data;
     size_t size;
-    int device; /* 0 = host memory; backends set their own ids */
+    int device;       /* 0 = host memory; backends set their own ids */
     rill_dtype dtype; /* RILL_STRING buffers own their strings */
     int64_t nstrings;
 } rill__buffer;
@@ -117,7 +117,6 @@ uint64_t rill__random_seed(void); /* from the OS clock and a counter */
 
 /* --- CRC32C (Castagnoli), for file formats later --- */
 uint32_t rill__crc32c(uint32_t crc, const void *data, size_t n);
-
 
 /* --- string-keyed hash map (open addressing); keys are copied, values borrowed --- */
 typedef struct rill__strmap {

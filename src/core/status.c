@@ -88,10 +88,23 @@ void rill_status_clear(rill_status *s)
 const char *rill_code_name(rill_code c)
 {
     static const char *const names[] = {
-        "OK",          "CANCELLED",         "UNKNOWN",      "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-        "NOT_FOUND",   "ALREADY_EXISTS",    "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-        "FAILED_PRECONDITION", "ABORTED",   "OUT_OF_RANGE", "UNIMPLEMENTED",    "INTERNAL",
-        "UNAVAILABLE", "DATA_LOSS",         "UNAUTHENTICATED",
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+        "UNAUTHENTICATED",
     };
     if ((int)c < 0 || (size_t)c >= sizeof names / sizeof names[0]) return "UNKNOWN_CODE";
     return names[c];

@@ -14,27 +14,42 @@
 size_t rill_dtype_size(rill_dtype t)
 {
     switch (t) {
-    case RILL_FLOAT: return 4;
-    case RILL_DOUBLE: return 8;
-    case RILL_INT32: return 4;
-    case RILL_INT64: return 8;
-    case RILL_BOOL: return 1;
-    case RILL_HALF: return 2;
-    default: return 0;
+    case RILL_FLOAT:
+        return 4;
+    case RILL_DOUBLE:
+        return 8;
+    case RILL_INT32:
+        return 4;
+    case RILL_INT64:
+        return 8;
+    case RILL_BOOL:
+        return 1;
+    case RILL_HALF:
+        return 2;
+    default:
+        return 0;
     }
 }
 
 const char *rill_dtype_name(rill_dtype t)
 {
     switch (t) {
-    case RILL_FLOAT: return "float";
-    case RILL_DOUBLE: return "double";
-    case RILL_INT32: return "int32";
-    case RILL_INT64: return "int64";
-    case RILL_BOOL: return "bool";
-    case RILL_HALF: return "half";
-    case RILL_STRING: return "string";
-    default: return "invalid";
+    case RILL_FLOAT:
+        return "float";
+    case RILL_DOUBLE:
+        return "double";
+    case RILL_INT32:
+        return "int32";
+    case RILL_INT64:
+        return "int64";
+    case RILL_BOOL:
+        return "bool";
+    case RILL_HALF:
+        return "half";
+    case RILL_STRING:
+        return "string";
+    default:
+        return "invalid";
     }
 }
 
@@ -174,8 +189,8 @@ const char *rill_shape_str(const rill_shape *s, char *buf, size_t n)
         if (s->dims[i] < 0)
             off += (size_t)snprintf(buf + off, n - off, "%s?", i ? "," : "");
         else
-            off += (size_t)snprintf(buf + off, n - off, "%s%lld", i ? "," : "",
-                                    (long long)s->dims[i]);
+            off +=
+                (size_t)snprintf(buf + off, n - off, "%s%lld", i ? "," : "", (long long)s->dims[i]);
     }
     if (off < n) snprintf(buf + off, n - off, "]");
     return buf;
@@ -363,13 +378,20 @@ double rill_tensor_get_double(const rill_tensor *t, int64_t i)
 {
     const void *d = t->buf->data;
     switch (t->dtype) {
-    case RILL_FLOAT: return ((const float *)d)[i];
-    case RILL_DOUBLE: return ((const double *)d)[i];
-    case RILL_INT32: return ((const int32_t *)d)[i];
-    case RILL_INT64: return (double)((const int64_t *)d)[i];
-    case RILL_BOOL: return ((const uint8_t *)d)[i] ? 1.0 : 0.0;
-    case RILL_HALF: return rill_half_to_float(((const rill_half *)d)[i]);
-    default: return NAN;
+    case RILL_FLOAT:
+        return ((const float *)d)[i];
+    case RILL_DOUBLE:
+        return ((const double *)d)[i];
+    case RILL_INT32:
+        return ((const int32_t *)d)[i];
+    case RILL_INT64:
+        return (double)((const int64_t *)d)[i];
+    case RILL_BOOL:
+        return ((const uint8_t *)d)[i] ? 1.0 : 0.0;
+    case RILL_HALF:
+        return rill_half_to_float(((const rill_half *)d)[i]);
+    default:
+        return NAN;
     }
 }
 
@@ -432,9 +454,12 @@ static bool round_trips(rill_dtype t, double v, const char *s)
 {
     double r = strtod(s, NULL);
     switch (t) {
-    case RILL_FLOAT: return (float)r == (float)v;
-    case RILL_HALF: return rill_half_from_float((float)r) == rill_half_from_float((float)v);
-    default: return r == v;
+    case RILL_FLOAT:
+        return (float)r == (float)v;
+    case RILL_HALF:
+        return rill_half_from_float((float)r) == rill_half_from_float((float)v);
+    default:
+        return r == v;
     }
 }
 
@@ -467,8 +492,8 @@ static long long get_int(const rill_tensor *t, int64_t i)
 typedef struct elem_fmt {
     const rill_tensor *t;
     bool summarize;
-    bool sci;      /* floats: scientific notation */
-    int prec;      /* floats: fractional digits (scientific: exactly; positional: at most) */
+    bool sci; /* floats: scientific notation */
+    int prec; /* floats: fractional digits (scientific: exactly; positional: at most) */
     int exp_digits;
     int pad_left;  /* floats: width of the integer part */
     int pad_right; /* floats: width of the fractional part (scientific: with the exponent) */

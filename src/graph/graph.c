@@ -30,11 +30,11 @@ struct rill_graph {
     rill__strmap by_name;
     rill__strmap name_counts; /* used names -> (void*)(intptr_t)next suffix */
     rill_status *status;
-    rill__vec name_scopes;    /* char* full prefixes "a/b/" */
-    rill__vec ctrl;           /* ctrl_frame* */
-    rill__vec devices;        /* char* */
-    rill__vec var_scopes;     /* var_scope* */
-    rill__vec collections;    /* collection* */
+    rill__vec name_scopes; /* char* full prefixes "a/b/" */
+    rill__vec ctrl;        /* ctrl_frame* */
+    rill__vec devices;     /* char* */
+    rill__vec var_scopes;  /* var_scope* */
+    rill__vec collections; /* collection* */
     bool has_seed;
     int64_t seed;
     int64_t last_op_seed;
@@ -408,8 +408,7 @@ rill_node *rill__node_create(rill_graph *g, const char *op_type, const char *nam
         return NULL;
     }
     if (exact && rill_graph_find_node(g, exact_name)) {
-        rill__graph_fail(g, RILL_ALREADY_EXISTS, "Duplicate node name in graph: '%s'",
-                         exact_name);
+        rill__graph_fail(g, RILL_ALREADY_EXISTS, "Duplicate node name in graph: '%s'", exact_name);
         rill__free(exact_name);
         return NULL;
     }

@@ -45,10 +45,10 @@ typedef struct rill__attr {
     } v;
 } rill__attr;
 
-#define RILL__A_INT(nm, x) ((rill__attr){.name = (nm), .kind = RILL__ATTR_INT, .v.i = (x)})
+#define RILL__A_INT(nm, x)   ((rill__attr){.name = (nm), .kind = RILL__ATTR_INT, .v.i = (x)})
 #define RILL__A_FLOAT(nm, x) ((rill__attr){.name = (nm), .kind = RILL__ATTR_FLOAT, .v.f = (x)})
-#define RILL__A_BOOL(nm, x) ((rill__attr){.name = (nm), .kind = RILL__ATTR_BOOL, .v.b = (x)})
-#define RILL__A_TYPE(nm, x) ((rill__attr){.name = (nm), .kind = RILL__ATTR_TYPE, .v.type = (x)})
+#define RILL__A_BOOL(nm, x)  ((rill__attr){.name = (nm), .kind = RILL__ATTR_BOOL, .v.b = (x)})
+#define RILL__A_TYPE(nm, x)  ((rill__attr){.name = (nm), .kind = RILL__ATTR_TYPE, .v.type = (x)})
 #define RILL__A_SHAPE(nm, x) ((rill__attr){.name = (nm), .kind = RILL__ATTR_SHAPE, .v.shape = (x)})
 #define RILL__A_TENSOR(nm, x)                                                                      \
     ((rill__attr){.name = (nm), .kind = RILL__ATTR_TENSOR, .v.tensor = (x)})
@@ -73,7 +73,7 @@ struct rill_node {
     rill__attr *attrs;
     int nattrs;
     char *requested_device;
-    int64_t seed, seed2; /* derived at build time for random ops */
+    int64_t seed, seed2;    /* derived at build time for random ops */
     rill_node *initializer; /* VariableV2: its initializer Assign */
 };
 
@@ -86,14 +86,14 @@ typedef void (*rill__grad_fn)(rill_graph *g, rill_node *n, const rill_output *dy
 typedef void (*rill__shape_fn)(rill_node *n, rill_status *s);
 
 struct rill__op_def {
-    const char *name;         /* "Add" */
-    const char *default_name; /* node name when the builder gets NULL ("add") */
+    const char *name;           /* "Add" */
+    const char *default_name;   /* node name when the builder gets NULL ("add") */
     int min_inputs, max_inputs; /* max -1: variadic */
     int noutputs;
-    bool stateful;        /* never pruned as duplicate, never constant-folded */
-    uint32_t ref_inputs;  /* bit i: input i must be a Variable output (updated in place) */
+    bool stateful;       /* never pruned as duplicate, never constant-folded */
+    uint32_t ref_inputs; /* bit i: input i must be a Variable output (updated in place) */
     rill__shape_fn shape;
-    rill__grad_fn grad;   /* NULL: not differentiable (gradient stops) */
+    rill__grad_fn grad;    /* NULL: not differentiable (gradient stops) */
     const char *type_attr; /* attr holding the kernel's dtype ("T", "dtype"); NULL: input 0's */
 };
 
@@ -141,7 +141,7 @@ rill_output rill__scalar_like(rill_graph *g, rill_dtype t, double v);
 
 /* Nodes that consume each node's outputs (for gradients). Caller frees with rill__free. */
 typedef struct rill__consumers {
-    int *start; /* per node id: first index into edges; size nnodes+1 */
+    int *start;       /* per node id: first index into edges; size nnodes+1 */
     rill_node **node; /* consumer node per edge */
     int *out_index;   /* which output of the producer */
     int *in_index;    /* which input of the consumer */

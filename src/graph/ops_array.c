@@ -22,8 +22,7 @@ static void placeholder_shape(rill_node *n, rill_status *s)
 {
     rill_dtype t = rill__attr_type(n, "dtype", RILL_DT_INVALID);
     if (!rill_dtype_is_valid(t)) {
-        rill_status_set(s, RILL_INVALID_ARGUMENT, "Placeholder '%s' has an invalid dtype",
-                        n->name);
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "Placeholder '%s' has an invalid dtype", n->name);
         return;
     }
     const rill__attr *sh = rill__node_attr(n, "shape");
@@ -159,8 +158,8 @@ static void cast_shape(rill_node *n, rill_status *s)
     rill_dtype to = rill__attr_type(n, "DstT", RILL_DT_INVALID);
     rill_dtype from = rill__in_dtype(n, 0);
     if (to == RILL_STRING || from == RILL_STRING || !rill_dtype_is_valid(to)) {
-        rill_status_set(s, RILL_UNIMPLEMENTED, "Cast '%s': cast %s to %s is not supported",
-                        n->name, rill_dtype_name(from), rill_dtype_name(to));
+        rill_status_set(s, RILL_UNIMPLEMENTED, "Cast '%s': cast %s to %s is not supported", n->name,
+                        rill_dtype_name(from), rill_dtype_name(to));
         return;
     }
     n->out_dtypes[0] = to;
@@ -193,8 +192,8 @@ static void fill_shape(rill_node *n, rill_status *s)
         for (int i = 0; i < out.rank; i++) {
             out.dims[i] = (int64_t)rill_tensor_get_double(t, i);
             if (out.dims[i] < 0) {
-                rill_status_set(s, RILL_INVALID_ARGUMENT, "Fill '%s': dims[%d] = %lld < 0",
-                                n->name, i, (long long)out.dims[i]);
+                rill_status_set(s, RILL_INVALID_ARGUMENT, "Fill '%s': dims[%d] = %lld < 0", n->name,
+                                i, (long long)out.dims[i]);
                 return;
             }
         }
@@ -241,26 +240,69 @@ static void cast_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_o
 }
 
 const rill__op_def rill__ops_array[] = {
-    {.name = "Const", .default_name = "Const", .shape = const_shape, .noutputs = 1,
+    {.name = "Const",
+     .default_name = "Const",
+     .shape = const_shape,
+     .noutputs = 1,
      .type_attr = "dtype"},
-    {.name = "Placeholder", .default_name = "Placeholder", .shape = placeholder_shape,
-     .noutputs = 1, .type_attr = "dtype"},
-    {.name = "Identity", .default_name = "Identity", .min_inputs = 1, .max_inputs = 1,
-     .noutputs = 1, .shape = same_as_input_shape, .grad = identity_grad},
+    {.name = "Placeholder",
+     .default_name = "Placeholder",
+     .shape = placeholder_shape,
+     .noutputs = 1,
+     .type_attr = "dtype"},
+    {.name = "Identity",
+     .default_name = "Identity",
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .noutputs = 1,
+     .shape = same_as_input_shape,
+     .grad = identity_grad},
     {.name = "NoOp", .default_name = "NoOp", .shape = noop_shape},
-    {.name = "Reshape", .default_name = "Reshape", .min_inputs = 2, .max_inputs = 2,
-     .noutputs = 1, .shape = reshape_shape, .grad = reshape_grad},
-    {.name = "ExpandDims", .default_name = "ExpandDims", .min_inputs = 1, .max_inputs = 1,
-     .noutputs = 1, .shape = expand_dims_shape, .grad = expand_dims_grad},
-    {.name = "Cast", .default_name = "Cast", .min_inputs = 1, .max_inputs = 1, .noutputs = 1,
-     .shape = cast_shape, .grad = cast_grad},
-    {.name = "Fill", .default_name = "Fill", .min_inputs = 2, .max_inputs = 2, .noutputs = 1,
-     .shape = fill_shape, .type_attr = "T"},
-    {.name = "ZerosLike", .default_name = "zeros_like", .min_inputs = 1, .max_inputs = 1,
-     .noutputs = 1, .shape = same_as_input_shape},
-    {.name = "OnesLike", .default_name = "ones_like", .min_inputs = 1, .max_inputs = 1,
-     .noutputs = 1, .shape = same_as_input_shape},
-    {.name = "Shape", .default_name = "Shape", .min_inputs = 1, .max_inputs = 1, .noutputs = 1,
+    {.name = "Reshape",
+     .default_name = "Reshape",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 1,
+     .shape = reshape_shape,
+     .grad = reshape_grad},
+    {.name = "ExpandDims",
+     .default_name = "ExpandDims",
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .noutputs = 1,
+     .shape = expand_dims_shape,
+     .grad = expand_dims_grad},
+    {.name = "Cast",
+     .default_name = "Cast",
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .noutputs = 1,
+     .shape = cast_shape,
+     .grad = cast_grad},
+    {.name = "Fill",
+     .default_name = "Fill",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 1,
+     .shape = fill_shape,
+     .type_attr = "T"},
+    {.name = "ZerosLike",
+     .default_name = "zeros_like",
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .noutputs = 1,
+     .shape = same_as_input_shape},
+    {.name = "OnesLike",
+     .default_name = "ones_like",
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .noutputs = 1,
+     .shape = same_as_input_shape},
+    {.name = "Shape",
+     .default_name = "Shape",
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .noutputs = 1,
      .shape = shape_shape},
     {0},
 };
@@ -292,13 +334,26 @@ rill_output rill_const_scalar(rill_graph *g, rill_dtype t, double v, const char 
     }
     void *d = rill_tensor_data(x);
     switch (t) {
-    case RILL_FLOAT: *(float *)d = (float)v; break;
-    case RILL_DOUBLE: *(double *)d = v; break;
-    case RILL_INT32: *(int32_t *)d = (int32_t)v; break;
-    case RILL_INT64: *(int64_t *)d = (int64_t)v; break;
-    case RILL_BOOL: *(uint8_t *)d = v != 0; break;
-    case RILL_HALF: *(rill_half *)d = rill_half_from_float((float)v); break;
-    default: break;
+    case RILL_FLOAT:
+        *(float *)d = (float)v;
+        break;
+    case RILL_DOUBLE:
+        *(double *)d = v;
+        break;
+    case RILL_INT32:
+        *(int32_t *)d = (int32_t)v;
+        break;
+    case RILL_INT64:
+        *(int64_t *)d = (int64_t)v;
+        break;
+    case RILL_BOOL:
+        *(uint8_t *)d = v != 0;
+        break;
+    case RILL_HALF:
+        *(rill_half *)d = rill_half_from_float((float)v);
+        break;
+    default:
+        break;
     }
     rill_output o = rill_const(g, x, name);
     rill_tensor_free(x);

@@ -112,15 +112,18 @@ static void add_n_shape(rill_node *n, rill_status *s)
         if (o.rank < 0) continue;
         bool ok = o.rank == sh.rank;
         for (int d = 0; ok && d < sh.rank; d++) {
-            if (sh.dims[d] < 0) sh.dims[d] = o.dims[d];
-            else if (o.dims[d] >= 0 && o.dims[d] != sh.dims[d]) ok = false;
+            if (sh.dims[d] < 0)
+                sh.dims[d] = o.dims[d];
+            else if (o.dims[d] >= 0 && o.dims[d] != sh.dims[d])
+                ok = false;
         }
         if (!ok) {
             char x[96], y[96];
             rill_status_set(s, RILL_INVALID_ARGUMENT,
                             "Shapes must be equal rank, and dimensions must match for '%s' (op: "
                             "'AddN') with input shapes: %s, %s.",
-                            n->name, rill_shape_str(&sh, x, sizeof x), rill_shape_str(&o, y, sizeof y));
+                            n->name, rill_shape_str(&sh, x, sizeof x),
+                            rill_shape_str(&o, y, sizeof y));
             return;
         }
     }
@@ -188,7 +191,8 @@ static void matmul_shape(rill_node *n, rill_status *s)
                         rill_shape_str(&a, x, sizeof x), rill_shape_str(&b, y, sizeof y));
         return;
     }
-    bool ta = rill__attr_bool(n, "transpose_a", false), tb = rill__attr_bool(n, "transpose_b", false);
+    bool ta = rill__attr_bool(n, "transpose_a", false),
+         tb = rill__attr_bool(n, "transpose_b", false);
     int64_t m = a.rank == 2 ? a.dims[ta ? 1 : 0] : -1, ka = a.rank == 2 ? a.dims[ta ? 0 : 1] : -1;
     int64_t kb = b.rank == 2 ? b.dims[tb ? 1 : 0] : -1, nn = b.rank == 2 ? b.dims[tb ? 0 : 1] : -1;
     if (ka >= 0 && kb >= 0 && ka != kb) {
@@ -329,7 +333,8 @@ static void reduce_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill
 
 static void matmul_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
 {
-    bool ta = rill__attr_bool(n, "transpose_a", false), tb = rill__attr_bool(n, "transpose_b", false);
+    bool ta = rill__attr_bool(n, "transpose_a", false),
+         tb = rill__attr_bool(n, "transpose_b", false);
     rill_output a = n->inputs[0], b = n->inputs[1], d = dy[0];
     if (!ta && !tb) {
         dx[0] = rill_matmul(g, d, b, false, true, NULL);
@@ -395,11 +400,15 @@ static void maximum_grad_grad(rill_graph *g, rill_node *n, const rill_output *dy
 }
 
 #define BIN(nm, dn, gr)                                                                            \
-    {.name = nm, .default_name = dn, .min_inputs = 2, .max_inputs = 2, .noutputs = 1,              \
-     .shape = binary_shape, .grad = gr}
+    {                                                                                              \
+        .name = nm, .default_name = dn, .min_inputs = 2, .max_inputs = 2, .noutputs = 1,           \
+        .shape = binary_shape, .grad = gr                                                          \
+    }
 #define UN(nm, dn, gr)                                                                             \
-    {.name = nm, .default_name = dn, .min_inputs = 1, .max_inputs = 1, .noutputs = 1,              \
-     .shape = unary_shape, .grad = gr}
+    {                                                                                              \
+        .name = nm, .default_name = dn, .min_inputs = 1, .max_inputs = 1, .noutputs = 1,           \
+        .shape = unary_shape, .grad = gr                                                           \
+    }
 const rill__op_def rill__ops_math[] = {
     BIN("Add", "add", add_grad),
     BIN("Sub", "sub", sub_grad),
@@ -411,22 +420,62 @@ const rill__op_def rill__ops_math[] = {
     UN("Sqrt", "Sqrt", sqrt_grad),
     UN("Exp", "Exp", exp_grad),
     UN("Log", "Log", log_grad),
-    {.name = "AddN", .default_name = "AddN", .min_inputs = 1, .max_inputs = -1, .noutputs = 1,
-     .shape = add_n_shape, .grad = add_n_grad},
-    {.name = "Sum", .default_name = "Sum", .min_inputs = 1, .max_inputs = 1, .noutputs = 1,
-     .shape = reduce_shape, .grad = reduce_grad},
-    {.name = "Mean", .default_name = "Mean", .min_inputs = 1, .max_inputs = 1, .noutputs = 1,
-     .shape = reduce_shape, .grad = reduce_grad},
-    {.name = "MatMul", .default_name = "MatMul", .min_inputs = 2, .max_inputs = 2,
-     .noutputs = 1, .shape = matmul_shape, .grad = matmul_grad},
-    {.name = "SumToShape", .default_name = "SumToShape", .min_inputs = 2, .max_inputs = 2,
-     .noutputs = 1, .shape = shape_from_input1, .grad = sum_to_shape_grad},
-    {.name = "ReduceGrad", .default_name = "ReduceGrad", .min_inputs = 2, .max_inputs = 2,
-     .noutputs = 1, .shape = shape_from_input1, .grad = reduce_grad_grad},
-    {.name = "MaximumGrad", .default_name = "MaximumGrad", .min_inputs = 3, .max_inputs = 3,
-     .noutputs = 2, .shape = maximum_grad_shape, .grad = maximum_grad_grad},
-    {.name = "SqrtGrad", .default_name = "SqrtGrad", .min_inputs = 2, .max_inputs = 2,
-     .noutputs = 1, .shape = sqrt_grad_shape, .grad = sqrt_grad_grad},
+    {.name = "AddN",
+     .default_name = "AddN",
+     .min_inputs = 1,
+     .max_inputs = -1,
+     .noutputs = 1,
+     .shape = add_n_shape,
+     .grad = add_n_grad},
+    {.name = "Sum",
+     .default_name = "Sum",
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .noutputs = 1,
+     .shape = reduce_shape,
+     .grad = reduce_grad},
+    {.name = "Mean",
+     .default_name = "Mean",
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .noutputs = 1,
+     .shape = reduce_shape,
+     .grad = reduce_grad},
+    {.name = "MatMul",
+     .default_name = "MatMul",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 1,
+     .shape = matmul_shape,
+     .grad = matmul_grad},
+    {.name = "SumToShape",
+     .default_name = "SumToShape",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 1,
+     .shape = shape_from_input1,
+     .grad = sum_to_shape_grad},
+    {.name = "ReduceGrad",
+     .default_name = "ReduceGrad",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 1,
+     .shape = shape_from_input1,
+     .grad = reduce_grad_grad},
+    {.name = "MaximumGrad",
+     .default_name = "MaximumGrad",
+     .min_inputs = 3,
+     .max_inputs = 3,
+     .noutputs = 2,
+     .shape = maximum_grad_shape,
+     .grad = maximum_grad_grad},
+    {.name = "SqrtGrad",
+     .default_name = "SqrtGrad",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 1,
+     .shape = sqrt_grad_shape,
+     .grad = sqrt_grad_grad},
     {0},
 };
 

@@ -17,8 +17,8 @@ static void variable_shape(rill_node *n, rill_status *s)
         return;
     }
     if (!sh || !rill_shape_is_fully_defined(&sh->v.shape)) {
-        rill_status_set(s, RILL_INVALID_ARGUMENT,
-                        "Variable '%s' must have a fully defined shape", n->name);
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "Variable '%s' must have a fully defined shape",
+                        n->name);
         return;
     }
     n->out_dtypes[0] = t;
@@ -73,8 +73,8 @@ static bool check_scalar(rill_node *n, int i, const char *what, rill_status *s)
         return false;
     }
     if (sh.rank > 0 && rill_shape_num_elements(&sh) != 1) {
-        rill_status_set(s, RILL_INVALID_ARGUMENT, "%s: '%s' must be a scalar for '%s'",
-                        n->op->name, what, n->name);
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "%s: '%s' must be a scalar for '%s'", n->op->name,
+                        what, n->name);
         return false;
     }
     return true;
@@ -105,8 +105,8 @@ static void apply_momentum_shape(rill_node *n, rill_status *s)
 static void apply_adam_shape(rill_node *n, rill_status *s)
 {
     /* var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad */
-    static const char *const names[] = {"var", "m", "v", "beta1_power", "beta2_power", "lr",
-                                        "beta1", "beta2", "epsilon", "grad"};
+    static const char *const names[] = {"var", "m",     "v",     "beta1_power", "beta2_power",
+                                        "lr",  "beta1", "beta2", "epsilon",     "grad"};
     if (!check_like_var(n, 1, "m", s) || !check_like_var(n, 2, "v", s)) return;
     for (int i = 3; i <= 8; i++)
         if (!check_scalar(n, i, names[i], s)) return;
@@ -134,26 +134,78 @@ static void random_shape(rill_node *n, rill_status *s)
 }
 
 const rill__op_def rill__ops_state[] = {
-    {.name = "VariableV2", .default_name = "Variable", .noutputs = 1, .stateful = true,
-     .shape = variable_shape, .type_attr = "dtype"},
-    {.name = "Assign", .default_name = "Assign", .min_inputs = 2, .max_inputs = 2,
-     .noutputs = 1, .stateful = true, .ref_inputs = 1, .shape = assign_shape},
-    {.name = "AssignAdd", .default_name = "AssignAdd", .min_inputs = 2, .max_inputs = 2,
-     .noutputs = 1, .stateful = true, .ref_inputs = 1, .shape = assign_shape},
-    {.name = "AssignSub", .default_name = "AssignSub", .min_inputs = 2, .max_inputs = 2,
-     .noutputs = 1, .stateful = true, .ref_inputs = 1, .shape = assign_shape},
-    {.name = "ApplyGradientDescent", .default_name = "ApplyGradientDescent", .min_inputs = 3,
-     .max_inputs = 3, .noutputs = 1, .stateful = true, .ref_inputs = 1, .shape = apply_gd_shape},
-    {.name = "ApplyMomentum", .default_name = "ApplyMomentum", .min_inputs = 5, .max_inputs = 5,
-     .noutputs = 1, .stateful = true, .ref_inputs = 3, .shape = apply_momentum_shape},
-    {.name = "ApplyAdam", .default_name = "ApplyAdam", .min_inputs = 10, .max_inputs = 10,
-     .noutputs = 1, .stateful = true, .ref_inputs = 7, .shape = apply_adam_shape},
-    {.name = "RandomNormal", .default_name = "random_normal", .noutputs = 1, .stateful = true,
-     .shape = random_shape, .type_attr = "dtype"},
-    {.name = "TruncatedNormal", .default_name = "truncated_normal", .noutputs = 1,
-     .stateful = true, .shape = random_shape, .type_attr = "dtype"},
-    {.name = "RandomUniform", .default_name = "random_uniform", .noutputs = 1, .stateful = true,
-     .shape = random_shape, .type_attr = "dtype"},
+    {.name = "VariableV2",
+     .default_name = "Variable",
+     .noutputs = 1,
+     .stateful = true,
+     .shape = variable_shape,
+     .type_attr = "dtype"},
+    {.name = "Assign",
+     .default_name = "Assign",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 1,
+     .stateful = true,
+     .ref_inputs = 1,
+     .shape = assign_shape},
+    {.name = "AssignAdd",
+     .default_name = "AssignAdd",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 1,
+     .stateful = true,
+     .ref_inputs = 1,
+     .shape = assign_shape},
+    {.name = "AssignSub",
+     .default_name = "AssignSub",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 1,
+     .stateful = true,
+     .ref_inputs = 1,
+     .shape = assign_shape},
+    {.name = "ApplyGradientDescent",
+     .default_name = "ApplyGradientDescent",
+     .min_inputs = 3,
+     .max_inputs = 3,
+     .noutputs = 1,
+     .stateful = true,
+     .ref_inputs = 1,
+     .shape = apply_gd_shape},
+    {.name = "ApplyMomentum",
+     .default_name = "ApplyMomentum",
+     .min_inputs = 5,
+     .max_inputs = 5,
+     .noutputs = 1,
+     .stateful = true,
+     .ref_inputs = 3,
+     .shape = apply_momentum_shape},
+    {.name = "ApplyAdam",
+     .default_name = "ApplyAdam",
+     .min_inputs = 10,
+     .max_inputs = 10,
+     .noutputs = 1,
+     .stateful = true,
+     .ref_inputs = 7,
+     .shape = apply_adam_shape},
+    {.name = "RandomNormal",
+     .default_name = "random_normal",
+     .noutputs = 1,
+     .stateful = true,
+     .shape = random_shape,
+     .type_attr = "dtype"},
+    {.name = "TruncatedNormal",
+     .default_name = "truncated_normal",
+     .noutputs = 1,
+     .stateful = true,
+     .shape = random_shape,
+     .type_attr = "dtype"},
+    {.name = "RandomUniform",
+     .default_name = "random_uniform",
+     .noutputs = 1,
+     .stateful = true,
+     .shape = random_shape,
+     .type_attr = "dtype"},
     {0},
 };
 
@@ -168,8 +220,7 @@ static rill_output random_op(rill_graph *g, const char *op, rill_dtype t, rill_s
                              double a, double b, int64_t seed, const char *name)
 {
     rill__attr at[] = {RILL__A_TYPE("dtype", t), RILL__A_SHAPE("shape", shape),
-                       RILL__A_FLOAT("a", a),    RILL__A_FLOAT("b", b),
-                       RILL__A_INT("seed", seed)};
+                       RILL__A_FLOAT("a", a), RILL__A_FLOAT("b", b), RILL__A_INT("seed", seed)};
     return out0(rill__node_create(g, op, name, NULL, 0, at, 5));
 }
 
@@ -208,20 +259,20 @@ rill_initializer rill_constant_initializer(double value)
 
 rill_initializer rill_random_normal_initializer(double mean, double stddev, int64_t seed)
 {
-    return (rill_initializer){.kind = RILL_INIT_RANDOM_NORMAL, .mean = mean, .stddev = stddev,
-                              .seed = seed};
+    return (rill_initializer){
+        .kind = RILL_INIT_RANDOM_NORMAL, .mean = mean, .stddev = stddev, .seed = seed};
 }
 
 rill_initializer rill_truncated_normal_initializer(double mean, double stddev, int64_t seed)
 {
-    return (rill_initializer){.kind = RILL_INIT_TRUNCATED_NORMAL, .mean = mean,
-                              .stddev = stddev, .seed = seed};
+    return (rill_initializer){
+        .kind = RILL_INIT_TRUNCATED_NORMAL, .mean = mean, .stddev = stddev, .seed = seed};
 }
 
 rill_initializer rill_random_uniform_initializer(double minval, double maxval, int64_t seed)
 {
-    return (rill_initializer){.kind = RILL_INIT_RANDOM_UNIFORM, .minval = minval,
-                              .maxval = maxval, .seed = seed};
+    return (rill_initializer){
+        .kind = RILL_INIT_RANDOM_UNIFORM, .minval = minval, .maxval = maxval, .seed = seed};
 }
 
 static rill_output init_value(rill_graph *g, rill_dtype t, rill_shape shape, rill_initializer in)

@@ -17,20 +17,20 @@ typedef struct rill__var {
     pthread_mutex_t mu;
     char *name;
     rill_dtype dtype;
-    rill_shape shape; /* declared shape */
+    rill_shape shape;   /* declared shape */
     rill_tensor *value; /* NULL until initialised */
 } rill__var;
 
 typedef struct rill__kctx {
     const rill_node *node;
-    rill_tensor *const *inputs;  /* ninputs entries; NULL for reference inputs */
-    rill__var *const *vars;      /* ninputs entries; the variable behind each reference input */
-    rill__var *var;              /* VariableV2 nodes: the node's own variable */
-    rill_tensor **outputs;       /* noutputs entries, to be set by the kernel */
-    rill_tensor **recycle;       /* noutputs entries: last step's outputs (may be NULL) */
-    void **state;                /* this node's persistent per-session state */
-    rill_status *status;         /* NULL until rill__kctx_fail; the executor frees it */
-    rill__threadpool *pool;      /* intra-op pool (may be NULL: run inline) */
+    rill_tensor *const *inputs; /* ninputs entries; NULL for reference inputs */
+    rill__var *const *vars;     /* ninputs entries; the variable behind each reference input */
+    rill__var *var;             /* VariableV2 nodes: the node's own variable */
+    rill_tensor **outputs;      /* noutputs entries, to be set by the kernel */
+    rill_tensor **recycle;      /* noutputs entries: last step's outputs (may be NULL) */
+    void **state;               /* this node's persistent per-session state */
+    rill_status *status;        /* NULL until rill__kctx_fail; the executor frees it */
+    rill__threadpool *pool;     /* intra-op pool (may be NULL: run inline) */
 } rill__kctx;
 
 typedef void (*rill__kernel_fn)(rill__kctx *ctx);

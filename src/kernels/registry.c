@@ -41,14 +41,22 @@ const rill__kernel_def *rill__kernel_lookup(const char *op, const char *device_t
 static const char *tf_dtype_name(rill_dtype t)
 {
     switch (t) {
-    case RILL_FLOAT: return "DT_FLOAT";
-    case RILL_DOUBLE: return "DT_DOUBLE";
-    case RILL_INT32: return "DT_INT32";
-    case RILL_INT64: return "DT_INT64";
-    case RILL_BOOL: return "DT_BOOL";
-    case RILL_HALF: return "DT_HALF";
-    case RILL_STRING: return "DT_STRING";
-    default: return "DT_INVALID";
+    case RILL_FLOAT:
+        return "DT_FLOAT";
+    case RILL_DOUBLE:
+        return "DT_DOUBLE";
+    case RILL_INT32:
+        return "DT_INT32";
+    case RILL_INT64:
+        return "DT_INT64";
+    case RILL_BOOL:
+        return "DT_BOOL";
+    case RILL_HALF:
+        return "DT_HALF";
+    case RILL_STRING:
+        return "DT_STRING";
+    default:
+        return "DT_INVALID";
     }
 }
 

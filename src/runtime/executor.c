@@ -24,36 +24,36 @@ typedef struct pnode {
     rill_node *node;
     const rill__kernel_def *kernel;
     int ninputs;
-    int *in_slot;     /* per input: slot, or -1 for a reference input */
-    rill__var **vars; /* per input: variable of a reference input, else NULL */
+    int *in_slot;      /* per input: slot, or -1 for a reference input */
+    rill__var **vars;  /* per input: variable of a reference input, else NULL */
     rill__var **reads; /* per input: variable read when this node runs (a data edge from an
                         * unfed VariableV2), else NULL */
     int noutputs;
-    int out_base;     /* slots [out_base, out_base + noutputs) */
-    int *succ;        /* successors (one entry per data or control edge) */
+    int out_base; /* slots [out_base, out_base + noutputs) */
+    int *succ;    /* successors (one entry per data or control edge) */
     int nsucc;
     int npred;
     bool expensive;
-    bool is_variable; /* its output may be NULL (uninitialised) without error */
-    rill__var *var;   /* for VariableV2 nodes */
+    bool is_variable;        /* its output may be NULL (uninitialised) without error */
+    rill__var *var;          /* for VariableV2 nodes */
     rill__node_state *state; /* kernel state kept across steps (stable pointer) */
 } pnode;
 
 typedef struct step {
     rill__plan *plan;
     rill_tensor **slots;
-    rill_tensor **cache;  /* last step's output tensors, for recycling */
+    rill_tensor **cache; /* last step's output tensors, for recycling */
     atomic_int *slot_refs;
     atomic_int *pending;
-    int *ready;           /* the caller's stack */
-    rill_tensor **inbuf;  /* gathered inputs, per node at its own offset */
+    int *ready;          /* the caller's stack */
+    rill_tensor **inbuf; /* gathered inputs, per node at its own offset */
     atomic_int remaining;
     atomic_bool failed;
     rill_status *status;
-    pthread_mutex_t mu;   /* guards status and the completion wait */
+    pthread_mutex_t mu; /* guards status and the completion wait */
     pthread_cond_t cv;
-    bool done;            /* every node has finished (set under mu by the last one) */
-    struct task *tasks;   /* one per node, for the pool */
+    bool done;          /* every node has finished (set under mu by the last one) */
+    struct task *tasks; /* one per node, for the pool */
 } step;
 
 typedef struct task {
@@ -150,8 +150,8 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         }
         for (int k = 0; k < i; k++)
             if (a->feeds[k].node == f.node && a->feeds[k].index == f.index) {
-                rill_status_set(s, RILL_INVALID_ARGUMENT, "%s:%d fed more than once",
-                                f.node->name, f.index);
+                rill_status_set(s, RILL_INVALID_ARGUMENT, "%s:%d fed more than once", f.node->name,
+                                f.index);
                 goto fail;
             }
     }
@@ -575,8 +575,8 @@ static void execute(step *st, int i)
                 rill_status_set(e, RILL_FAILED_PRECONDITION,
                                 "Attempting to use uninitialized value %s", src.node->name);
             else
-                rill_status_set(e, RILL_INTERNAL, "input %d of '%s' (from '%s:%d') is missing",
-                                k, pn->node->name, src.node->name, src.index);
+                rill_status_set(e, RILL_INTERNAL, "input %d of '%s' (from '%s:%d') is missing", k,
+                                pn->node->name, src.node->name, src.index);
             step_fail(st, e, pn->node);
             rill_status_free(e);
             goto release;
@@ -662,8 +662,7 @@ static void run_loop(step *st, int first, int *stack, int cap)
         int newly = 0;
         for (int k = 0; k < pn->nsucc; k++) {
             int c = pn->succ[k];
-            if (atomic_fetch_sub_explicit(&st->pending[c], 1, memory_order_acq_rel) != 1)
-                continue;
+            if (atomic_fetch_sub_explicit(&st->pending[c], 1, memory_order_acq_rel) != 1) continue;
             bool offload = p->inter && p->nodes[c].expensive && (newly > 0 || n > 0);
             if (offload || n == cap) {
                 rill__threadpool_schedule(p->inter, pool_task, &st->tasks[c]);
@@ -688,8 +687,8 @@ static bool check_feed(const rill__plan *p, int i, const rill_tensor *t, rill_st
 {
     const rill_output f = p->feeds[i];
     if (!t) {
-        rill_status_set(s, RILL_INVALID_ARGUMENT, "The value fed for '%s:%d' is NULL",
-                        f.node->name, f.index);
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "The value fed for '%s:%d' is NULL", f.node->name,
+                        f.index);
         return false;
     }
     if (t->dtype != p->feed_dtype[i]) {

@@ -27,7 +27,7 @@ typedef struct rill__node_state {
     rill__state_free_fn free_fn;
 } rill__node_state;
 
-#define RILL__STATE_PAGE 256
+#define RILL__STATE_PAGE  256
 #define RILL__STATE_PAGES 16384 /* up to 4M nodes */
 typedef struct rill__node_states {
     pthread_mutex_t mu;

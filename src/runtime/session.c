@@ -127,7 +127,8 @@ static int make_key(const rill_output *feeds, int nfeeds, const rill_output *fet
         n++;                                                                                       \
     } while (0)
     PUT(nfeeds);
-    for (int i = 0; i < nfeeds; i++) PUT(feeds[i].node ? ((int64_t)feeds[i].node->id << 20) + feeds[i].index : -1);
+    for (int i = 0; i < nfeeds; i++)
+        PUT(feeds[i].node ? ((int64_t)feeds[i].node->id << 20) + feeds[i].index : -1);
     PUT(nfetches);
     for (int i = 0; i < nfetches; i++)
         PUT(fetches[i].node ? ((int64_t)fetches[i].node->id << 20) + fetches[i].index : -1);
@@ -220,8 +221,8 @@ rill_code rill_session_run(rill_session *sess, const rill_output *feeds,
         if (sess->opts.log_device_placement) {
             for (int i = 0; i < rill__plan_num_nodes(p); i++) {
                 rill_node *n = rill__plan_node(p, i);
-                fprintf(stderr, "%s: (%s): /job:localhost/replica:0/task:0/device:CPU:0\n",
-                        n->name, n->op->name);
+                fprintf(stderr, "%s: (%s): /job:localhost/replica:0/task:0/device:CPU:0\n", n->name,
+                        n->op->name);
             }
         }
         c = rill__calloc(1, sizeof *c);

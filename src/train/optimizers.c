@@ -74,15 +74,18 @@ void rill_optimizer_free(rill_optimizer *o)
 const char *rill_optimizer_name(const rill_optimizer *o)
 {
     switch (o->kind) {
-    case OPT_SGD: return "GradientDescent";
-    case OPT_MOMENTUM: return "Momentum";
-    default: return "Adam";
+    case OPT_SGD:
+        return "GradientDescent";
+    case OPT_MOMENTUM:
+        return "Momentum";
+    default:
+        return "Adam";
     }
 }
 
 int rill_optimizer_compute_gradients(rill_optimizer *o, rill_graph *g, rill_output loss,
-                                     const rill_output *var_list, int nvars,
-                                     rill_grad_and_var *out, int cap)
+                                     const rill_output *var_list, int nvars, rill_grad_and_var *out,
+                                     int cap)
 {
     (void)o;
     if (!rill_graph_ok(g)) return -1;
@@ -102,7 +105,8 @@ int rill_optimizer_compute_gradients(rill_optimizer *o, rill_graph *g, rill_outp
     rill_output *dx = rill__malloc((size_t)nvars * sizeof *dx);
     RILL_CHECK_ALLOC(dx);
     bool ok = rill_gradients(g, &loss, 1, var_list, nvars, NULL, dx);
-    for (int i = 0; ok && i < nvars && i < cap; i++) out[i] = (rill_grad_and_var){dx[i], var_list[i]};
+    for (int i = 0; ok && i < nvars && i < cap; i++)
+        out[i] = (rill_grad_and_var){dx[i], var_list[i]};
     rill__free(dx);
     rill__free(vars);
     return ok ? nvars : -1;
@@ -163,7 +167,7 @@ static rill_output apply_one(rill_optimizer *o, rill_graph *g, rill_output grad,
                              rill_output b1p, rill_output b2p)
 {
     rill_dtype t = rill_output_dtype(var);
-    rill_output lr = !o->lr_tensor.node ? rill__scalar_like(g, t, o->lr)
+    rill_output lr = !o->lr_tensor.node                     ? rill__scalar_like(g, t, o->lr)
                      : rill_output_dtype(o->lr_tensor) == t ? o->lr_tensor
                                                             : rill_cast(g, o->lr_tensor, t, NULL);
     switch (o->kind) {
@@ -212,8 +216,7 @@ rill_node *rill_optimizer_apply_gradients(rill_optimizer *o, rill_graph *g,
     for (int i = 0; i < n; i++) {
         if (!gv[i].grad.node) continue;
         if (!rill__is_variable(gv[i].var)) {
-            rill__graph_fail(g, RILL_INVALID_ARGUMENT,
-                             "apply_gradients: '%s' is not a variable",
+            rill__graph_fail(g, RILL_INVALID_ARGUMENT, "apply_gradients: '%s' is not a variable",
                              gv[i].var.node ? gv[i].var.node->name : "(empty)");
             break;
         }
@@ -232,8 +235,10 @@ rill_node *rill_optimizer_apply_gradients(rill_optimizer *o, rill_graph *g,
     if (rill_graph_ok(g) && o->kind == OPT_ADAM) {
         /* beta powers advance after every update of this step */
         rill_graph_push_control_dependencies(g, updates, nu);
-        rill_output u1 = rill_assign(g, b1p, rill_mul(g, b1p, rill__scalar_like(g, RILL_FLOAT, o->beta1), NULL), NULL);
-        rill_output u2 = rill_assign(g, b2p, rill_mul(g, b2p, rill__scalar_like(g, RILL_FLOAT, o->beta2), NULL), NULL);
+        rill_output u1 = rill_assign(
+            g, b1p, rill_mul(g, b1p, rill__scalar_like(g, RILL_FLOAT, o->beta1), NULL), NULL);
+        rill_output u2 = rill_assign(
+            g, b2p, rill_mul(g, b2p, rill__scalar_like(g, RILL_FLOAT, o->beta2), NULL), NULL);
         rill_graph_pop_control_dependencies(g);
         updates[nu++] = u1.node;
         updates[nu++] = u2.node;

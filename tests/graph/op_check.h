@@ -96,7 +96,8 @@ static inline double oc_tol(rill_dtype t)
 
 /* A tensor of dtype t and shape dims whose elements are v[i] converted to t. Caller frees. */
 /* noinline: GCC 12 at -O3 misreads compound-literal arguments as uninitialised once inlined. */
-__attribute__((noinline, unused)) static rill_tensor *oc_tensor(rill_dtype t, const int64_t *dims, int rank, const double *v)
+__attribute__((noinline, unused)) static rill_tensor *oc_tensor(rill_dtype t, const int64_t *dims,
+                                                                int rank, const double *v)
 {
     rill_tensor *x = rill_tensor_new(t, dims, rank);
     if (!x) return NULL;

@@ -141,22 +141,48 @@ void rill__convert(rill_dtype to, void *dst, rill_dtype from, const void *src, i
     for (int64_t i = 0; i < n; i++) {
         double v;
         switch (from) {
-        case RILL_FLOAT: v = ((const float *)src)[i]; break;
-        case RILL_DOUBLE: v = ((const double *)src)[i]; break;
-        case RILL_INT32: v = ((const int32_t *)src)[i]; break;
-        case RILL_INT64: v = (double)((const int64_t *)src)[i]; break;
-        case RILL_BOOL: v = ((const uint8_t *)src)[i] ? 1 : 0; break;
-        case RILL_HALF: v = rill_half_to_float(((const rill_half *)src)[i]); break;
-        default: v = 0;
+        case RILL_FLOAT:
+            v = ((const float *)src)[i];
+            break;
+        case RILL_DOUBLE:
+            v = ((const double *)src)[i];
+            break;
+        case RILL_INT32:
+            v = ((const int32_t *)src)[i];
+            break;
+        case RILL_INT64:
+            v = (double)((const int64_t *)src)[i];
+            break;
+        case RILL_BOOL:
+            v = ((const uint8_t *)src)[i] ? 1 : 0;
+            break;
+        case RILL_HALF:
+            v = rill_half_to_float(((const rill_half *)src)[i]);
+            break;
+        default:
+            v = 0;
         }
         switch (to) {
-        case RILL_FLOAT: ((float *)dst)[i] = (float)v; break;
-        case RILL_DOUBLE: ((double *)dst)[i] = v; break;
-        case RILL_INT32: ((int32_t *)dst)[i] = (int32_t)v; break;
-        case RILL_INT64: ((int64_t *)dst)[i] = (int64_t)v; break;
-        case RILL_BOOL: ((uint8_t *)dst)[i] = v != 0; break;
-        case RILL_HALF: ((rill_half *)dst)[i] = rill_half_from_float((float)v); break;
-        default: break;
+        case RILL_FLOAT:
+            ((float *)dst)[i] = (float)v;
+            break;
+        case RILL_DOUBLE:
+            ((double *)dst)[i] = v;
+            break;
+        case RILL_INT32:
+            ((int32_t *)dst)[i] = (int32_t)v;
+            break;
+        case RILL_INT64:
+            ((int64_t *)dst)[i] = (int64_t)v;
+            break;
+        case RILL_BOOL:
+            ((uint8_t *)dst)[i] = v != 0;
+            break;
+        case RILL_HALF:
+            ((rill_half *)dst)[i] = rill_half_from_float((float)v);
+            break;
+        default:
+            break;
         }
     }
 }
@@ -255,15 +281,20 @@ const rill__kernel_def rill__cpu_kernels_array[] = {
     {.op = "Placeholder", .device_type = "CPU", .dtype = ANY, .fn = placeholder_kernel},
     {.op = "Identity", .device_type = "CPU", .dtype = ANY, .fn = identity_kernel},
     {.op = "NoOp", .device_type = "CPU", .dtype = ANY, .fn = noop_kernel},
-    {.op = "Reshape", .device_type = "CPU", .dtype = ANY, .fn = reshape_kernel,
+    {.op = "Reshape",
+     .device_type = "CPU",
+     .dtype = ANY,
+     .fn = reshape_kernel,
      .host_memory_inputs = 2},
     {.op = "ExpandDims", .device_type = "CPU", .dtype = ANY, .fn = expand_dims_kernel},
     {.op = "Cast", .device_type = "CPU", .dtype = ANY, .fn = cast_kernel},
-    {.op = "Fill", .device_type = "CPU", .dtype = ANY, .fn = fill_kernel,
-     .host_memory_inputs = 1},
+    {.op = "Fill", .device_type = "CPU", .dtype = ANY, .fn = fill_kernel, .host_memory_inputs = 1},
     {.op = "ZerosLike", .device_type = "CPU", .dtype = ANY, .fn = zeros_like_kernel},
     {.op = "OnesLike", .device_type = "CPU", .dtype = ANY, .fn = ones_like_kernel},
-    {.op = "Shape", .device_type = "CPU", .dtype = ANY, .fn = shape_kernel,
+    {.op = "Shape",
+     .device_type = "CPU",
+     .dtype = ANY,
+     .fn = shape_kernel,
      .host_memory_outputs = 1},
     {0},
 };

@@ -24,7 +24,12 @@ typedef struct bin_job {
     const rill__bcast *bc;
 } bin_job;
 
-#define APPLY(op, x, y) ((op) == OP_ADD ? (x) + (y) : (op) == OP_SUB ? (x) - (y) : (op) == OP_MUL ? (x) * (y) : (op) == OP_DIV ? (x) / (y) : ((x) > (y) || (x) != (x) ? (x) : (y)))
+#define APPLY(op, x, y)                                                                            \
+    ((op) == OP_ADD   ? (x) + (y)                                                                  \
+     : (op) == OP_SUB ? (x) - (y)                                                                  \
+     : (op) == OP_MUL ? (x) * (y)                                                                  \
+     : (op) == OP_DIV ? (x) / (y)                                                                  \
+                      : ((x) > (y) || (x) != (x) ? (x) : (y)))
 
 #define SAME_LOOP(T, OPC)                                                                          \
     for (int64_t i = b0; i < e0; i++) o[i] = (T)APPLY(OPC, a[i], b[i])
@@ -36,11 +41,21 @@ typedef struct bin_job {
 /* Dispatch on the op so each loop is a straight-line, vectorisable body. */
 #define BY_OP(LOOP, T)                                                                             \
     switch (j->op) {                                                                               \
-    case OP_ADD: LOOP(T, OP_ADD); break;                                                           \
-    case OP_SUB: LOOP(T, OP_SUB); break;                                                           \
-    case OP_MUL: LOOP(T, OP_MUL); break;                                                           \
-    case OP_DIV: LOOP(T, OP_DIV); break;                                                           \
-    default: LOOP(T, OP_MAX); break;                                                               \
+    case OP_ADD:                                                                                   \
+        LOOP(T, OP_ADD);                                                                           \
+        break;                                                                                     \
+    case OP_SUB:                                                                                   \
+        LOOP(T, OP_SUB);                                                                           \
+        break;                                                                                     \
+    case OP_MUL:                                                                                   \
+        LOOP(T, OP_MUL);                                                                           \
+        break;                                                                                     \
+    case OP_DIV:                                                                                   \
+        LOOP(T, OP_DIV);                                                                           \
+        break;                                                                                     \
+    default:                                                                                       \
+        LOOP(T, OP_MAX);                                                                           \
+        break;                                                                                     \
     }
 
 #define TYPED_RANGE(T)                                                                             \
@@ -91,11 +106,20 @@ static void bin_range(void *arg, int64_t b0, int64_t e0)
 {
     const bin_job *j = arg;
     switch (j->t) {
-    case RILL_FLOAT: range_float(j, b0, e0); break;
-    case RILL_DOUBLE: range_double(j, b0, e0); break;
-    case RILL_INT32: range_int32_t(j, b0, e0); break;
-    case RILL_INT64: range_int64_t(j, b0, e0); break;
-    default: break;
+    case RILL_FLOAT:
+        range_float(j, b0, e0);
+        break;
+    case RILL_DOUBLE:
+        range_double(j, b0, e0);
+        break;
+    case RILL_INT32:
+        range_int32_t(j, b0, e0);
+        break;
+    case RILL_INT64:
+        range_int64_t(j, b0, e0);
+        break;
+    default:
+        break;
     }
 }
 
@@ -121,7 +145,8 @@ static void binary_kernel(rill__kctx *ctx, int op)
     if (!rill__bcast_init(&bc, &x->shape, &y->shape)) {
         char a[96], b[96];
         rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s",
-                        rill_shape_str(&x->shape, a, sizeof a), rill_shape_str(&y->shape, b, sizeof b));
+                        rill_shape_str(&x->shape, a, sizeof a),
+                        rill_shape_str(&y->shape, b, sizeof b));
         return;
     }
     if (op == OP_DIV && (x->dtype == RILL_INT32 || x->dtype == RILL_INT64) && int_div_by_zero(y)) {
@@ -147,11 +172,26 @@ static void binary_kernel(rill__kctx *ctx, int op)
         bin_range(&j, 0, out->numel);
 }
 
-static void add_kernel(rill__kctx *ctx) { binary_kernel(ctx, OP_ADD); }
-static void sub_kernel(rill__kctx *ctx) { binary_kernel(ctx, OP_SUB); }
-static void mul_kernel(rill__kctx *ctx) { binary_kernel(ctx, OP_MUL); }
-static void div_kernel(rill__kctx *ctx) { binary_kernel(ctx, OP_DIV); }
-static void maximum_kernel(rill__kctx *ctx) { binary_kernel(ctx, OP_MAX); }
+static void add_kernel(rill__kctx *ctx)
+{
+    binary_kernel(ctx, OP_ADD);
+}
+static void sub_kernel(rill__kctx *ctx)
+{
+    binary_kernel(ctx, OP_SUB);
+}
+static void mul_kernel(rill__kctx *ctx)
+{
+    binary_kernel(ctx, OP_MUL);
+}
+static void div_kernel(rill__kctx *ctx)
+{
+    binary_kernel(ctx, OP_DIV);
+}
+static void maximum_kernel(rill__kctx *ctx)
+{
+    binary_kernel(ctx, OP_MAX);
+}
 
 /* --- unary ops --- */
 
@@ -169,11 +209,21 @@ enum { U_NEG, U_SQUARE, U_SQRT, U_EXP, U_LOG };
 
 #define UNARY_ALL(T, SQRT, EXP, LOG)                                                               \
     switch (op) {                                                                                  \
-    case U_NEG: UNARY_LOOP(T, -v); break;                                                          \
-    case U_SQUARE: UNARY_LOOP(T, v * v); break;                                                    \
-    case U_SQRT: UNARY_LOOP(T, SQRT(v)); break;                                                    \
-    case U_EXP: UNARY_LOOP(T, EXP(v)); break;                                                      \
-    default: UNARY_LOOP(T, LOG(v)); break;                                                         \
+    case U_NEG:                                                                                    \
+        UNARY_LOOP(T, -v);                                                                         \
+        break;                                                                                     \
+    case U_SQUARE:                                                                                 \
+        UNARY_LOOP(T, v *v);                                                                       \
+        break;                                                                                     \
+    case U_SQRT:                                                                                   \
+        UNARY_LOOP(T, SQRT(v));                                                                    \
+        break;                                                                                     \
+    case U_EXP:                                                                                    \
+        UNARY_LOOP(T, EXP(v));                                                                     \
+        break;                                                                                     \
+    default:                                                                                       \
+        UNARY_LOOP(T, LOG(v));                                                                     \
+        break;                                                                                     \
     }
 
 #define NOFN(v) (v)
@@ -181,11 +231,20 @@ enum { U_NEG, U_SQUARE, U_SQRT, U_EXP, U_LOG };
 static void unary_run(int op, rill_dtype t, const void *in, void *outp, int64_t n)
 {
     switch (t) {
-    case RILL_FLOAT: UNARY_ALL(float, sqrtf, expf, logf); break;
-    case RILL_DOUBLE: UNARY_ALL(double, sqrt, exp, log); break;
-    case RILL_INT32: UNARY_ALL(int32_t, NOFN, NOFN, NOFN); break;
-    case RILL_INT64: UNARY_ALL(int64_t, NOFN, NOFN, NOFN); break;
-    default: break;
+    case RILL_FLOAT:
+        UNARY_ALL(float, sqrtf, expf, logf);
+        break;
+    case RILL_DOUBLE:
+        UNARY_ALL(double, sqrt, exp, log);
+        break;
+    case RILL_INT32:
+        UNARY_ALL(int32_t, NOFN, NOFN, NOFN);
+        break;
+    case RILL_INT64:
+        UNARY_ALL(int64_t, NOFN, NOFN, NOFN);
+        break;
+    default:
+        break;
     }
 }
 
@@ -203,11 +262,26 @@ static void unary_kernel(rill__kctx *ctx, int op)
     unary_run(op, x->dtype, x->buf->data, out->buf->data, x->numel);
 }
 
-static void neg_kernel(rill__kctx *ctx) { unary_kernel(ctx, U_NEG); }
-static void square_kernel(rill__kctx *ctx) { unary_kernel(ctx, U_SQUARE); }
-static void sqrt_kernel(rill__kctx *ctx) { unary_kernel(ctx, U_SQRT); }
-static void exp_kernel(rill__kctx *ctx) { unary_kernel(ctx, U_EXP); }
-static void log_kernel(rill__kctx *ctx) { unary_kernel(ctx, U_LOG); }
+static void neg_kernel(rill__kctx *ctx)
+{
+    unary_kernel(ctx, U_NEG);
+}
+static void square_kernel(rill__kctx *ctx)
+{
+    unary_kernel(ctx, U_SQUARE);
+}
+static void sqrt_kernel(rill__kctx *ctx)
+{
+    unary_kernel(ctx, U_SQRT);
+}
+static void exp_kernel(rill__kctx *ctx)
+{
+    unary_kernel(ctx, U_EXP);
+}
+static void log_kernel(rill__kctx *ctx)
+{
+    unary_kernel(ctx, U_LOG);
+}
 
 /* --- AddN --- */
 
@@ -237,10 +311,14 @@ static void add_n_kernel(rill__kctx *ctx)
             for (int64_t i = 0; i < m; i++) o[i] += a[i];                                          \
         }                                                                                          \
     }
-    case RILL_FLOAT: ADDN(float) break;
-    case RILL_DOUBLE: ADDN(double) break;
-    case RILL_INT32: ADDN(int32_t) break;
-    case RILL_INT64: ADDN(int64_t) break;
+    case RILL_FLOAT:
+        ADDN(float) break;
+    case RILL_DOUBLE:
+        ADDN(double) break;
+    case RILL_INT32:
+        ADDN(int32_t) break;
+    case RILL_INT64:
+        ADDN(int64_t) break;
     case RILL_HALF: {
         float *acc = rill__calloc((size_t)(m ? m : 1), sizeof *acc);
         RILL_CHECK_ALLOC(acc);
@@ -251,7 +329,8 @@ static void add_n_kernel(rill__kctx *ctx)
         rill__free(acc);
         break;
     }
-    default: rill__kctx_fail(ctx, RILL_UNIMPLEMENTED, "AddN on %s", rill_dtype_name(x0->dtype));
+    default:
+        rill__kctx_fail(ctx, RILL_UNIMPLEMENTED, "AddN on %s", rill_dtype_name(x0->dtype));
 #undef ADDN
     }
 }
@@ -341,8 +420,7 @@ static void reduce_kernel(rill__kctx *ctx)
 static bool read_shape(rill__kctx *ctx, const rill_tensor *t, rill_shape *s)
 {
     if (t->shape.rank != 1 || t->numel > RILL_MAX_DIMS) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "%s: bad shape input",
-                        ctx->node->op->name);
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "%s: bad shape input", ctx->node->op->name);
         return false;
     }
     s->rank = (int)t->numel;
@@ -364,8 +442,10 @@ static void sum_to_shape_kernel(rill__kctx *ctx)
     if (off < 0) goto bad;
     for (int d = 0; d < r; d++) {
         int64_t td = d >= off ? target.dims[d - off] : 1;
-        if (d < off || (td == 1 && g->shape.dims[d] != 1)) mask[d] = true;
-        else if (td != g->shape.dims[d]) goto bad;
+        if (d < off || (td == 1 && g->shape.dims[d] != 1))
+            mask[d] = true;
+        else if (td != g->shape.dims[d])
+            goto bad;
     }
     {
         rill_tensor *out = rill__kctx_alloc_output(ctx, 0, g->dtype, &target);
@@ -398,12 +478,16 @@ static void reduce_grad_kernel(rill__kctx *ctx)
     for (int d = xs.rank - 1; d >= 0; d--) {
         istride[d] = mask[d] ? 0 : s;
         if (!mask[d]) s *= xs.dims[d];
-        if (mask[d]) count *= xs.dims[d];
-        else kept *= xs.dims[d];
+        if (mask[d])
+            count *= xs.dims[d];
+        else
+            kept *= xs.dims[d];
     }
     if (kept != dy->numel) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "ReduceGrad: gradient has %lld elements, "
-                        "expected %lld", (long long)dy->numel, (long long)kept);
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "ReduceGrad: gradient has %lld elements, "
+                        "expected %lld",
+                        (long long)dy->numel, (long long)kept);
         return;
     }
     bool mean = rill__attr_bool(ctx->node, "mean", false);
@@ -498,17 +582,19 @@ static void matmul_kernel(rill__kctx *ctx)
     bool ta = rill__attr_bool(ctx->node, "transpose_a", false);
     bool tb = rill__attr_bool(ctx->node, "transpose_b", false);
     if (a->shape.rank != 2 || b->shape.rank != 2) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "In[0] and In[1] must be matrices, got "
-                        "ranks %d and %d", a->shape.rank, b->shape.rank);
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "In[0] and In[1] must be matrices, got "
+                        "ranks %d and %d",
+                        a->shape.rank, b->shape.rank);
         return;
     }
     int64_t m = a->shape.dims[ta ? 1 : 0], k = a->shape.dims[ta ? 0 : 1];
     int64_t kb = b->shape.dims[tb ? 1 : 0], n = b->shape.dims[tb ? 0 : 1];
     if (k != kb) {
         char x[96], y[96];
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                        "Matrix size-incompatible: In[0]: %s, In[1]: %s",
-                        rill_shape_str(&a->shape, x, sizeof x), rill_shape_str(&b->shape, y, sizeof y));
+        rill__kctx_fail(
+            ctx, RILL_INVALID_ARGUMENT, "Matrix size-incompatible: In[0]: %s, In[1]: %s",
+            rill_shape_str(&a->shape, x, sizeof x), rill_shape_str(&b->shape, y, sizeof y));
         return;
     }
     rill_shape os = rill_shape_matrix(m, n);
@@ -538,7 +624,10 @@ static void matmul_kernel(rill__kctx *ctx)
     }
 }
 
-#define K(op_, dt_, fn_) {.op = op_, .device_type = "CPU", .dtype = dt_, .fn = fn_}
+#define K(op_, dt_, fn_)                                                                           \
+    {                                                                                              \
+        .op = op_, .device_type = "CPU", .dtype = dt_, .fn = fn_                                   \
+    }
 #define K_NUM(op_, fn_)                                                                            \
     K(op_, RILL_FLOAT, fn_), K(op_, RILL_DOUBLE, fn_), K(op_, RILL_HALF, fn_),                     \
         K(op_, RILL_INT32, fn_), K(op_, RILL_INT64, fn_)

@@ -44,7 +44,8 @@ static void assign_kernel(rill__kctx *ctx)
         rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
                         "Assign requires shapes of both tensors to match. lhs shape= %s rhs "
                         "shape= %s",
-                        rill_shape_str(&v->shape, a, sizeof a), rill_shape_str(&x->shape, b, sizeof b));
+                        rill_shape_str(&v->shape, a, sizeof a),
+                        rill_shape_str(&x->shape, b, sizeof b));
         return;
     }
     pthread_mutex_lock(&v->mu);
@@ -83,16 +84,28 @@ static void assign_add_sub(rill__kctx *ctx, int sign)
         int64_t n = t->numel;
         switch (t->dtype) {
         case RILL_FLOAT:
-            if (sign > 0) ADD_LOOP(float, +); else ADD_LOOP(float, -);
+            if (sign > 0)
+                ADD_LOOP(float, +);
+            else
+                ADD_LOOP(float, -);
             break;
         case RILL_DOUBLE:
-            if (sign > 0) ADD_LOOP(double, +); else ADD_LOOP(double, -);
+            if (sign > 0)
+                ADD_LOOP(double, +);
+            else
+                ADD_LOOP(double, -);
             break;
         case RILL_INT32:
-            if (sign > 0) ADD_LOOP(int32_t, +); else ADD_LOOP(int32_t, -);
+            if (sign > 0)
+                ADD_LOOP(int32_t, +);
+            else
+                ADD_LOOP(int32_t, -);
             break;
         case RILL_INT64:
-            if (sign > 0) ADD_LOOP(int64_t, +); else ADD_LOOP(int64_t, -);
+            if (sign > 0)
+                ADD_LOOP(int64_t, +);
+            else
+                ADD_LOOP(int64_t, -);
             break;
         case RILL_HALF: {
             rill_half *d = t->buf->data;
@@ -131,7 +144,7 @@ static double scalar(const rill_tensor *t)
 #define LOCK_ALL(n)                                                                                \
     for (int li = 0; li < (n); li++) pthread_mutex_lock(&ctx->vars[li]->mu)
 #define UNLOCK_ALL(n)                                                                              \
-    for (int li = (n) - 1; li >= 0; li--) pthread_mutex_unlock(&ctx->vars[li]->mu)
+    for (int li = (n)-1; li >= 0; li--) pthread_mutex_unlock(&ctx->vars[li]->mu)
 
 static void apply_gd_kernel(rill__kctx *ctx)
 {
@@ -252,7 +265,10 @@ static void random_kernel(rill__kctx *ctx)
     }
 }
 
-#define K(op_, dt_, fn_) {.op = op_, .device_type = "CPU", .dtype = dt_, .fn = fn_}
+#define K(op_, dt_, fn_)                                                                           \
+    {                                                                                              \
+        .op = op_, .device_type = "CPU", .dtype = dt_, .fn = fn_                                   \
+    }
 const rill__kernel_def rill__cpu_kernels_state[] = {
     K("VariableV2", RILL_DT_INVALID, variable_kernel),
     K("Assign", RILL_DT_INVALID, assign_kernel),
@@ -264,11 +280,17 @@ const rill__kernel_def rill__cpu_kernels_state[] = {
     K("ApplyMomentum", RILL_DOUBLE, apply_momentum_kernel),
     K("ApplyAdam", RILL_FLOAT, apply_adam_kernel),
     K("ApplyAdam", RILL_DOUBLE, apply_adam_kernel),
-    {.op = "RandomNormal", .device_type = "CPU", .fn = random_kernel,
+    {.op = "RandomNormal",
+     .device_type = "CPU",
+     .fn = random_kernel,
      .state_free = rill__kctx_rng_free},
-    {.op = "TruncatedNormal", .device_type = "CPU", .fn = random_kernel,
+    {.op = "TruncatedNormal",
+     .device_type = "CPU",
+     .fn = random_kernel,
      .state_free = rill__kctx_rng_free},
-    {.op = "RandomUniform", .device_type = "CPU", .fn = random_kernel,
+    {.op = "RandomUniform",
+     .device_type = "CPU",
+     .fn = random_kernel,
      .state_free = rill__kctx_rng_free},
     {0},
 };
