@@ -10,5 +10,6 @@
 #include <rill/train.h>
 #include <rill/flags.h>
 #include <rill/data.h>
+#include <rill/device_name.h>
 
 #endif

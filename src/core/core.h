@@ -51,11 +51,14 @@ void rill__vec_push(rill__vec *v, void *p);
 void rill__vec_free(rill__vec *v);
 
 /* --- buffers and tensors --- */
+struct rill__device;
 typedef struct rill__buffer {
     atomic_int refs;
-    void *data;
+    void *data; /* host pointer, or the backend's handle (an OpenCL cl_mem) on a device */
     size_t size;
-    int device;       /* 0 = host memory; backends set their own ids */
+    struct rill__device *dev; /* NULL: host memory */
+    /* Frees device memory (set by the device layer for device buffers). */
+    void (*dev_free)(struct rill__device *dev, void *data, size_t size);
     rill_dtype dtype; /* RILL_STRING buffers own their strings */
     int64_t nstrings;
 } rill__buffer;

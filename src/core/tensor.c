@@ -203,7 +203,8 @@ rill__buffer *rill__buffer_new(rill_dtype t, int64_t numel)
     rill__buffer *b = rill__malloc(sizeof *b);
     RILL_CHECK_ALLOC(b);
     atomic_init(&b->refs, 1);
-    b->device = 0;
+    b->dev = NULL;
+    b->dev_free = NULL;
     b->dtype = t;
     b->nstrings = 0;
     if (t == RILL_STRING) {
@@ -226,6 +227,8 @@ void rill__buffer_unref(rill__buffer *b)
         rill__tstring *ss = b->data;
         for (int64_t i = 0; i < b->nstrings; i++) rill__free(ss[i].ptr);
         rill__free(b->data);
+    } else if (b->dev) {
+        b->dev_free(b->dev, b->data, b->size);
     } else {
         rill__aligned_free(b->data, b->size);
     }

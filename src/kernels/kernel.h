@@ -8,6 +8,7 @@
 #ifndef RILL_KERNELS_KERNEL_H
 #define RILL_KERNELS_KERNEL_H
 
+#include "../device/device.h"
 #include "../graph/graph_internal.h"
 
 #include <pthread.h>
@@ -31,6 +32,8 @@ typedef struct rill__kctx {
     void **state;               /* this node's persistent per-session state */
     rill_status *status;        /* NULL until rill__kctx_fail; the executor frees it */
     rill__threadpool *pool;     /* intra-op pool (may be NULL: run inline) */
+    rill__device *device;        /* the device the node runs on (CPU:0 for host kernels) */
+    uint32_t host_memory_outputs; /* from the kernel def: outputs allocated in host memory */
 } rill__kctx;
 
 typedef void (*rill__kernel_fn)(rill__kctx *ctx);
@@ -53,8 +56,9 @@ const rill__kernel_def *rill__kernel_lookup(const char *op, const char *device_t
 /* "  device='CPU'; T in [DT_FLOAT]" lines for error messages; caller frees. */
 char *rill__kernels_registered_for(const char *op);
 
-/* An output tensor of the given dtype and shape, recycled from last step when nobody else holds
- * that buffer. The slot owns it; the returned pointer is borrowed. */
+/* An output tensor of the given dtype and shape on the node's device (host memory for
+ * host-memory outputs), recycled from last step when nobody else holds that buffer. The slot
+ * owns it; the returned pointer is borrowed. NULL (ctx failed) when device memory runs out. */
 rill_tensor *rill__kctx_alloc_output(rill__kctx *ctx, int i, rill_dtype t, const rill_shape *s);
 /* Sets output i to t, transferring the caller's reference. */
 void rill__kctx_set_output(rill__kctx *ctx, int i, rill_tensor *t);

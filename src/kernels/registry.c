@@ -12,6 +12,11 @@ extern const rill__kernel_def rill__cpu_kernels_array[];
 extern const rill__kernel_def rill__cpu_kernels_math[];
 extern const rill__kernel_def rill__cpu_kernels_nn[];
 extern const rill__kernel_def rill__cpu_kernels_state[];
+#ifdef RILL_HAVE_OPENCL
+extern const rill__kernel_def rill__opencl_kernels_math[];
+extern const rill__kernel_def rill__opencl_kernels_nn[];
+extern const rill__kernel_def rill__opencl_kernels_state[];
+#endif
 
 static const rill__kernel_def *const *tables(void)
 {
@@ -20,6 +25,11 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_math,
         rill__cpu_kernels_nn,
         rill__cpu_kernels_state,
+#ifdef RILL_HAVE_OPENCL
+        rill__opencl_kernels_math,
+        rill__opencl_kernels_nn,
+        rill__opencl_kernels_state,
+#endif
         NULL,
     };
     return t;
@@ -81,13 +91,24 @@ char *rill__kernels_registered_for(const char *op)
 rill_tensor *rill__kctx_alloc_output(rill__kctx *ctx, int i, rill_dtype t, const rill_shape *s)
 {
     int64_t numel = rill_shape_num_elements(s);
+    rill__device *dev = ctx->device;
+    if (!dev || (ctx->host_memory_outputs & (1u << i)) || t == RILL_STRING) dev = NULL;
+    if (dev && !dev->ops) dev = NULL; /* CPU:0: host memory */
     rill_tensor *c = ctx->recycle ? ctx->recycle[i] : NULL;
     rill_tensor *out;
-    if (c && c->dtype == t && c->numel == numel && t != RILL_STRING && rill__tensor_exclusive(c)) {
+    if (c && c->dtype == t && c->numel == numel && t != RILL_STRING && c->buf->dev == dev &&
+        rill__tensor_exclusive(c)) {
         rill__tensor_set_shape(c, s);
         out = rill_tensor_ref(c);
     } else {
-        out = rill__tensor_wrap(t, s, rill__buffer_new(t, numel));
+        rill__buffer *b = rill__buffer_new_on(dev, t, numel);
+        if (!b) {
+            rill__kctx_fail(ctx, RILL_RESOURCE_EXHAUSTED,
+                            "OOM when allocating tensor with shape %s and type %s on %s",
+                            rill_shape_str(s, (char[96]){0}, 96), rill_dtype_name(t), dev->name);
+            return NULL;
+        }
+        out = rill__tensor_wrap(t, s, b);
         if (ctx->recycle) {
             rill_tensor_free(c);
             ctx->recycle[i] = rill_tensor_ref(out);

@@ -1,0 +1,9 @@
+/* cl_nn.c - OpenCL kernels (being written). */
+#include "../kernel.h"
+#include "../../device/opencl/opencl.h"
+
+const char rill__cl_source_nn[] = "\n";
+
+const rill__kernel_def rill__opencl_kernels_nn[] = {
+    {0},
+};
