@@ -7,9 +7,10 @@
  * against a device.
  *
  * rill_device_name is a plain value: no allocation, copy it freely. Every function borrows its
- * pointer arguments for the call only; they must not be NULL unless the comment says so. A field counts only when its has_* flag is true; the parser
- * zeroes unset fields, but the functions here never read an unset field, so a struct filled in by
- * hand needs no more than the flags and the fields they name.
+ * pointer arguments for the call only; they must not be NULL unless the comment says so. A field
+ * counts only when its has_* flag is true; the parser zeroes unset fields, but the functions here
+ * never read an unset field, so a struct filled in by hand needs no more than the flags and the
+ * fields they name.
  */
 #ifndef RILL_DEVICE_NAME_H
 #define RILL_DEVICE_NAME_H

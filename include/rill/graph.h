@@ -49,10 +49,23 @@ void rill_graph_pop_name_scope(rill_graph *g);
 void rill_graph_push_control_dependencies(rill_graph *g, rill_node *const *deps, int n);
 void rill_graph_pop_control_dependencies(rill_graph *g);
 
-/* Device scope: every node created inside records the spec as its requested device (the spec is
- * copied). Placement reads it; see docs/ARCHITECTURE.md. */
+/* Device scopes, as nested tf.device: every node created inside gets the scope's spec merged
+ * into its requested device, inner scopes winning and outer ones filling fields still unset.
+ * spec is parsed at once ("/cpu:0", "/gpu:1", "/job:ps/task:0", "/device:GPU:*"); a malformed
+ * one records INVALID_ARGUMENT "Malformed device specification '<spec>'" on the graph. A NULL
+ * spec is a barrier: the scopes outside it no longer apply (tf.device(None)). */
 void rill_graph_push_device(rill_graph *g, const char *spec);
+/* A device function: called for each new node (with its name, op, inputs and attributes set)
+ * and returning a spec (borrowed until the call returns) or NULL for "no opinion". This is the
+ * hook replica_device_setter uses. A NULL fn is a barrier. */
+typedef const char *(*rill_device_fn)(void *arg, const rill_node *n);
+void rill_graph_push_device_fn(rill_graph *g, rill_device_fn fn, void *arg);
+/* Pops the innermost device scope or device function. */
 void rill_graph_pop_device(rill_graph *g);
+/* Nodes created inside are colocated with op (borrowed): same requested device, same placement
+ * group; device scopes are ignored meanwhile (tf.colocate_with). */
+void rill_graph_push_colocate_with(rill_graph *g, rill_node *op);
+void rill_graph_pop_colocate_with(rill_graph *g);
 
 /* Lookup. rill_graph_find_node returns NULL when absent. rill_graph_find_output parses
  * "name" or "name:index" and fails with NOT_FOUND, in TensorFlow's words, when absent. */
@@ -69,7 +82,8 @@ int rill_graph_get_collection(const rill_graph *g, const char *key, rill_node **
 /* Node accessors. All returned strings are borrowed and live as long as the graph. */
 const char *rill_node_name(const rill_node *n);
 const char *rill_node_op_type(const rill_node *n);
-/* The device requested at build time ("" when none). */
+/* The device requested at build time, canonical ("/device:GPU:1", "/job:ps/task:0"); "" when
+ * none. */
 const char *rill_node_requested_device(const rill_node *n);
 int rill_node_num_inputs(const rill_node *n);
 rill_output rill_node_input(const rill_node *n, int i);
@@ -80,6 +94,10 @@ rill_dtype rill_node_output_dtype(const rill_node *n, int i);
 /* The build-time inferred shape of output i. */
 rill_shape rill_node_output_shape(const rill_node *n, int i);
 rill_graph *rill_node_graph(const rill_node *n);
+/* The node n is colocated with (the root of its group), or NULL. */
+rill_node *rill_node_colocation(const rill_node *n);
+/* Puts n in other's colocation group after the fact. */
+void rill_node_colocate_with(rill_node *n, rill_node *other);
 /* Adds a control edge dep -> n after the fact (may create a cycle; sessions detect it). */
 void rill_node_add_control_input(rill_node *n, rill_node *dep);
 /* {n, i}; {NULL, 0} when n is NULL. */

@@ -21,9 +21,18 @@ rill_session_options *rill_session_options_new(void);
 void rill_session_options_free(rill_session_options *o);
 /* Threads of the inter-op pool; 0 (default) is one per core. */
 void rill_session_options_set_inter_op_threads(rill_session_options *o, int n);
-/* Print where each node runs on the first run of each plan (tf's log_device_placement). */
+/* Print the device mapping when the session is made and where each node lands when it is
+ * placed, to stdout, in TF's format (log_device_placement). */
 void rill_session_options_set_log_device_placement(rill_session_options *o, bool on);
+/* Let the placer move what cannot run where it was asked (TF's allow_soft_placement): within
+ * the same task, the requested type and id are freed. */
 void rill_session_options_set_allow_soft_placement(rill_session_options *o, bool on);
+/* GPU options (TF's GPUOptions). They are per process: the first session creates the devices,
+ * and a later session asking for another visible_device_list fails with ALREADY_EXISTS. */
+void rill_session_options_set_gpu_allow_growth(rill_session_options *o, bool on);
+void rill_session_options_set_gpu_memory_fraction(rill_session_options *o, double fraction);
+/* "1,0": GPU:0 is visible GPU 1 and GPU:1 visible GPU 0. NULL or "" for all, in order. */
+void rill_session_options_set_gpu_visible_device_list(rill_session_options *o, const char *list);
 
 /* A session on g (borrowed: g must outlive the session; nodes may be added later). options may
  * be NULL and are copied. Returns NULL with s set on failure. */

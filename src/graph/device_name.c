@@ -50,8 +50,8 @@ static void field_copy(char *dst, const char *src, size_t cap)
     memset(dst + n, 0, cap - n);
 }
 
-#define FIELD_LEN(f) field_len((f), sizeof(f))
-#define FIELD_EQ(a, b) field_eq((a), (b), sizeof(a))
+#define FIELD_LEN(f)         field_len((f), sizeof(f))
+#define FIELD_EQ(a, b)       field_eq((a), (b), sizeof(a))
 #define FIELD_COPY(dst, src) field_copy((dst), (src), sizeof(dst))
 
 /* --- the parser's pieces; each advances *p only on success --- */
@@ -300,9 +300,9 @@ static bool merge_error(rill_status *s, const char *what, const rill_device_name
                         const rill_device_name *b)
 {
     char sa[RILL_DEVICE_NAME_MAX], sb[RILL_DEVICE_NAME_MAX];
-    rill_status_set(s, RILL_INVALID_ARGUMENT, "Cannot merge devices with incompatible %s: '%s' and '%s'",
-                    what, rill_device_name_str(a, sa, sizeof sa),
-                    rill_device_name_str(b, sb, sizeof sb));
+    rill_status_set(s, RILL_INVALID_ARGUMENT,
+                    "Cannot merge devices with incompatible %s: '%s' and '%s'", what,
+                    rill_device_name_str(a, sa, sizeof sa), rill_device_name_str(b, sb, sizeof sb));
     return false;
 }
 

@@ -5,6 +5,8 @@
  * op's shape function. A failure leaves the graph unchanged except for its status. */
 #include "graph_internal.h"
 
+#include <rill/device_name.h>
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,14 @@ typedef struct ctrl_frame {
     int n;
     bool clear; /* ignore outer frames */
 } ctrl_frame;
+
+/* One tf.device scope: a parsed spec, a device function, or a barrier (tf.device(None)). */
+typedef struct dev_frame {
+    enum { DEV_SPEC, DEV_FN, DEV_BARRIER } kind;
+    rill_device_name spec;
+    rill_device_fn fn;
+    void *arg;
+} dev_frame;
 
 typedef struct var_scope {
     char *prefix; /* "outer/inner/" */
@@ -32,7 +42,8 @@ struct rill_graph {
     rill_status *status;
     rill__vec name_scopes; /* char* full prefixes "a/b/" */
     rill__vec ctrl;        /* ctrl_frame* */
-    rill__vec devices;     /* char* */
+    rill__vec devices;     /* dev_frame* */
+    rill__vec colocate;    /* rill_node* */
     rill__vec var_scopes;  /* var_scope* */
     rill__vec collections; /* collection* */
     bool has_seed;
@@ -85,6 +96,7 @@ void rill_graph_free(rill_graph *g)
     rill__vec_free(&g->ctrl);
     for (int i = 0; i < g->devices.n; i++) rill__free(g->devices.items[i]);
     rill__vec_free(&g->devices);
+    rill__vec_free(&g->colocate);
     for (int i = 0; i < g->var_scopes.n; i++) {
         var_scope *v = g->var_scopes.items[i];
         rill__free(v->prefix);
@@ -226,14 +238,75 @@ void rill_graph_pop_control_dependencies(rill_graph *g)
     rill__free(f);
 }
 
+static void push_frame(rill_graph *g, dev_frame f)
+{
+    dev_frame *p = rill__malloc(sizeof *p);
+    RILL_CHECK_ALLOC(p);
+    *p = f;
+    rill__vec_push(&g->devices, p);
+}
+
 void rill_graph_push_device(rill_graph *g, const char *spec)
 {
-    rill__vec_push(&g->devices, rill__strdup(spec ? spec : ""));
+    dev_frame f = {.kind = spec ? DEV_SPEC : DEV_BARRIER};
+    rill_status *s = rill_status_new();
+    if (spec && !rill_device_name_parse(spec, &f.spec, s)) {
+        if (rill_graph_ok(g)) rill_status_copy(g->status, s);
+        memset(&f.spec, 0, sizeof f.spec); /* the frame is still pushed so pops pair up */
+    }
+    rill_status_free(s);
+    push_frame(g, f);
+}
+
+void rill_graph_push_device_fn(rill_graph *g, rill_device_fn fn, void *arg)
+{
+    push_frame(g, (dev_frame){.kind = fn ? DEV_FN : DEV_BARRIER, .fn = fn, .arg = arg});
 }
 
 void rill_graph_pop_device(rill_graph *g)
 {
     if (g->devices.n) rill__free(g->devices.items[--g->devices.n]);
+}
+
+void rill_graph_push_colocate_with(rill_graph *g, rill_node *op)
+{
+    if (!op) rill__graph_fail(g, RILL_INVALID_ARGUMENT, "colocate_with: the node is empty");
+    rill__vec_push(&g->colocate, op);
+}
+
+void rill_graph_pop_colocate_with(rill_graph *g)
+{
+    if (g->colocate.n) g->colocate.n--;
+}
+
+/* The requested device of a new node: device scopes from the innermost outwards, each filling
+ * only fields still unset (tf.device nesting), stopping at a barrier; inside colocate_with the
+ * colocated node's request instead. */
+static bool node_device(rill_graph *g, rill_node *n, rill_status *s)
+{
+    if (g->colocate.n) {
+        rill_node *c = g->colocate.items[g->colocate.n - 1];
+        if (c) {
+            n->colocate_with = c->colocate_with ? c->colocate_with : c;
+            n->requested_device = rill__strdup(c->requested_device);
+            return true;
+        }
+    }
+    rill_device_name cur = {0};
+    for (int i = g->devices.n - 1; i >= 0; i--) {
+        dev_frame *f = g->devices.items[i];
+        if (f->kind == DEV_BARRIER) break;
+        rill_device_name outer = f->spec;
+        if (f->kind == DEV_FN) {
+            const char *spec = f->fn(f->arg, n);
+            if (!spec) continue;
+            if (!rill_device_name_parse(spec, &outer, s)) return false;
+        }
+        cur = rill_device_name_merge_scope(&outer, &cur);
+    }
+    char buf[256];
+    n->requested_device = rill__strdup(rill_device_name_str(&cur, buf, sizeof buf));
+    return true;
 }
 
 void rill_graph_push_variable_scope(rill_graph *g, const char *scope, bool reuse)
@@ -453,21 +526,26 @@ rill_node *rill__node_create(rill_graph *g, const char *op_type, const char *nam
         node_free(n);
         return NULL;
     }
-    rill_status_free(s);
-
     if (exact) {
         n->name = base;
     } else {
         n->name = unique_name(g, base);
         rill__free(base);
     }
+    /* Device scopes and device functions see the node with its final name. */
+    if (!node_device(g, n, s)) {
+        rill_status_copy(g->status, s);
+        rill_status_free(s);
+        node_free(n);
+        return NULL;
+    }
+    rill_status_free(s);
     /* Control-dependency scopes, innermost first until a clearing frame. */
     for (int i = g->ctrl.n - 1; i >= 0; i--) {
         ctrl_frame *f = g->ctrl.items[i];
         for (int k = 0; k < f->n; k++) add_control(n, f->deps[k]);
         if (f->clear) break;
     }
-    n->requested_device = rill__strdup(g->devices.n ? g->devices.items[g->devices.n - 1] : "");
     derive_seeds(g, n);
     n->id = g->nodes.n;
     rill__vec_push(&g->nodes, n);
@@ -574,6 +652,22 @@ const char *rill_node_op_type(const rill_node *n)
 const char *rill_node_requested_device(const rill_node *n)
 {
     return n->requested_device;
+}
+
+rill_node *rill_node_colocation(const rill_node *n)
+{
+    return n->colocate_with;
+}
+
+void rill_node_colocate_with(rill_node *n, rill_node *other)
+{
+    if (!n || !other) return;
+    if (n->graph != other->graph) {
+        rill__graph_fail(n->graph, RILL_INVALID_ARGUMENT,
+                         "Cannot colocate '%s' with '%s': different graphs", n->name, other->name);
+        return;
+    }
+    n->colocate_with = other->colocate_with ? other->colocate_with : other;
 }
 
 int rill_node_num_inputs(const rill_node *n)

@@ -75,6 +75,9 @@ struct rill_node {
     char *requested_device;
     int64_t seed, seed2;    /* derived at build time for random ops */
     rill_node *initializer; /* VariableV2: its initializer Assign */
+    rill_node *colocate_with; /* explicit colocation group ("loc:@<name>"), or NULL */
+    struct rill__device *assigned; /* execution graphs: the device a clone runs on */
+    rill_node *origin;             /* execution graphs: the user's node this clones, or NULL */
 };
 
 /* Gradient function: dy[i] is the gradient flowing into output i ({NULL,0} when none);

@@ -12,6 +12,7 @@ extern const rill__kernel_def rill__cpu_kernels_array[];
 extern const rill__kernel_def rill__cpu_kernels_math[];
 extern const rill__kernel_def rill__cpu_kernels_nn[];
 extern const rill__kernel_def rill__cpu_kernels_state[];
+extern const rill__kernel_def rill__generic_kernels[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -25,6 +26,7 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_math,
         rill__cpu_kernels_nn,
         rill__cpu_kernels_state,
+        rill__generic_kernels,
 #ifdef RILL_HAVE_OPENCL
         rill__opencl_kernels_math,
         rill__opencl_kernels_nn,

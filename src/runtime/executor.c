@@ -37,6 +37,8 @@ typedef struct pnode {
     bool is_variable;        /* its output may be NULL (uninitialised) without error */
     rill__var *var;          /* for VariableV2 nodes */
     rill__node_state *state; /* kernel state kept across steps (stable pointer) */
+    rill__node_state local_state; /* for nodes that exist only in this plan */
+    rill__device *device;
 } pnode;
 
 typedef struct step {
@@ -290,7 +292,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
     RILL_CHECK_ALLOC(p->feeds);
     for (int i = 0; i < a->nfeeds; i++) {
         rill_node *n = a->feeds[i].node;
-        p->feeds[i] = a->feeds[i];
+        p->feeds[i] = a->feed_names ? a->feed_names[i] : a->feeds[i];
         p->feed_slot[i] = nslots++;
         p->feed_dtype[i] = n->out_dtypes[a->feeds[i].index];
         if (strcmp(n->op->name, "Placeholder") == 0) {
@@ -310,13 +312,14 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         pnode *pn = &p->nodes[i];
         rill_node *n = pn->node;
         rill_dtype kt = rill__node_kernel_dtype(n);
-        pn->kernel = rill__kernel_lookup(n->op->name, a->device_type, kt);
+        pn->device = n->assigned ? n->assigned : rill__cpu_device();
+        pn->kernel = rill__kernel_lookup(n->op->name, pn->device->kernel_key, kt);
         if (!pn->kernel) {
             char *reg = rill__kernels_registered_for(n->op->name);
             rill_status_set(s, RILL_INVALID_ARGUMENT,
                             "No OpKernel was registered to support Op '%s' used by node %s with "
                             "these attrs: [T=%s] on %s.\nRegistered kernels:\n%s",
-                            n->op->name, n->name, rill_dtype_name(kt), a->device_type, reg);
+                            n->op->name, n->name, rill_dtype_name(kt), pn->device->name, reg);
             rill__free(reg);
             break;
         }
@@ -416,7 +419,12 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         p->slot_consumers[slot]++; /* the fetch holds the tensor to the end of the step */
     }
     for (int i = 0; i < np; i++) {
-        p->nodes[i].state = rill__node_states_get(a->states, p->nodes[i].node->id);
+        rill_node *sn = p->nodes[i].node;
+        /* Kernel state belongs to the user's node: every plan that runs it shares it. Nodes the
+         * partitioner made (transfers, feeds) keep theirs in the plan. */
+        p->nodes[i].state = sn->origin ? rill__node_states_get(a->states, sn->origin->id)
+                            : a->exec_graph ? &p->nodes[i].local_state
+                                            : rill__node_states_get(a->states, sn->id);
         if (!p->nodes[i].state) {
             rill_status_set(s, RILL_RESOURCE_EXHAUSTED, "graph has too many nodes (%d)", nn);
             goto fail;
@@ -441,6 +449,8 @@ void rill__plan_free(rill__plan *p)
 {
     if (!p) return;
     for (int i = 0; i < p->n; i++) {
+        rill__node_state *ls = &p->nodes[i].local_state;
+        if (ls->state && ls->free_fn) ls->free_fn(ls->state);
         rill__free(p->nodes[i].in_slot);
         rill__free(p->nodes[i].vars);
         rill__free(p->nodes[i].reads);
@@ -593,6 +603,8 @@ static void execute(step *st, int i)
             .state = &pn->state->state,
             .status = NULL,
             .pool = p->intra,
+            .device = pn->device,
+            .host_memory_outputs = pn->kernel->host_memory_outputs,
         };
         pn->kernel->fn(&ctx);
         if (*ctx.state && pn->kernel->state_free) pn->state->free_fn = pn->kernel->state_free;

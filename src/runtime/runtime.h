@@ -38,6 +38,35 @@ void rill__node_states_init(rill__node_states *ns);
 rill__node_state *rill__node_states_get(rill__node_states *ns, int id);
 void rill__node_states_free(rill__node_states *ns);
 
+/* --- placement (placer.c) --- */
+typedef struct rill__placement {
+    rill__device **assigned; /* per node id; entries [0, n) are placed */
+    int n, cap;
+} rill__placement;
+/* Places the graph's nodes from pl->n on, keeping earlier assignments; prints TF's
+ * "<node>: (<Op>): <device>" lines when log is set. */
+bool rill__place(rill_graph *g, rill__placement *pl, rill__device *const *devs, int ndev,
+                 bool soft, bool log, rill_status *s);
+void rill__placement_free(rill__placement *pl);
+/* "Device mapping:" and one line per device with a description (TF's session log). */
+void rill__log_device_mapping(rill__device *const *devs, int ndev);
+
+/* --- partitioning (partition.c) ---
+ * The execution graph of one (feeds, fetches, targets): the pruned nodes cloned with their
+ * devices, a _Send/_Recv pair on every edge that crosses devices or memory types, feeds as
+ * host placeholders on CPU:0, fetches delivered to host memory. */
+typedef struct rill__xgraph {
+    rill_graph *g;
+    rill_output *feeds;
+    rill_output *fetches;
+    rill_node **targets;
+    int nfeeds, nfetches, ntargets;
+} rill__xgraph;
+bool rill__partition(rill_graph *g, const rill__placement *pl, const rill_output *feeds,
+                     int nfeeds, const rill_output *fetches, int nfetches,
+                     rill_node *const *targets, int ntargets, rill__xgraph *out, rill_status *s);
+void rill__xgraph_free(rill__xgraph *x);
+
 /* --- executor --- */
 typedef struct rill__plan rill__plan;
 
@@ -49,7 +78,8 @@ typedef struct rill__plan_args {
     int nfetches;
     rill_node *const *targets;
     int ntargets;
-    const char *device_type; /* "CPU" */
+    bool exec_graph;         /* graph is an execution graph from rill__partition */
+    const rill_output *feed_names; /* the user's tensors the feeds stand for (messages) */
     rill__resource_mgr *rm;
     rill__node_states *states;
     rill__threadpool *inter_op_pool; /* may be NULL */

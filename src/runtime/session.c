@@ -14,6 +14,9 @@ struct rill_session_options {
     int inter_op_threads;
     bool log_device_placement;
     bool allow_soft_placement;
+    bool allow_growth;
+    double memory_fraction;
+    char visible_device_list[128];
 };
 
 rill_session_options *rill_session_options_new(void)
@@ -43,11 +46,27 @@ void rill_session_options_set_allow_soft_placement(rill_session_options *o, bool
     o->allow_soft_placement = on;
 }
 
+void rill_session_options_set_gpu_allow_growth(rill_session_options *o, bool on)
+{
+    o->allow_growth = on;
+}
+
+void rill_session_options_set_gpu_memory_fraction(rill_session_options *o, double fraction)
+{
+    o->memory_fraction = fraction;
+}
+
+void rill_session_options_set_gpu_visible_device_list(rill_session_options *o, const char *list)
+{
+    snprintf(o->visible_device_list, sizeof o->visible_device_list, "%s", list ? list : "");
+}
+
 typedef struct cached_plan {
     uint64_t hash;
     int64_t *key;
     int nkey;
     rill__plan *plan;
+    rill__xgraph xg;
     struct cached_plan *next;
 } cached_plan;
 
@@ -62,6 +81,9 @@ struct rill_session {
     rill__resource_mgr *rm;
     rill__node_states *states;
     rill__threadpool *inter;
+    rill__device *const *devs;
+    int ndevs;
+    rill__placement placement;
 };
 
 rill_session *rill_session_new(rill_graph *g, const rill_session_options *o, rill_status *s)
@@ -76,8 +98,20 @@ rill_session *rill_session_new(rill_graph *g, const rill_session_options *o, ril
                         rill_status_message(rill_graph_status(g)));
         return NULL;
     }
+    rill__device_options dopts = {0};
+    if (o) {
+        dopts.visible_device_list = o->visible_device_list;
+        dopts.per_process_memory_fraction = o->memory_fraction;
+        dopts.allow_growth = o->allow_growth;
+    }
+    rill__device *const *devs;
+    int ndevs = rill__devices(&dopts, &devs, s);
+    if (ndevs < 0) return NULL;
+    if (o && o->log_device_placement) rill__log_device_mapping(devs, ndevs);
     rill_session *sess = rill__calloc(1, sizeof *sess);
     RILL_CHECK_ALLOC(sess);
+    sess->devs = devs;
+    sess->ndevs = ndevs;
     sess->graph = g;
     if (o) sess->opts = *o;
     pthread_mutex_init(&sess->mu, NULL);
@@ -99,6 +133,7 @@ void rill_session_free(rill_session *sess)
         for (cached_plan *c = sess->buckets[b]; c;) {
             cached_plan *nx = c->next;
             rill__plan_free(c->plan);
+            rill__xgraph_free(&c->xg);
             rill__free(c->key);
             rill__free(c);
             c = nx;
@@ -107,6 +142,7 @@ void rill_session_free(rill_session *sess)
     rill__node_states_free(sess->states);
     rill__free(sess->states);
     rill__resource_mgr_free(sess->rm);
+    rill__placement_free(&sess->placement);
     pthread_mutex_destroy(&sess->mu);
     rill__free(sess);
 }
@@ -198,32 +234,37 @@ rill_code rill_session_run(rill_session *sess, const rill_output *feeds,
                   memcmp(c->key, key, (size_t)nkey * sizeof *key) == 0))
         c = c->next;
     if (!c) {
-        rill__plan_args a = {
-            .graph = sess->graph,
-            .feeds = feeds,
-            .nfeeds = nfeeds,
-            .fetches = fetches,
-            .nfetches = nfetches,
-            .targets = targets,
-            .ntargets = ntargets,
-            .device_type = "CPU",
-            .rm = sess->rm,
-            .states = sess->states,
-            .inter_op_pool = sess->inter,
-            .intra_op_pool = rill__default_pool(),
-        };
-        rill__plan *p = rill__plan_new(&a, s);
+        /* Place what is new in the graph (earlier nodes keep their devices), cut the needed
+         * part into partitions, and plan them. */
+        rill__xgraph xg;
+        rill__plan *p = NULL;
+        if (rill__place(sess->graph, &sess->placement, sess->devs, sess->ndevs,
+                        sess->opts.allow_soft_placement, sess->opts.log_device_placement, s) &&
+            rill__partition(sess->graph, &sess->placement, feeds, nfeeds, fetches, nfetches,
+                            targets, ntargets, &xg, s)) {
+            rill__plan_args a = {
+                .graph = xg.g,
+                .feeds = xg.feeds,
+                .nfeeds = xg.nfeeds,
+                .fetches = xg.fetches,
+                .nfetches = xg.nfetches,
+                .targets = xg.targets,
+                .ntargets = xg.ntargets,
+                .exec_graph = true,
+                .feed_names = feeds,
+                .rm = sess->rm,
+                .states = sess->states,
+                .inter_op_pool = sess->inter,
+                .intra_op_pool = rill__default_pool(),
+            };
+            p = rill__plan_new(&a, s);
+            if (!p) rill__xgraph_free(&xg);
+        }
         if (!p) {
             pthread_mutex_unlock(&sess->mu);
             if (key != kbuf) rill__free(key);
+            for (int i = 0; i < nfetches; i++) fetch_values[i] = NULL;
             return rill_status_code(s);
-        }
-        if (sess->opts.log_device_placement) {
-            for (int i = 0; i < rill__plan_num_nodes(p); i++) {
-                rill_node *n = rill__plan_node(p, i);
-                fprintf(stderr, "%s: (%s): /job:localhost/replica:0/task:0/device:CPU:0\n", n->name,
-                        n->op->name);
-            }
         }
         c = rill__calloc(1, sizeof *c);
         RILL_CHECK_ALLOC(c);
@@ -233,6 +274,7 @@ rill_code rill_session_run(rill_session *sess, const rill_output *feeds,
         RILL_CHECK_ALLOC(c->key);
         memcpy(c->key, key, (size_t)nkey * sizeof *key);
         c->plan = p;
+        c->xg = xg;
         c->next = sess->buckets[h % NBUCKETS];
         sess->buckets[h % NBUCKETS] = c;
         sess->nplans++;

@@ -2,7 +2,7 @@
  *
  * Identity, Reshape and ExpandDims alias their input's buffer (no copy); Const hands out its
  * value by reference. */
-#include "../kernel.h"
+#include "cpu_kernels.h"
 
 #include <string.h>
 
@@ -28,7 +28,7 @@ static void placeholder_kernel(rill__kctx *ctx)
                         rill_dtype_name(n->out_dtypes[0]));
 }
 
-static void identity_kernel(rill__kctx *ctx)
+void rill__cpu_identity(rill__kctx *ctx)
 {
     rill__kctx_set_output(ctx, 0, rill_tensor_ref(ctx->inputs[0]));
 }
@@ -57,7 +57,7 @@ static void set_view(rill__kctx *ctx, const rill_tensor *in, const rill_shape *s
     rill__kctx_set_output(ctx, 0, v);
 }
 
-static void reshape_kernel(rill__kctx *ctx)
+void rill__cpu_reshape(rill__kctx *ctx)
 {
     const rill_tensor *in = ctx->inputs[0], *sh = ctx->inputs[1];
     if (sh->shape.rank != 1 || sh->numel > RILL_MAX_DIMS) {
@@ -102,7 +102,7 @@ static void reshape_kernel(rill__kctx *ctx)
     set_view(ctx, in, &out);
 }
 
-static void expand_dims_kernel(rill__kctx *ctx)
+void rill__cpu_expand_dims(rill__kctx *ctx)
 {
     const rill_tensor *in = ctx->inputs[0];
     int64_t axis = rill__attr_int(ctx->node, "axis", 0);
@@ -187,7 +187,7 @@ void rill__convert(rill_dtype to, void *dst, rill_dtype from, const void *src, i
     }
 }
 
-static void cast_kernel(rill__kctx *ctx)
+void rill__cpu_cast(rill__kctx *ctx)
 {
     const rill_tensor *in = ctx->inputs[0];
     rill_dtype to = rill__attr_type(ctx->node, "DstT", RILL_FLOAT);
@@ -212,7 +212,7 @@ static void fill_elems(void *dst, rill_dtype t, const void *v, int64_t n)
     }
 }
 
-static void fill_kernel(rill__kctx *ctx)
+void rill__cpu_fill(rill__kctx *ctx)
 {
     const rill_tensor *dims = ctx->inputs[0], *val = ctx->inputs[1];
     if (dims->shape.rank != 1 || dims->numel > RILL_MAX_DIMS || val->numel != 1) {
@@ -251,17 +251,17 @@ static void fill_like(rill__kctx *ctx, double v)
     fill_elems(out->buf->data, in->dtype, one, out->numel);
 }
 
-static void zeros_like_kernel(rill__kctx *ctx)
+void rill__cpu_zeros_like(rill__kctx *ctx)
 {
     fill_like(ctx, 0.0);
 }
 
-static void ones_like_kernel(rill__kctx *ctx)
+void rill__cpu_ones_like(rill__kctx *ctx)
 {
     fill_like(ctx, 1.0);
 }
 
-static void shape_kernel(rill__kctx *ctx)
+void rill__cpu_shape(rill__kctx *ctx)
 {
     const rill_tensor *in = ctx->inputs[0];
     rill_dtype t = rill__attr_type(ctx->node, "out_type", RILL_INT32);
@@ -279,22 +279,26 @@ static void shape_kernel(rill__kctx *ctx)
 const rill__kernel_def rill__cpu_kernels_array[] = {
     {.op = "Const", .device_type = "CPU", .dtype = ANY, .fn = const_kernel},
     {.op = "Placeholder", .device_type = "CPU", .dtype = ANY, .fn = placeholder_kernel},
-    {.op = "Identity", .device_type = "CPU", .dtype = ANY, .fn = identity_kernel},
+    {.op = "Identity", .device_type = "CPU", .dtype = ANY, .fn = rill__cpu_identity},
     {.op = "NoOp", .device_type = "CPU", .dtype = ANY, .fn = noop_kernel},
     {.op = "Reshape",
      .device_type = "CPU",
      .dtype = ANY,
-     .fn = reshape_kernel,
+     .fn = rill__cpu_reshape,
      .host_memory_inputs = 2},
-    {.op = "ExpandDims", .device_type = "CPU", .dtype = ANY, .fn = expand_dims_kernel},
-    {.op = "Cast", .device_type = "CPU", .dtype = ANY, .fn = cast_kernel},
-    {.op = "Fill", .device_type = "CPU", .dtype = ANY, .fn = fill_kernel, .host_memory_inputs = 1},
-    {.op = "ZerosLike", .device_type = "CPU", .dtype = ANY, .fn = zeros_like_kernel},
-    {.op = "OnesLike", .device_type = "CPU", .dtype = ANY, .fn = ones_like_kernel},
+    {.op = "ExpandDims", .device_type = "CPU", .dtype = ANY, .fn = rill__cpu_expand_dims},
+    {.op = "Cast", .device_type = "CPU", .dtype = ANY, .fn = rill__cpu_cast},
+    {.op = "Fill",
+     .device_type = "CPU",
+     .dtype = ANY,
+     .fn = rill__cpu_fill,
+     .host_memory_inputs = 1},
+    {.op = "ZerosLike", .device_type = "CPU", .dtype = ANY, .fn = rill__cpu_zeros_like},
+    {.op = "OnesLike", .device_type = "CPU", .dtype = ANY, .fn = rill__cpu_ones_like},
     {.op = "Shape",
      .device_type = "CPU",
      .dtype = ANY,
-     .fn = shape_kernel,
+     .fn = rill__cpu_shape,
      .host_memory_outputs = 1},
     {0},
 };

@@ -4,7 +4,7 @@
  * Elementwise loops come in three shapes the compiler vectorises (same shape, scalar left,
  * scalar right) and one general broadcast walk. Big same-shape loops are sharded over the
  * intra-op pool. half is computed in float. */
-#include "../kernel.h"
+#include "cpu_kernels.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -172,23 +172,23 @@ static void binary_kernel(rill__kctx *ctx, int op)
         bin_range(&j, 0, out->numel);
 }
 
-static void add_kernel(rill__kctx *ctx)
+void rill__cpu_add(rill__kctx *ctx)
 {
     binary_kernel(ctx, OP_ADD);
 }
-static void sub_kernel(rill__kctx *ctx)
+void rill__cpu_sub(rill__kctx *ctx)
 {
     binary_kernel(ctx, OP_SUB);
 }
-static void mul_kernel(rill__kctx *ctx)
+void rill__cpu_mul(rill__kctx *ctx)
 {
     binary_kernel(ctx, OP_MUL);
 }
-static void div_kernel(rill__kctx *ctx)
+void rill__cpu_div(rill__kctx *ctx)
 {
     binary_kernel(ctx, OP_DIV);
 }
-static void maximum_kernel(rill__kctx *ctx)
+void rill__cpu_maximum(rill__kctx *ctx)
 {
     binary_kernel(ctx, OP_MAX);
 }
@@ -262,11 +262,11 @@ static void unary_kernel(rill__kctx *ctx, int op)
     unary_run(op, x->dtype, x->buf->data, out->buf->data, x->numel);
 }
 
-static void neg_kernel(rill__kctx *ctx)
+void rill__cpu_neg(rill__kctx *ctx)
 {
     unary_kernel(ctx, U_NEG);
 }
-static void square_kernel(rill__kctx *ctx)
+void rill__cpu_square(rill__kctx *ctx)
 {
     unary_kernel(ctx, U_SQUARE);
 }
@@ -285,7 +285,7 @@ static void log_kernel(rill__kctx *ctx)
 
 /* --- AddN --- */
 
-static void add_n_kernel(rill__kctx *ctx)
+void rill__cpu_add_n(rill__kctx *ctx)
 {
     const rill_tensor *x0 = ctx->inputs[0];
     int n = ctx->node->ninputs;
@@ -380,7 +380,7 @@ static void reduce_into(const rill_tensor *src, const bool *mask, double *acc)
     }
 }
 
-static void reduce_kernel(rill__kctx *ctx)
+void rill__cpu_reduce(rill__kctx *ctx)
 {
     const rill_tensor *x = ctx->inputs[0];
     bool mask[RILL_MAX_DIMS];
@@ -428,7 +428,7 @@ static bool read_shape(rill__kctx *ctx, const rill_tensor *t, rill_shape *s)
     return true;
 }
 
-static void sum_to_shape_kernel(rill__kctx *ctx)
+void rill__cpu_sum_to_shape(rill__kctx *ctx)
 {
     const rill_tensor *g = ctx->inputs[0];
     rill_shape target;
@@ -466,7 +466,7 @@ bad : {
 
 /* ReduceGrad(dy, shape(x)): broadcasts the reduced gradient back to x's shape (/count for
  * Mean). */
-static void reduce_grad_kernel(rill__kctx *ctx)
+void rill__cpu_reduce_grad(rill__kctx *ctx)
 {
     const rill_tensor *dy = ctx->inputs[0];
     rill_shape xs;
@@ -516,7 +516,7 @@ static void reduce_grad_kernel(rill__kctx *ctx)
 }
 
 /* MaximumGrad(dy, x, y) -> (dy where x >= y, dy where x < y), in dy's broadcast shape. */
-static void maximum_grad_kernel(rill__kctx *ctx)
+void rill__cpu_maximum_grad(rill__kctx *ctx)
 {
     const rill_tensor *dy = ctx->inputs[0], *x = ctx->inputs[1], *y = ctx->inputs[2];
     rill__bcast bc;
@@ -633,23 +633,23 @@ static void matmul_kernel(rill__kctx *ctx)
         K(op_, RILL_INT32, fn_), K(op_, RILL_INT64, fn_)
 #define K_FLT(op_, fn_) K(op_, RILL_FLOAT, fn_), K(op_, RILL_DOUBLE, fn_), K(op_, RILL_HALF, fn_)
 const rill__kernel_def rill__cpu_kernels_math[] = {
-    K_NUM("Add", add_kernel),
-    K_NUM("Sub", sub_kernel),
-    K_NUM("Mul", mul_kernel),
-    K_NUM("Div", div_kernel),
-    K_NUM("Maximum", maximum_kernel),
-    K_NUM("Neg", neg_kernel),
-    K_NUM("Square", square_kernel),
+    K_NUM("Add", rill__cpu_add),
+    K_NUM("Sub", rill__cpu_sub),
+    K_NUM("Mul", rill__cpu_mul),
+    K_NUM("Div", rill__cpu_div),
+    K_NUM("Maximum", rill__cpu_maximum),
+    K_NUM("Neg", rill__cpu_neg),
+    K_NUM("Square", rill__cpu_square),
     K_FLT("Sqrt", sqrt_kernel),
     K_FLT("Exp", exp_kernel),
     K_FLT("Log", log_kernel),
-    K_NUM("AddN", add_n_kernel),
-    K_NUM("Sum", reduce_kernel),
-    K_NUM("Mean", reduce_kernel),
+    K_NUM("AddN", rill__cpu_add_n),
+    K_NUM("Sum", rill__cpu_reduce),
+    K_NUM("Mean", rill__cpu_reduce),
     K_FLT("MatMul", matmul_kernel),
-    K_NUM("SumToShape", sum_to_shape_kernel),
-    K_NUM("ReduceGrad", reduce_grad_kernel),
-    K_NUM("MaximumGrad", maximum_grad_kernel),
+    K_NUM("SumToShape", rill__cpu_sum_to_shape),
+    K_NUM("ReduceGrad", rill__cpu_reduce_grad),
+    K_NUM("MaximumGrad", rill__cpu_maximum_grad),
     K_FLT("SqrtGrad", sqrt_grad_kernel),
     {0},
 };

@@ -3,12 +3,12 @@
  * Updates take the variable's lock. They write in place when the variable's tensor is held by
  * nobody else (rill__tensor_exclusive); otherwise they copy first (copy-on-write), so a value a
  * reader or a fetch already holds never changes under it. */
-#include "../kernel.h"
+#include "cpu_kernels.h"
 
 #include <math.h>
 #include <string.h>
 
-static void variable_kernel(rill__kctx *ctx)
+void rill__cpu_variable(rill__kctx *ctx)
 {
     /* An uninitialised variable produces no value; a consumer that reads it fails with
      * "Attempting to use uninitialized value" while Assign (a reference input) does not. */
@@ -35,7 +35,7 @@ static rill_tensor *writable(rill__kctx *ctx, rill__var *v)
     return v->value;
 }
 
-static void assign_kernel(rill__kctx *ctx)
+void rill__cpu_assign(rill__kctx *ctx)
 {
     rill__var *v = ctx->vars[0];
     const rill_tensor *x = ctx->inputs[1];
@@ -124,12 +124,12 @@ static void assign_add_sub(rill__kctx *ctx, int sign)
     pthread_mutex_unlock(&v->mu);
 }
 
-static void assign_add_kernel(rill__kctx *ctx)
+void rill__cpu_assign_add(rill__kctx *ctx)
 {
     assign_add_sub(ctx, 1);
 }
 
-static void assign_sub_kernel(rill__kctx *ctx)
+void rill__cpu_assign_sub(rill__kctx *ctx)
 {
     assign_add_sub(ctx, -1);
 }
@@ -270,10 +270,10 @@ static void random_kernel(rill__kctx *ctx)
         .op = op_, .device_type = "CPU", .dtype = dt_, .fn = fn_                                   \
     }
 const rill__kernel_def rill__cpu_kernels_state[] = {
-    K("VariableV2", RILL_DT_INVALID, variable_kernel),
-    K("Assign", RILL_DT_INVALID, assign_kernel),
-    K("AssignAdd", RILL_DT_INVALID, assign_add_kernel),
-    K("AssignSub", RILL_DT_INVALID, assign_sub_kernel),
+    K("VariableV2", RILL_DT_INVALID, rill__cpu_variable),
+    K("Assign", RILL_DT_INVALID, rill__cpu_assign),
+    K("AssignAdd", RILL_DT_INVALID, rill__cpu_assign_add),
+    K("AssignSub", RILL_DT_INVALID, rill__cpu_assign_sub),
     K("ApplyGradientDescent", RILL_FLOAT, apply_gd_kernel),
     K("ApplyGradientDescent", RILL_DOUBLE, apply_gd_kernel),
     K("ApplyMomentum", RILL_FLOAT, apply_momentum_kernel),

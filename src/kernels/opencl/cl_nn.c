@@ -1,9 +1,526 @@
-/* cl_nn.c - OpenCL kernels (being written). */
+/* cl_nn.c - OpenCL kernels for the neural-network ops: BiasAdd, BiasAddGrad, Relu, ReluGrad,
+ * Sigmoid, SigmoidGrad, Tanh, TanhGrad, Softmax and the two softmax cross-entropies.
+ *
+ * Each op is the CPU kernel's twin (src/kernels/cpu/cpu_nn.c): the same input order, outputs,
+ * validation and error texts, then one enqueue instead of the loop. The OpenCL C below is built
+ * once per dtype with T / ACC / LD / ST (see src/device/opencl/opencl.h), so a half tensor is
+ * read into float, computed in float and rounded once when stored, as the CPU kernel does with
+ * its float scratch. Elementwise kernels take one work item per element; BiasAddGrad one per
+ * column (summing rows in order, as the CPU does); Softmax and the cross-entropies one per row,
+ * each row in three passes (max, sum of exponentials, write) so no intermediate is stored in T.
+ *
+ * SparseSoftmaxCrossEntropyWithLogits takes its labels in host memory (bit 1 of
+ * host_memory_inputs): they are checked on the host, TensorFlow's "Received a label value of
+ * ..." error included, then widened to int64 and uploaded into a temporary device buffer that
+ * is released right after the enqueue (OpenCL keeps it alive until the kernel has run). */
 #include "../kernel.h"
 #include "../../device/opencl/opencl.h"
 
-const char rill__cl_source_nn[] = "\n";
+#include <string.h>
+
+const char rill__cl_source_nn[] =
+    "#ifdef IS_DOUBLE\n"
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    "#endif\n"
+    /* --- elementwise --- */
+    "__kernel void nn_relu(__global T *y, __global const T *x, long n)\n"
+    "{\n"
+    "    long i = get_global_id(0);\n"
+    "    if (i >= n) return;\n"
+    "    ACC v = LD(x, i);\n"
+    "    ST(y, i, v > (ACC)0 ? v : (ACC)0);\n"
+    "}\n"
+    /* f: the features, or Relu's output (positive at the same places). */
+    "__kernel void nn_relu_grad(__global T *d, __global const T *g, __global const T *f, long n)\n"
+    "{\n"
+    "    long i = get_global_id(0);\n"
+    "    if (i >= n) return;\n"
+    "    ST(d, i, LD(f, i) > (ACC)0 ? LD(g, i) : (ACC)0);\n"
+    "}\n"
+    "__kernel void nn_sigmoid(__global T *y, __global const T *x, long n)\n"
+    "{\n"
+    "    long i = get_global_id(0);\n"
+    "    if (i >= n) return;\n"
+    "    ST(y, i, (ACC)1 / ((ACC)1 + exp(-LD(x, i))));\n"
+    "}\n"
+    "__kernel void nn_sigmoid_grad(__global T *d, __global const T *y, __global const T *dy,\n"
+    "                              long n)\n"
+    "{\n"
+    "    long i = get_global_id(0);\n"
+    "    if (i >= n) return;\n"
+    "    ACC yi = LD(y, i);\n"
+    "    ST(d, i, LD(dy, i) * yi * ((ACC)1 - yi));\n"
+    "}\n"
+    "__kernel void nn_tanh(__global T *y, __global const T *x, long n)\n"
+    "{\n"
+    "    long i = get_global_id(0);\n"
+    "    if (i >= n) return;\n"
+    "    ST(y, i, tanh(LD(x, i)));\n"
+    "}\n"
+    "__kernel void nn_tanh_grad(__global T *d, __global const T *y, __global const T *dy, long n)\n"
+    "{\n"
+    "    long i = get_global_id(0);\n"
+    "    if (i >= n) return;\n"
+    "    ACC yi = LD(y, i);\n"
+    "    ST(d, i, LD(dy, i) * ((ACC)1 - yi * yi));\n"
+    "}\n"
+    /* --- bias --- */
+    "__kernel void nn_bias_add(__global T *y, __global const T *x, __global const T *b, long n,\n"
+    "                          long cols)\n"
+    "{\n"
+    "    long i = get_global_id(0);\n"
+    "    if (i >= n) return;\n"
+    "    ST(y, i, LD(x, i) + LD(b, i % cols));\n"
+    "}\n"
+    "__kernel void nn_bias_add_grad(__global T *out, __global const T *g, long rows, long cols)\n"
+    "{\n"
+    "    long k = get_global_id(0);\n"
+    "    if (k >= cols) return;\n"
+    "    ACC s = (ACC)0;\n"
+    "    for (long r = 0; r < rows; r++) s += LD(g, r * cols + k);\n"
+    "    ST(out, k, s);\n"
+    "}\n"
+    /* --- softmax family: one work item per row --- */
+    /* The largest of row x (NaN is skipped unless first; e^(x - max) is NaN then anyway). */
+    "ACC nn_row_max(__global const T *x, long cols)\n"
+    "{\n"
+    "    ACC m = LD(x, 0);\n"
+    "    for (long k = 1; k < cols; k++) {\n"
+    "        ACC v = LD(x, k);\n"
+    "        m = v > m ? v : m;\n"
+    "    }\n"
+    "    return m;\n"
+    "}\n"
+    "ACC nn_row_sum_exp(__global const T *x, long cols, ACC m)\n"
+    "{\n"
+    "    ACC s = (ACC)0;\n"
+    "    for (long k = 0; k < cols; k++) s += exp(LD(x, k) - m);\n"
+    "    return s;\n"
+    "}\n"
+    "__kernel void nn_softmax(__global T *y, __global const T *x, long rows, long cols)\n"
+    "{\n"
+    "    long r = get_global_id(0);\n"
+    "    if (r >= rows) return;\n"
+    "    __global const T *xr = x + r * cols;\n"
+    "    __global T *yr = y + r * cols;\n"
+    "    ACC m = nn_row_max(xr, cols);\n"
+    "    ACC inv = (ACC)1 / nn_row_sum_exp(xr, cols, m);\n"
+    "    for (long k = 0; k < cols; k++) ST(yr, k, exp(LD(xr, k) - m) * inv);\n"
+    "}\n"
+    /* loss = sum_k p_k * (logsumexp - x_k), backprop = softmax - p. */
+    "__kernel void nn_softmax_ce(__global T *loss, __global T *bp, __global const T *x,\n"
+    "                            __global const T *p, long rows, long cols)\n"
+    "{\n"
+    "    long r = get_global_id(0);\n"
+    "    if (r >= rows) return;\n"
+    "    __global const T *xr = x + r * cols;\n"
+    "    __global const T *pr = p + r * cols;\n"
+    "    __global T *br = bp + r * cols;\n"
+    "    ACC m = nn_row_max(xr, cols);\n"
+    "    ACC sum = nn_row_sum_exp(xr, cols, m);\n"
+    "    ACC log_sum = log(sum), inv = (ACC)1 / sum, l = (ACC)0;\n"
+    "    for (long k = 0; k < cols; k++) {\n"
+    "        ACC xk = LD(xr, k) - m, pk = LD(pr, k);\n"
+    "        l += pk * (log_sum - xk);\n"
+    "        ST(br, k, exp(xk) * inv - pk);\n"
+    "    }\n"
+    "    ST(loss, r, l);\n"
+    "}\n"
+    /* labels: checked on the host to lie in [0, cols). */
+    "__kernel void nn_sparse_softmax_ce(__global T *loss, __global T *bp, __global const T *x,\n"
+    "                                   __global const long *labels, long rows, long cols)\n"
+    "{\n"
+    "    long r = get_global_id(0);\n"
+    "    if (r >= rows) return;\n"
+    "    __global const T *xr = x + r * cols;\n"
+    "    __global T *br = bp + r * cols;\n"
+    "    long label = labels[r];\n"
+    "    ACC m = nn_row_max(xr, cols);\n"
+    "    ACC sum = nn_row_sum_exp(xr, cols, m);\n"
+    "    ACC inv = (ACC)1 / sum;\n"
+    "    for (long k = 0; k < cols; k++)\n"
+    "        ST(br, k, exp(LD(xr, k) - m) * inv - (k == label ? (ACC)1 : (ACC)0));\n"
+    "    ST(loss, r, log(sum) - (LD(xr, label) - m));\n"
+    "}\n";
+
+/* --- enqueueing --- */
+
+/* One kernel argument: its size and where its value is. */
+typedef struct nn_arg {
+    size_t size;
+    const void *p;
+} nn_arg;
+#define NN_ARG(x) ((nn_arg){sizeof(x), &(x)})
+
+/* The cl_mem of tensor t, which must be in ctx->device's memory (NULL, ctx failed, if not: a
+ * placement bug upstream, reported rather than handed to OpenCL as a bogus handle). */
+static bool nn_on_device(rill__kctx *ctx, const rill_tensor *t, const char *what)
+{
+    if (t && t->buf->dev == ctx->device) return true;
+    rill__kctx_fail(ctx, RILL_INTERNAL, "%s: %s is not in the memory of %s", ctx->node->op->name,
+                    what, ctx->device ? ctx->device->name : "(no device)");
+    return false;
+}
+
+/* Sets the arguments of kernel `name` for dtype t and enqueues it over n work items. */
+static void nn_launch(rill__kctx *ctx, const char *name, rill_dtype t, const nn_arg *args,
+                      int nargs, int64_t n)
+{
+    rill__device *d = ctx->device;
+    rill_status *s = rill_status_new();
+    rill__cl_lock(d);
+    cl_kernel k = rill__cl_kernel(d, name, t, s);
+    bool ok = k != NULL;
+    for (int i = 0; ok && i < nargs; i++)
+        ok = rill__cl_check(clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].p),
+                            "set kernel argument", s);
+    if (ok) ok = rill__cl_run1d(d, k, (size_t)n, s);
+    rill__cl_unlock(d);
+    if (!ok && !ctx->status) {
+        ctx->status = s; /* the executor frees it */
+        return;
+    }
+    rill_status_free(s);
+}
+
+/* --- validation (the CPU kernels' checks and texts) --- */
+
+static bool is_float_dtype(rill_dtype t)
+{
+    return t == RILL_FLOAT || t == RILL_DOUBLE || t == RILL_HALF;
+}
+
+/* Input i must be a float type equal to input 0's, and on the device. */
+static bool check_input(rill__kctx *ctx, int i)
+{
+    rill_dtype t0 = ctx->inputs[0]->dtype, t = ctx->inputs[i]->dtype;
+    if (!is_float_dtype(t0) || t != t0) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "%s: input %d has type %s, expected %s",
+                        ctx->node->op->name, i, rill_dtype_name(t),
+                        rill_dtype_name(is_float_dtype(t0) ? t0 : RILL_FLOAT));
+        return false;
+    }
+    char what[32];
+    snprintf(what, sizeof what, "input %d", i);
+    return nn_on_device(ctx, ctx->inputs[i], what);
+}
+
+/* The elements before the last axis. */
+static int64_t outer_rows(const rill_tensor *t)
+{
+    int64_t c = t->shape.dims[t->shape.rank - 1];
+    return c > 0 ? t->numel / c : 0;
+}
+
+/* --- kernels --- */
+
+static void unary(rill__kctx *ctx, const char *kname)
+{
+    const rill_tensor *x = ctx->inputs[0];
+    if (!check_input(ctx, 0)) return;
+    rill_tensor *y = rill__kctx_alloc_output(ctx, 0, x->dtype, &x->shape);
+    if (!y) return;
+    cl_mem ym = rill__cl_mem(y), xm = rill__cl_mem(x);
+    cl_long n = x->numel;
+    nn_arg args[] = {NN_ARG(ym), NN_ARG(xm), NN_ARG(n)};
+    nn_launch(ctx, kname, x->dtype, args, 3, n);
+}
+
+/* Two inputs of one shape (gradient ops). */
+static void binary(rill__kctx *ctx, const char *kname)
+{
+    const rill_tensor *a = ctx->inputs[0], *b = ctx->inputs[1];
+    if (!check_input(ctx, 0) || !check_input(ctx, 1)) return;
+    if (!rill_shape_equal(&a->shape, &b->shape)) {
+        char sa[96], sb[96];
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "Inputs to operation %s of type %s must have the same size and shape.  "
+                        "Input 0: %s != input 1: %s",
+                        ctx->node->name, ctx->node->op->name,
+                        rill_shape_str(&a->shape, sa, sizeof sa),
+                        rill_shape_str(&b->shape, sb, sizeof sb));
+        return;
+    }
+    rill_tensor *y = rill__kctx_alloc_output(ctx, 0, a->dtype, &a->shape);
+    if (!y) return;
+    cl_mem ym = rill__cl_mem(y), am = rill__cl_mem(a), bm = rill__cl_mem(b);
+    cl_long n = a->numel;
+    nn_arg args[] = {NN_ARG(ym), NN_ARG(am), NN_ARG(bm), NN_ARG(n)};
+    nn_launch(ctx, kname, a->dtype, args, 4, n);
+}
+
+static void relu_kernel(rill__kctx *ctx)
+{
+    unary(ctx, "nn_relu");
+}
+
+static void relu_grad_kernel(rill__kctx *ctx)
+{
+    binary(ctx, "nn_relu_grad"); /* gradients, features */
+}
+
+static void sigmoid_kernel(rill__kctx *ctx)
+{
+    unary(ctx, "nn_sigmoid");
+}
+
+static void sigmoid_grad_kernel(rill__kctx *ctx)
+{
+    binary(ctx, "nn_sigmoid_grad"); /* y, dy */
+}
+
+static void tanh_kernel(rill__kctx *ctx)
+{
+    unary(ctx, "nn_tanh");
+}
+
+static void tanh_grad_kernel(rill__kctx *ctx)
+{
+    binary(ctx, "nn_tanh_grad"); /* y, dy */
+}
+
+static void bias_add_kernel(rill__kctx *ctx)
+{
+    const rill_tensor *v = ctx->inputs[0], *bias = ctx->inputs[1];
+    char sv[96], sb[96];
+    if (!check_input(ctx, 0) || !check_input(ctx, 1)) return;
+    if (v->shape.rank < 2) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Input tensor must be at least 2D: %s",
+                        rill_shape_str(&v->shape, sv, sizeof sv));
+        return;
+    }
+    if (bias->shape.rank != 1) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Biases must be 1D: %s",
+                        rill_shape_str(&bias->shape, sb, sizeof sb));
+        return;
+    }
+    int64_t c = v->shape.dims[v->shape.rank - 1];
+    if (bias->shape.dims[0] != c) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "Must provide as many biases as the last dimension of the input tensor: "
+                        "%s vs. %s",
+                        rill_shape_str(&bias->shape, sb, sizeof sb),
+                        rill_shape_str(&v->shape, sv, sizeof sv));
+        return;
+    }
+    rill_tensor *y = rill__kctx_alloc_output(ctx, 0, v->dtype, &v->shape);
+    if (!y || v->numel == 0) return;
+    cl_mem ym = rill__cl_mem(y), vm = rill__cl_mem(v), bm = rill__cl_mem(bias);
+    cl_long n = v->numel, cols = c;
+    nn_arg args[] = {NN_ARG(ym), NN_ARG(vm), NN_ARG(bm), NN_ARG(n), NN_ARG(cols)};
+    nn_launch(ctx, "nn_bias_add", v->dtype, args, 5, n);
+}
+
+static void bias_add_grad_kernel(rill__kctx *ctx)
+{
+    const rill_tensor *g = ctx->inputs[0];
+    if (!check_input(ctx, 0)) return;
+    if (g->shape.rank < 2) {
+        char sg[96];
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Input tensor must be at least 2D: %s",
+                        rill_shape_str(&g->shape, sg, sizeof sg));
+        return;
+    }
+    int64_t c = g->shape.dims[g->shape.rank - 1];
+    rill_shape os = rill_shape_vector(c);
+    rill_tensor *out = rill__kctx_alloc_output(ctx, 0, g->dtype, &os);
+    if (!out) return;
+    cl_mem om = rill__cl_mem(out), gm = rill__cl_mem(g);
+    cl_long rows = outer_rows(g), cols = c;
+    nn_arg args[] = {NN_ARG(om), NN_ARG(gm), NN_ARG(rows), NN_ARG(cols)};
+    nn_launch(ctx, "nn_bias_add_grad", g->dtype, args, 4, cols);
+}
+
+static void softmax_kernel(rill__kctx *ctx)
+{
+    const rill_tensor *x = ctx->inputs[0];
+    if (!check_input(ctx, 0)) return;
+    if (x->shape.rank < 1) {
+        char sx[96];
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "logits must have >= 1 dimension, got %s",
+                        rill_shape_str(&x->shape, sx, sizeof sx));
+        return;
+    }
+    rill_tensor *y = rill__kctx_alloc_output(ctx, 0, x->dtype, &x->shape);
+    if (!y) return;
+    cl_mem ym = rill__cl_mem(y), xm = rill__cl_mem(x);
+    cl_long rows = outer_rows(x), cols = x->shape.dims[x->shape.rank - 1];
+    nn_arg args[] = {NN_ARG(ym), NN_ARG(xm), NN_ARG(rows), NN_ARG(cols)};
+    nn_launch(ctx, "nn_softmax", x->dtype, args, 4, rows);
+}
+
+/* Allocates the loss [rows] and backprop [rows, cols] outputs; false (ctx failed) on OOM. */
+static bool alloc_ce_outputs(rill__kctx *ctx, const rill_tensor *logits, rill_tensor **outs)
+{
+    rill_shape ls = rill_shape_vector(logits->shape.dims[0]);
+    outs[0] = rill__kctx_alloc_output(ctx, 0, logits->dtype, &ls);
+    if (!outs[0]) return false;
+    outs[1] = rill__kctx_alloc_output(ctx, 1, logits->dtype, &logits->shape);
+    return outs[1] != NULL;
+}
+
+static bool check_classes(rill__kctx *ctx, const rill_tensor *logits)
+{
+    if (logits->shape.dims[1] > 0 || logits->shape.dims[0] == 0) return true;
+    char sl[96];
+    rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                    "Must have at least one class, but got logits shape %s",
+                    rill_shape_str(&logits->shape, sl, sizeof sl));
+    return false;
+}
+
+static void softmax_ce_kernel(rill__kctx *ctx)
+{
+    const rill_tensor *logits = ctx->inputs[0], *labels = ctx->inputs[1];
+    char sl[96], sp[96];
+    if (!check_input(ctx, 0) || !check_input(ctx, 1)) return;
+    if (logits->shape.rank != 2) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "logits must be 2-dimensional, got %s",
+                        rill_shape_str(&logits->shape, sl, sizeof sl));
+        return;
+    }
+    if (!rill_shape_equal(&logits->shape, &labels->shape)) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "logits and labels must be same size: logits_size=%s labels_size=%s",
+                        rill_shape_str(&logits->shape, sl, sizeof sl),
+                        rill_shape_str(&labels->shape, sp, sizeof sp));
+        return;
+    }
+    rill_tensor *outs[2];
+    if (!check_classes(ctx, logits) || !alloc_ce_outputs(ctx, logits, outs)) return;
+    cl_mem lm = rill__cl_mem(outs[0]), bm = rill__cl_mem(outs[1]);
+    cl_mem xm = rill__cl_mem(logits), pm = rill__cl_mem(labels);
+    cl_long rows = logits->shape.dims[0], cols = logits->shape.dims[1];
+    nn_arg args[] = {NN_ARG(lm), NN_ARG(bm), NN_ARG(xm), NN_ARG(pm), NN_ARG(rows), NN_ARG(cols)};
+    nn_launch(ctx, "nn_softmax_ce", logits->dtype, args, 6, rows);
+}
+
+/* Fails naming the first label outside [0, classes), listing the labels as TensorFlow does.
+ * labels are in host memory. */
+static bool check_labels(rill__kctx *ctx, const rill_tensor *labels, int64_t classes)
+{
+    int64_t n = labels->numel, bad = -1;
+    bool is64 = labels->dtype == RILL_INT64;
+    const int32_t *l32 = labels->buf->data;
+    const int64_t *l64 = labels->buf->data;
+    for (int64_t i = 0; i < n && bad < 0; i++) {
+        int64_t v = is64 ? l64[i] : l32[i];
+        if (v < 0 || v >= classes) bad = i;
+    }
+    if (bad < 0) return true;
+    char list[1024];
+    size_t off = 0;
+    for (int64_t i = 0; i < n && off < sizeof list - 32; i++)
+        off += (size_t)snprintf(list + off, sizeof list - off, "%s%lld", i ? " " : "",
+                                (long long)(is64 ? l64[i] : l32[i]));
+    if (off >= sizeof list - 32) snprintf(list + off, sizeof list - off, "...");
+    rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                    "Received a label value of %lld which is outside the valid range of [0, "
+                    "%lld).  Label values: %s",
+                    (long long)(is64 ? l64[bad] : l32[bad]), (long long)classes, list);
+    return false;
+}
+
+/* The labels (host memory, checked) as a new device buffer of int64; NULL with ctx failed. */
+static cl_mem upload_labels(rill__kctx *ctx, const rill_tensor *labels)
+{
+    int64_t n = labels->numel;
+    cl_long *wide = NULL;
+    const void *src = labels->buf->data;
+    if (labels->dtype == RILL_INT32) {
+        wide = rill__malloc((size_t)(n > 0 ? n : 1) * sizeof *wide);
+        RILL_CHECK_ALLOC(wide);
+        const int32_t *l32 = labels->buf->data;
+        for (int64_t i = 0; i < n; i++) wide[i] = l32[i];
+        src = wide;
+    }
+    cl_int err = CL_SUCCESS;
+    cl_mem m = n > 0 ? clCreateBuffer(rill__cl(ctx->device)->ctx,
+                                      CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                      (size_t)n * sizeof(cl_long), (void *)src, &err)
+                     : clCreateBuffer(rill__cl(ctx->device)->ctx, CL_MEM_READ_ONLY,
+                                      sizeof(cl_long), NULL, &err);
+    rill__free(wide);
+    if (err != CL_SUCCESS) {
+        rill_status *s = rill_status_new();
+        rill__cl_check(err, "upload labels", s);
+        if (!ctx->status)
+            ctx->status = s;
+        else
+            rill_status_free(s);
+        return NULL;
+    }
+    return m;
+}
+
+static void sparse_softmax_ce_kernel(rill__kctx *ctx)
+{
+    const rill_tensor *logits = ctx->inputs[0], *labels = ctx->inputs[1];
+    char sl[96], sp[96];
+    if (!check_input(ctx, 0)) return;
+    if (labels->dtype != RILL_INT32 && labels->dtype != RILL_INT64) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "labels must be int32 or int64, got %s",
+                        rill_dtype_name(labels->dtype));
+        return;
+    }
+    if (!rill__tensor_on_host(labels)) {
+        rill__kctx_fail(ctx, RILL_INTERNAL, "%s: labels must be in host memory",
+                        ctx->node->op->name);
+        return;
+    }
+    if (logits->shape.rank != 2) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "logits must be 2-D, but got shape %s",
+                        rill_shape_str(&logits->shape, sl, sizeof sl));
+        return;
+    }
+    if (labels->shape.rank != 1) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "labels must be 1-D, but got shape %s",
+                        rill_shape_str(&labels->shape, sp, sizeof sp));
+        return;
+    }
+    if (labels->shape.dims[0] != logits->shape.dims[0]) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "logits and labels must have the same first dimension, got logits shape "
+                        "%s and labels shape %s",
+                        rill_shape_str(&logits->shape, sl, sizeof sl),
+                        rill_shape_str(&labels->shape, sp, sizeof sp));
+        return;
+    }
+    if (!check_classes(ctx, logits) || !check_labels(ctx, labels, logits->shape.dims[1])) return;
+    rill_tensor *outs[2];
+    if (!alloc_ce_outputs(ctx, logits, outs)) return;
+    cl_long rows = logits->shape.dims[0], cols = logits->shape.dims[1];
+    if (rows == 0) return;
+    cl_mem lab = upload_labels(ctx, labels);
+    if (!lab) return;
+    cl_mem lm = rill__cl_mem(outs[0]), bm = rill__cl_mem(outs[1]), xm = rill__cl_mem(logits);
+    nn_arg args[] = {NN_ARG(lm), NN_ARG(bm), NN_ARG(xm), NN_ARG(lab), NN_ARG(rows), NN_ARG(cols)};
+    nn_launch(ctx, "nn_sparse_softmax_ce", logits->dtype, args, 6, rows);
+    clReleaseMemObject(lab); /* freed by OpenCL once the kernel has run */
+}
+
+/* Each op registered for float, double and half (half is stored as half, computed in float). */
+#define NN_K(OP, FN, T, HOST_IN)                                                                   \
+    {                                                                                              \
+        .op = OP, .device_type = "OPENCL", .dtype = T, .fn = FN, .host_memory_inputs = HOST_IN     \
+    }
+#define NN_KERNEL_H(OP, FN, HOST_IN)                                                               \
+    NN_K(OP, FN, RILL_FLOAT, HOST_IN), NN_K(OP, FN, RILL_DOUBLE, HOST_IN),                         \
+        NN_K(OP, FN, RILL_HALF, HOST_IN)
+#define NN_KERNEL(OP, FN) NN_KERNEL_H(OP, FN, 0)
 
 const rill__kernel_def rill__opencl_kernels_nn[] = {
+    NN_KERNEL("BiasAdd", bias_add_kernel),
+    NN_KERNEL("BiasAddGrad", bias_add_grad_kernel),
+    NN_KERNEL("Relu", relu_kernel),
+    NN_KERNEL("ReluGrad", relu_grad_kernel),
+    NN_KERNEL("Sigmoid", sigmoid_kernel),
+    NN_KERNEL("SigmoidGrad", sigmoid_grad_kernel),
+    NN_KERNEL("Tanh", tanh_kernel),
+    NN_KERNEL("TanhGrad", tanh_grad_kernel),
+    NN_KERNEL("Softmax", softmax_kernel),
+    NN_KERNEL("SoftmaxCrossEntropyWithLogits", softmax_ce_kernel),
+    /* labels (input 1) in host memory: checked there, then uploaded. */
+    NN_KERNEL_H("SparseSoftmaxCrossEntropyWithLogits", sparse_softmax_ce_kernel, 1u << 1),
     {0},
 };
