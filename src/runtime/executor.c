@@ -110,14 +110,15 @@ static bool is_expensive(const rill_node *n)
 }
 
 static void describe_cycle(rill_graph *g, const char *inplan, const int *indeg, int nnodes,
-                           rill_status *s)
+                           bool exec_graph, rill_status *s)
 {
-    (void)g;
     int count = 0;
     char names[512] = "";
     size_t off = 0;
     for (int i = 0; i < nnodes; i++) {
         if (!inplan[i] || indeg[i] <= 0) continue;
+        /* Name the user's nodes only, not the transfers the partitioner added. */
+        if (exec_graph && !rill_graph_node(g, i)->origin) continue;
         if (count < 4 && off < sizeof names)
             off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", count ? ", " : "",
                                     rill_graph_node(g, i)->name);
@@ -253,7 +254,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         }
     }
     if (tail < np) {
-        describe_cycle(g, inplan, indeg, nn, s);
+        describe_cycle(g, inplan, indeg, nn, a->exec_graph, s);
         rill__free(cstart);
         rill__free(cnode);
         rill__free(cfill);

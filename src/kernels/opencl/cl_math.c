@@ -457,13 +457,14 @@ static void binary(rill__kctx *ctx, int op)
     if (!out || out->numel == 0) return;
     cl_bcast cb;
     bcast_collapse(bc.rank, bc.out_dims, bc.a_strides, bc.b_strides, &cb);
-    const char *name = bc.same                       ? "math_bin_same"
-                       : bc.a_scalar && !bc.b_scalar ? "math_bin_scalar_a"
-                       : bc.b_scalar && !bc.a_scalar ? "math_bin_scalar_b"
-                       : cb.rank == 1 && cb.a_strides[0] == 1 && cb.b_strides[0] == 1
-                           ? "math_bin_same"
-                           : "math_bin_bcast";
-    if (bc.a_scalar && bc.b_scalar) name = "math_bin_same"; /* both one element */
+    /* Same shape (also after dropping 1s, or both one element), one scalar side, or the
+     * general strided walk. */
+    bool same = bc.same || (bc.a_scalar && bc.b_scalar) ||
+                (cb.rank == 1 && cb.a_strides[0] == 1 && cb.b_strides[0] == 1);
+    const char *name = same          ? "math_bin_same"
+                       : bc.a_scalar ? "math_bin_scalar_a"
+                       : bc.b_scalar ? "math_bin_scalar_b"
+                                     : "math_bin_bcast";
     launch l;
     if (!launch_begin(&l, ctx, name, x->dtype)) return;
     arg_mem(&l, x);
