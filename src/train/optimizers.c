@@ -123,10 +123,11 @@ static rill_output slot(rill_graph *g, rill_output var, const char *name)
     } else {
         rill_graph_push_name_scope(g, "/");
         rill_graph_push_control_dependencies(g, NULL, 0);
-        rill_graph_push_device(g, rill_node_requested_device(var.node));
+        /* Slots live with their variable (TF creates them under colocate_with(var)). */
+        rill_graph_push_colocate_with(g, var.node);
         v = rill_variable(g, rill_output_dtype(var), rill_output_shape(var),
                           rill_zeros_initializer(), false, full);
-        rill_graph_pop_device(g);
+        rill_graph_pop_colocate_with(g);
         rill_graph_pop_control_dependencies(g);
         rill_graph_pop_name_scope(g);
     }

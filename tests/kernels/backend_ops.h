@@ -128,6 +128,13 @@ static inline rill_output bo_placeholder(rill_graph *g, const rill_tensor *x)
     return rill_placeholder(g, rill_tensor_dtype(x), *rill_tensor_shape(x), NULL);
 }
 
+/* A placeholder of dtype t and unknown shape: lets a test feed shapes that the op's build-time
+ * shape check would reject, to reach the kernels' run-time checks. */
+static inline rill_output bo_placeholder_any(rill_graph *g, rill_dtype t)
+{
+    return rill_placeholder(g, t, rill_shape_unknown(), NULL);
+}
+
 static inline void bo_free_all(rill_tensor **ts, int n)
 {
     for (int i = 0; i < n; i++) {

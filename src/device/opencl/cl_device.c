@@ -236,8 +236,10 @@ int rill__opencl_enumerate(rill__device **out, int cap, int first_gpu_id, rill_s
             snprintf(d->kernel_key, sizeof d->kernel_key, "OPENCL");
             snprintf(d->name, sizeof d->name, "/job:localhost/replica:0/task:0/device:GPU:%d",
                      d->id);
-            snprintf(d->desc, sizeof d->desc, "device: %d, name: %s, vendor: %s, %s%s", d->id,
-                     name, vendor, version, gpu ? "" : " (OpenCL CPU device used as a GPU)");
+            /* The description may be cut to fit; %.Ns keeps GCC's truncation check quiet. */
+            snprintf(d->desc, sizeof d->desc, "device: %d, name: %.80s, vendor: %.40s, %.60s%s",
+                     d->id, name, vendor, version,
+                     gpu ? "" : " (OpenCL CPU device used as a GPU)");
             d->fp64 = strstr(ext, "cl_khr_fp64") != NULL;
             d->fp16 = true; /* stored as half, computed in float: see opencl.h */
             d->memory_bytes = (size_t)mem;
