@@ -393,14 +393,15 @@ static __attribute__((unused)) bool bo__compare(const char *desc, const char *wh
         return false;
     }
     if (!rill_dtype_is_float(ref->dtype)) {
-        int64_t n = ref->numel;
-        for (int64_t i = 0; i < n; i++)
-            if (!CHECK(rill_tensor_get_double(ref, i) == rill_tensor_get_double(got, i))) {
-                fprintf(stderr, "  %s: %s element %lld is %.17g on CPU, %.17g on OpenCL\n", desc,
-                        what, (long long)i, rill_tensor_get_double(ref, i),
-                        rill_tensor_get_double(got, i));
-                return false;
-            }
+        int64_t n = ref->numel, bad = -1;
+        for (int64_t i = 0; i < n && bad < 0; i++)
+            if (rill_tensor_get_double(ref, i) != rill_tensor_get_double(got, i)) bad = i;
+        if (!CHECK(bad < 0)) {
+            fprintf(stderr, "  %s: %s element %lld is %.17g on CPU, %.17g on OpenCL\n", desc, what,
+                    (long long)bad, rill_tensor_get_double(ref, bad),
+                    rill_tensor_get_double(got, bad));
+            return false;
+        }
         return true;
     }
     double e = bo_nmse(ref, got);

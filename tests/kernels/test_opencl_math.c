@@ -761,26 +761,33 @@ static void test_views(void)
     }
 }
 
+#define TIMED(f)                                                                                   \
+    do {                                                                                           \
+        double t_ = now();                                                                         \
+        f();                                                                                       \
+        printf("%-20s %6.2f s\n", #f, now() - t_);                                                 \
+    } while (0)
+
 int main(void)
 {
     bo_device(); /* before anything else enumerates devices */
     double t0 = now();
-    test_registrations();
-    test_binary();
-    test_maximum_nan();
-    test_binary_errors();
-    test_unary();
-    test_add_n();
-    test_reductions();
-    test_sum_to_shape();
-    test_reduce_grad();
-    test_maximum_grad();
-    test_sqrt_grad();
-    test_matmul();
-    test_cast();
-    test_fill();
-    test_fill_like();
-    test_views();
+    TIMED(test_registrations);
+    TIMED(test_binary);
+    TIMED(test_maximum_nan);
+    TIMED(test_binary_errors);
+    TIMED(test_unary);
+    TIMED(test_add_n);
+    TIMED(test_reductions);
+    TIMED(test_sum_to_shape);
+    TIMED(test_reduce_grad);
+    TIMED(test_maximum_grad);
+    TIMED(test_sqrt_grad);
+    TIMED(test_matmul);
+    TIMED(test_cast);
+    TIMED(test_fill);
+    TIMED(test_fill_like);
+    TIMED(test_views);
     printf("total %.2f s\n", now() - t0);
     TEST_MAIN_END();
 }
