@@ -23,3 +23,7 @@ if [ -x "$PY" ]; then
 else
   echo "skipped: no .venv (make bench-baselines installs tensorflow-cpu and torch into it)"
 fi
+echo
+echo "== devices: elementwise, MatMul and copies per device"
+mkdir -p "$B/pocl-cache"
+RILL_OPENCL_CPU_AS_GPU=1 POCL_CACHE_DIR="$B/pocl-cache" "$B/bench/bench_devices"

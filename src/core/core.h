@@ -38,6 +38,11 @@ uint64_t rill__alloc_count(void);
     } while (0)
 _Noreturn void rill__oom(const char *file, int line);
 
+/* A cleared status owned by the calling thread, for calls on the per-step path that need
+ * somewhere to put an error they rarely have (allocated once per thread). Valid until the
+ * thread's next call. */
+rill_status *rill__scratch_status(void);
+
 /* --- logging --- */
 typedef enum { RILL_LOG_DEBUG, RILL_LOG_INFO, RILL_LOG_WARNING, RILL_LOG_ERROR } rill__log_level;
 void rill__log(rill__log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -109,3 +109,12 @@ const char *rill_code_name(rill_code c)
     if ((int)c < 0 || (size_t)c >= sizeof names / sizeof names[0]) return "UNKNOWN_CODE";
     return names[c];
 }
+
+static _Thread_local rill_status *scratch;
+
+rill_status *rill__scratch_status(void)
+{
+    if (!scratch) scratch = rill_status_new();
+    rill_status_clear(scratch);
+    return scratch;
+}

@@ -40,14 +40,13 @@ static void recv_kernel(rill__kctx *ctx)
             ctx->recycle[0] = rill_tensor_ref(out);
         }
     }
-    rill_status *s = rill_status_new();
+    rill_status *s = rill__scratch_status();
     if (!rill__tensor_copy_into(out, in, s)) {
         rill__kctx_fail(ctx, rill_status_code(s), "%s", rill_status_message(s));
         rill_tensor_free(out);
     } else {
         rill__kctx_set_output(ctx, 0, out);
     }
-    rill_status_free(s);
 }
 
 #ifdef RILL_HAVE_OPENCL

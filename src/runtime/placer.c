@@ -3,7 +3,8 @@
  * 1. Colocation groups (union-find): a node and the variable behind each of its reference
  *    inputs, and explicit colocate_with groups. A group's requested device is the merge of its
  *    members' requests (conflicting job/replica/task is always an error; conflicting type or id
- *    is an error unless soft placement drops it).
+ *    is an error unless soft placement drops it). A reference consumer whose own request
+ *    conflicts with its variable's takes the variable's (TF's "Ignoring device specification").
  * 2. A group's candidates: devices matching its request on which every member has a kernel,
  *    sorted by type priority (GPU before CPU) then name. With soft placement and no candidate,
  *    the request's type and id are cleared and the search repeats within the same task.
@@ -105,6 +106,38 @@ static int candidates(rill_graph *g, const int *parent, int root, const rill_dev
     return n;
 }
 
+static bool has_details(const rill_device_name *d)
+{
+    return d->has_job || d->has_replica || d->has_task || d->has_type || d->has_id;
+}
+
+/* TF's reference-edge rule (reference §2.2 step 3): a node whose reference input comes from a
+ * variable that asked for an incompatible device takes the variable's request instead of its
+ * own, so an update built under another device scope (replica_device_setter leaves Assign on
+ * the worker) still lands with its variable. */
+static bool follow_reference_inputs(const rill_node *n, rill_device_name *dn, bool log,
+                                    rill_status *s)
+{
+    for (int k = 0; k < n->ninputs; k++) {
+        if (!(n->op->ref_inputs & (1u << k))) continue;
+        const rill_node *src = n->inputs[k].node;
+        rill_device_name sdn, test = *dn;
+        if (!rill_device_name_parse(src->requested_device, &sdn, s)) return false;
+        if (!has_details(&sdn) || !has_details(dn)) continue;
+        if (rill_device_name_merge(&test, &sdn, false, NULL)) continue;
+        if (log) {
+            char a[RILL_DEVICE_NAME_MAX], b[RILL_DEVICE_NAME_MAX];
+            fprintf(stderr,
+                    "Ignoring device specification %s for node '%s' because the input edge from "
+                    "'%s' is a reference connection and already has a device field set to %s\n",
+                    rill_device_name_str(dn, a, sizeof a), n->name, src->name,
+                    rill_device_name_str(&sdn, b, sizeof b));
+        }
+        *dn = sdn;
+    }
+    return true;
+}
+
 bool rill__place(rill_graph *g, rill__placement *pl, rill__device *const *devs, int ndev,
                  bool soft, bool log, rill_status *s)
 {
@@ -149,20 +182,25 @@ bool rill__place(rill_graph *g, rill__placement *pl, rill__device *const *devs, 
         group *gr = &groups[parent[i]];
         rill_device_name dn;
         if (!rill_device_name_parse(n->requested_device, &dn, s)) goto out;
+        if (!follow_reference_inputs(n, &dn, log && i >= pl->n, s)) goto out;
         if (i < pl->n && pl->assigned[i]) gr->fixed = pl->assigned[i];
         if (!gr->spec_ok) {
             gr->spec = dn;
             gr->spec_ok = true;
             continue;
         }
+        /* As TF's ColocateNodes(x, y): the later node x first, merged with the group's spec,
+         * and the group's first node y second (TF's missing closing quote included). */
         rill_status *ms = rill_status_new();
-        if (!rill_device_name_merge(&gr->spec, &dn, soft, ms)) {
+        rill_device_name merged = dn;
+        if (!rill_device_name_merge(&merged, &gr->spec, soft, ms)) {
             rill_node *root = rill_graph_node(g, parent[i]);
             rill_status_set(s, RILL_INVALID_ARGUMENT, "Cannot colocate nodes '%s' and '%s: %s",
-                            root->name, n->name, rill_status_message(ms));
+                            n->name, root->name, rill_status_message(ms));
             rill_status_free(ms);
             goto out;
         }
+        gr->spec = merged;
         rill_status_free(ms);
     }
 

@@ -5,6 +5,8 @@
 set -u
 B=${1:?build dir}
 P="$B/examples/fashion_mnist"
+# The MLP trains on the CPU here: PoCL standing in for a GPU is ~100x slower at MatMul.
+export RILL_OPENCL_CPU_AS_GPU=0
 if [ ! -f /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz ]; then
   echo "FAIL: Fashion-MNIST is not installed (make installs dataset-fashion-mnist)"; exit 1
 fi

@@ -4,6 +4,7 @@
 set -u
 B=${1:?build dir}
 P="$B/examples/linear_regression"
+export RILL_OPENCL_CPU_AS_GPU=0
 fail=0; checks=0
 check() { checks=$((checks+1)); if ! eval "$1"; then echo "FAIL: $2"; fail=$((fail+1)); fi; }
 

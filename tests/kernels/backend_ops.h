@@ -260,7 +260,8 @@ static __attribute__((unused)) bool bo_run(const rill_node *n, const char *devic
         if (n->op->ref_inputs & (1u << i)) {
             rill_output src = n->inputs[i];
             rill_dtype t = src.node->out_dtypes[src.index];
-            rill_shape vs = inputs[i] ? *rill_tensor_shape(inputs[i]) : src.node->out_shapes[0];
+            rill_shape vs =
+                inputs[i] ? *rill_tensor_shape(inputs[i]) : src.node->out_shapes[src.index];
             host = host || !rill__device_holds_dtype(dev, t);
             vars[i] = bo_var_new(src.node->name, t, &vs, inputs[i], host ? NULL : dev);
             ok = vars[i] != NULL;
@@ -422,8 +423,8 @@ static __attribute__((unused)) bool bo__compare(const char *desc, const char *wh
 }
 
 /* Runs n on the CPU and on OpenCL with these host inputs and compares (see the file comment).
- * max_nmse < 0: bo_default_nmse of the node's dtype. True when they agree or there is no OpenCL
- * device. */
+ * max_nmse < 0: bo_default_nmse of the node's dtype or the output's, whichever is looser. True when
+ * they agree or there is no OpenCL device. */
 static __attribute__((unused)) bool bo_check(const rill_node *n, rill_tensor *const *inputs,
                                              double max_nmse)
 {
@@ -436,7 +437,6 @@ static __attribute__((unused)) bool bo_check(const rill_node *n, rill_tensor *co
     char desc[512];
     bo_describe(n, inputs, desc, sizeof desc);
     rill_dtype kt = rill__node_kernel_dtype(n);
-    if (max_nmse < 0) max_nmse = bo_default_nmse(kt);
     bo_result cpu, cl;
     bool ok = bo_run(n, "CPU", rill__cpu_device(), inputs, &cpu);
     ok = ok && bo_run(n, "OPENCL", dev, inputs, &cl);
@@ -457,7 +457,9 @@ static __attribute__((unused)) bool bo_check(const rill_node *n, rill_tensor *co
         char what[64];
         snprintf(what, sizeof what, "output %d", i);
         if (!cpu.out[i]) continue; /* nothing to compare (VariableV2 uninitialised) */
-        if (!bo__compare(desc, what, cpu.out[i], cl.out[i], max_nmse)) {
+        double lim = max_nmse >= 0 ? max_nmse
+                                   : fmax(bo_default_nmse(kt), bo_default_nmse(cpu.out[i]->dtype));
+        if (!bo__compare(desc, what, cpu.out[i], cl.out[i], lim)) {
             ok = false;
             continue;
         }
@@ -473,7 +475,10 @@ static __attribute__((unused)) bool bo_check(const rill_node *n, rill_tensor *co
         if (!cpu.var_value[i]) continue;
         char what[64];
         snprintf(what, sizeof what, "variable of input %d", i);
-        ok = bo__compare(desc, what, cpu.var_value[i], cl.var_value[i], max_nmse) && ok;
+        double lim = max_nmse >= 0
+                         ? max_nmse
+                         : fmax(bo_default_nmse(kt), bo_default_nmse(cpu.var_value[i]->dtype));
+        ok = bo__compare(desc, what, cpu.var_value[i], cl.var_value[i], lim) && ok;
     }
 done:
     bo_result_clear(&cpu);

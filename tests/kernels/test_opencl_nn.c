@@ -39,7 +39,8 @@ static void check_unary(const char *op, double lo, double hi)
             rill_graph *g = rill_graph_new();
             rill_tensor *in[1] = {bo_random(float_types[t], shapes[s], ranks[s], lo, hi)};
             rill_output y = node1(g, op, bo_placeholder(g, in[0]));
-            if (!bo_check(y.node, in, tight(y.node))) fprintf(stderr, "  case: %s shape #%d\n", op, s);
+            if (!bo_check(y.node, in, tight(y.node)))
+                fprintf(stderr, "  case: %s shape #%d\n", op, s);
             bo_free_all(in, 1);
             rill_graph_free(g);
         }
@@ -56,7 +57,8 @@ static void check_binary(const char *op, double alo, double ahi)
             rill_tensor *in[2] = {bo_random(float_types[t], shapes[s], ranks[s], alo, ahi),
                                   bo_random(float_types[t], shapes[s], ranks[s], -2, 2)};
             rill_output y = node2(g, op, bo_placeholder(g, in[0]), bo_placeholder(g, in[1]));
-            if (!bo_check(y.node, in, tight(y.node))) fprintf(stderr, "  case: %s shape #%d\n", op, s);
+            if (!bo_check(y.node, in, tight(y.node)))
+                fprintf(stderr, "  case: %s shape #%d\n", op, s);
             bo_free_all(in, 2);
             rill_graph_free(g);
         }
@@ -67,7 +69,7 @@ static void test_elementwise(void)
     check_unary("Relu", -3, 3);
     check_unary("Sigmoid", -12, 12);
     check_unary("Tanh", -6, 6);
-    check_binary("ReluGrad", -2, 2); /* gradients, features */
+    check_binary("ReluGrad", -2, 2);   /* gradients, features */
     check_binary("SigmoidGrad", 0, 1); /* y, dy */
     check_binary("TanhGrad", -1, 1);
 }
@@ -82,16 +84,18 @@ static void test_bias_add(void)
             rill_graph *g = rill_graph_new();
             rill_tensor *in[2] = {bo_random(float_types[t], shapes[s], ranks[s], -2, 2),
                                   bo_random(float_types[t], &c, 1, -1, 1)};
-            rill_output y = rill_bias_add(g, bo_placeholder(g, in[0]), bo_placeholder(g, in[1]),
-                                          NULL);
-            if (!bo_check(y.node, in, tight(y.node))) fprintf(stderr, "  case: BiasAdd shape #%d\n", s);
+            rill_output y =
+                rill_bias_add(g, bo_placeholder(g, in[0]), bo_placeholder(g, in[1]), NULL);
+            if (!bo_check(y.node, in, tight(y.node)))
+                fprintf(stderr, "  case: BiasAdd shape #%d\n", s);
             bo_free_all(in, 2);
             rill_graph_free(g);
 
             g = rill_graph_new();
             rill_tensor *gin[1] = {bo_random(float_types[t], shapes[s], ranks[s], -2, 2)};
             y = node1(g, "BiasAddGrad", bo_placeholder(g, gin[0]));
-            if (!bo_check(y.node, gin, tight(y.node))) fprintf(stderr, "  case: BiasAddGrad shape #%d\n", s);
+            if (!bo_check(y.node, gin, tight(y.node)))
+                fprintf(stderr, "  case: BiasAddGrad shape #%d\n", s);
             bo_free_all(gin, 1);
             rill_graph_free(g);
         }
@@ -99,8 +103,8 @@ static void test_bias_add(void)
 
 static void test_softmax(void)
 {
-    static const int64_t shapes[][3] = {{4, 10, 0}, {10, 0, 0}, {2, 3, 7}, {65, 1, 0},
-                                        {3, 1000, 0}, {0, 5, 0}};
+    static const int64_t shapes[][3] = {{4, 10, 0}, {10, 0, 0},   {2, 3, 7},
+                                        {65, 1, 0}, {3, 1000, 0}, {0, 5, 0}};
     static const int ranks[] = {2, 1, 3, 2, 2, 2};
     for (int t = 0; t < 3; t++)
         for (int s = 0; s < 6; s++)
@@ -108,8 +112,8 @@ static void test_softmax(void)
                 /* big: logits around +-60, whose exponentials overflow float without the max
                  * shift (and half's range long before). */
                 rill_graph *g = rill_graph_new();
-                rill_tensor *in[1] = {bo_random(float_types[t], shapes[s], ranks[s],
-                                                big ? 40 : -3, big ? 60 : 3)};
+                rill_tensor *in[1] = {
+                    bo_random(float_types[t], shapes[s], ranks[s], big ? 40 : -3, big ? 60 : 3)};
                 rill_output y = rill_softmax(g, bo_placeholder(g, in[0]), NULL);
                 if (!bo_check(y.node, in, tight(y.node)))
                     fprintf(stderr, "  case: Softmax shape #%d big %d\n", s, big);
@@ -168,8 +172,8 @@ static void test_sparse_softmax_ce(void)
                 rill_output y = rill_sparse_softmax_cross_entropy_with_logits(
                     g, bo_placeholder(g, in[1]), bo_placeholder(g, in[0]), NULL);
                 if (!bo_check(y.node, in, tight(y.node)))
-                    fprintf(stderr, "  case: SparseSoftmaxCrossEntropyWithLogits shape #%d %s\n",
-                            s, rill_dtype_name(label_types[lt]));
+                    fprintf(stderr, "  case: SparseSoftmaxCrossEntropyWithLogits shape #%d %s\n", s,
+                            rill_dtype_name(label_types[lt]));
                 bo_free_all(in, 2);
                 rill_graph_free(g);
             }
@@ -214,8 +218,8 @@ static void test_errors(void)
             int64_t d[2] = {2, 0};
             rill_graph *g = rill_graph_new();
             rill_tensor *in[2] = {bo_random(ft, d, 2, -1, 1), bo_random(ft, d, 2, 0, 1)};
-            rill_output y = rill_softmax_cross_entropy_with_logits(g, unknown(g, ft),
-                                                                   unknown(g, ft), NULL);
+            rill_output y =
+                rill_softmax_cross_entropy_with_logits(g, unknown(g, ft), unknown(g, ft), NULL);
             bo_check_error(y.node, in, RILL_INVALID_ARGUMENT,
                            "Must have at least one class, but got logits shape [2,0]");
             bo_free_all(in, 2);
@@ -237,8 +241,8 @@ static void test_errors(void)
             rill_tensor *in2[2] = {bo_random(ft, a, 2, -1, 1), bo_random(ft, b, 2, -1, 1)};
             bo_check_error(r.node, in2, RILL_INVALID_ARGUMENT,
                            "must have the same size and shape.  Input 0: [2,3] != input 1: [3,2]");
-            rill_output ce = rill_softmax_cross_entropy_with_logits(g, unknown(g, ft),
-                                                                    unknown(g, ft), NULL);
+            rill_output ce =
+                rill_softmax_cross_entropy_with_logits(g, unknown(g, ft), unknown(g, ft), NULL);
             bo_check_error(ce.node, in2, RILL_INVALID_ARGUMENT,
                            "logits and labels must be same size: logits_size=[2,3] "
                            "labels_size=[3,2]");
@@ -261,10 +265,17 @@ static void test_registrations(void)
     printf("SKIP: rill built without OpenCL\n");
     return;
 #endif
-    static const char *const ops[] = {
-        "BiasAdd", "BiasAddGrad", "Relu",    "ReluGrad", "Sigmoid", "SigmoidGrad", "Tanh",
-        "TanhGrad", "Softmax", "SoftmaxCrossEntropyWithLogits",
-        "SparseSoftmaxCrossEntropyWithLogits"};
+    static const char *const ops[] = {"BiasAdd",
+                                      "BiasAddGrad",
+                                      "Relu",
+                                      "ReluGrad",
+                                      "Sigmoid",
+                                      "SigmoidGrad",
+                                      "Tanh",
+                                      "TanhGrad",
+                                      "Softmax",
+                                      "SoftmaxCrossEntropyWithLogits",
+                                      "SparseSoftmaxCrossEntropyWithLogits"};
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         for (int t = 0; t < 3; t++)
             if (!CHECK(rill__kernel_lookup(ops[i], "OPENCL", float_types[t]) != NULL))

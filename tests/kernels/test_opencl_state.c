@@ -58,10 +58,9 @@ static void test_registrations(void)
     printf("SKIP: rill built without OpenCL\n");
     return;
 #endif
-    static const char *const ops[] = {"VariableV2",    "Assign",         "AssignAdd",
-                                      "AssignSub",     "ApplyGradientDescent",
-                                      "ApplyMomentum", "ApplyAdam",      "RandomNormal",
-                                      "TruncatedNormal", "RandomUniform"};
+    static const char *const ops[] = {
+        "VariableV2",    "Assign",    "AssignAdd",    "AssignSub",       "ApplyGradientDescent",
+        "ApplyMomentum", "ApplyAdam", "RandomNormal", "TruncatedNormal", "RandomUniform"};
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
         for (int t = 0; t < 3; t++) {
             const rill__kernel_def *k = rill__kernel_lookup(ops[i], "OPENCL", float_types[t]);
@@ -109,9 +108,8 @@ static void test_assign_ops(void)
                     rill_dtype ft = float_types[t];
                     rill_shape sh = rill_shape_make(ranks[s], shapes[s]);
                     rill_graph *g = rill_graph_new();
-                    rill_tensor *in[2] = {
-                        init ? bo_random(ft, shapes[s], ranks[s], -2, 2) : NULL,
-                        bo_random(ft, shapes[s], ranks[s], -1, 1)};
+                    rill_tensor *in[2] = {init ? bo_random(ft, shapes[s], ranks[s], -2, 2) : NULL,
+                                          bo_random(ft, shapes[s], ranks[s], -1, 1)};
                     rill_output v = var_node(g, "v", ft, sh);
                     rill_output in1[] = {v, bo_placeholder(g, in[1])};
                     rill_node *n = rill__node_create(g, ops[o], NULL, in1, 2, NULL, 0);
@@ -202,9 +200,8 @@ static rill_node *update_node(rill_graph *g, int k, rill_tensor *const *in, int 
     const rill__op_def *def = rill__op_lookup(ops[k]);
     rill_output x[10];
     for (int i = 0; i < nin; i++)
-        x[i] = (def->ref_inputs & (1u << i))
-                   ? var_node(g, names[i], in[i]->dtype, in[i]->shape)
-                   : bo_placeholder(g, in[i]);
+        x[i] = (def->ref_inputs & (1u << i)) ? var_node(g, names[i], in[i]->dtype, in[i]->shape)
+                                             : bo_placeholder(g, in[i]);
     rill__attr a[] = {RILL__A_BOOL("use_nesterov", k == NESTEROV)};
     return rill__node_create(g, ops[k], NULL, x, nin, a, k == MOMENTUM || k == NESTEROV);
 }
@@ -339,7 +336,10 @@ static void test_copy_on_write(void)
         rill_output x = rill_placeholder(g, ft, sh, NULL);
         rill_node *add = rill_assign_add(g, v, x, NULL).node;
         rill_node *asg = rill_assign(g, v, x, NULL).node;
-        rill_tensor *dx = rill__tensor_copy_to(delta, dev, NULL);
+        rill_status *cs = rill_status_new();
+        rill_tensor *dx = rill__tensor_copy_to(delta, dev, cs);
+        rill_status_free(cs);
+        if (!CHECK(dx != NULL)) return;
         rill_tensor *in[2] = {NULL, dx};
         rill_tensor *outs[1] = {NULL};
         void *state = NULL;
@@ -349,15 +349,13 @@ static void test_copy_on_write(void)
         rill__var *vars[2] = {var, NULL};
         rill_tensor *before = var->value;
         rill__buffer *buf = before->buf;
-        CHECK_EQ_INT(run_direct(add, dev, in, vars, NULL, outs, &state, msg, sizeof msg),
-                     RILL_OK);
+        CHECK_EQ_INT(run_direct(add, dev, in, vars, NULL, outs, &state, msg, sizeof msg), RILL_OK);
         CHECK(var->value == before && var->value->buf == buf);
         CHECK(outs[0] == var->value);
         rill_tensor_free(outs[0]);
         outs[0] = NULL;
         CHECK_NEAR(value_at(var->value, 7), 3, 0);
-        CHECK_EQ_INT(run_direct(asg, dev, in, vars, NULL, outs, &state, msg, sizeof msg),
-                     RILL_OK);
+        CHECK_EQ_INT(run_direct(asg, dev, in, vars, NULL, outs, &state, msg, sizeof msg), RILL_OK);
         CHECK(var->value == before && var->value->buf == buf);
         CHECK_NEAR(value_at(var->value, 7), 2, 0);
         rill_tensor_free(outs[0]);
@@ -365,8 +363,7 @@ static void test_copy_on_write(void)
 
         /* Held by a reader: AssignAdd copies on the device first; the reader's value stays. */
         rill_tensor *held = rill_tensor_ref(var->value);
-        CHECK_EQ_INT(run_direct(add, dev, in, vars, NULL, outs, &state, msg, sizeof msg),
-                     RILL_OK);
+        CHECK_EQ_INT(run_direct(add, dev, in, vars, NULL, outs, &state, msg, sizeof msg), RILL_OK);
         CHECK(var->value != held && var->value->buf->dev == dev);
         CHECK_NEAR(value_at(held, 0), 2, 0);
         CHECK_NEAR(value_at(var->value, 0), 4, 0);
@@ -375,8 +372,7 @@ static void test_copy_on_write(void)
         rill_tensor_free(held);
         /* ... and Assign makes a new device tensor. */
         held = rill_tensor_ref(var->value);
-        CHECK_EQ_INT(run_direct(asg, dev, in, vars, NULL, outs, &state, msg, sizeof msg),
-                     RILL_OK);
+        CHECK_EQ_INT(run_direct(asg, dev, in, vars, NULL, outs, &state, msg, sizeof msg), RILL_OK);
         CHECK(var->value != held && var->value->buf->dev == dev);
         CHECK_NEAR(value_at(held, 0), 4, 0);
         CHECK_NEAR(value_at(var->value, 0), 2, 0);
@@ -388,8 +384,7 @@ static void test_copy_on_write(void)
         /* A value in host memory moves to the device on the first update. */
         var = bo_var_new("v", ft, &sh, init, NULL);
         vars[0] = var;
-        CHECK_EQ_INT(run_direct(add, dev, in, vars, NULL, outs, &state, msg, sizeof msg),
-                     RILL_OK);
+        CHECK_EQ_INT(run_direct(add, dev, in, vars, NULL, outs, &state, msg, sizeof msg), RILL_OK);
         CHECK(var->value->buf->dev == dev);
         CHECK_NEAR(value_at(var->value, 99), 3, 0);
         rill_tensor_free(outs[0]);
@@ -466,8 +461,7 @@ static rill_tensor *draw(rill_node *n, void **state)
     rill__device *dev = bo_device();
     rill_tensor *outs[1] = {NULL};
     char msg[512];
-    if (!CHECK_EQ_INT(run_direct(n, dev, NULL, NULL, NULL, outs, state, msg, sizeof msg),
-                      RILL_OK))
+    if (!CHECK_EQ_INT(run_direct(n, dev, NULL, NULL, NULL, outs, state, msg, sizeof msg), RILL_OK))
         fprintf(stderr, "  %s: %s\n", n->op->name, msg);
     if (!outs[0]) return NULL;
     CHECK(outs[0]->buf->dev == dev && outs[0]->dtype == n->out_dtypes[0]);
@@ -527,8 +521,8 @@ static void test_random(void)
                         fprintf(stderr,
                                 "  case: %s %s run %d: mean %g sd %g within1 %g min %g max %g "
                                 "corr %g\n",
-                                ops[o], rill_dtype_name(ft), r, st.mean, st.sd, st.within1,
-                                st.min, st.max, st.corr);
+                                ops[o], rill_dtype_name(ft), r, st.mean, st.sd, st.within1, st.min,
+                                st.max, st.corr);
                 }
             }
             rill_tensor_free(r1);

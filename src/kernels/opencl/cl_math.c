@@ -239,10 +239,12 @@ typedef struct cl_reduce {
 static_assert(sizeof(cl_reduce) == 8 + 4 * 8 * RILL_MAX_DIMS, "cl_reduce layout");
 
 /* A kernel launch being prepared: the kernel, the next argument index, the first error. The
- * device lock is held from launch_begin to launch_end. */
+ * device lock is held from launch_begin to launch_end. Nothing here allocates unless something
+ * fails: a training step must not allocate once warm (tests/runtime checks it). */
 typedef struct launch {
     rill__kctx *ctx;
     rill__device *dev;
+    const char *name;
     cl_kernel k;
     cl_uint narg;
     cl_int err;
@@ -254,9 +256,13 @@ static bool launch_begin(launch *l, rill__kctx *ctx, const char *name, rill_dtyp
 {
     l->ctx = ctx;
     l->dev = ctx->device;
+    l->name = name;
     l->narg = 0;
     l->err = CL_SUCCESS;
     rill__cl_lock(l->dev);
+    l->k = rill__cl_kernel(l->dev, name, t, NULL);
+    if (l->k) return true;
+    /* Ask again, now with a status, for the reason (the build log). */
     rill_status *s = rill_status_new();
     l->k = rill__cl_kernel(l->dev, name, t, s);
     if (!l->k) {
@@ -303,25 +309,37 @@ static void arg_acc(launch *l, rill_dtype t, double v)
     }
 }
 
-/* Enqueues over n items (rows x cols tiles of `tile` when tile > 0; local size `local` when
- * local > 0) and unlocks. False (ctx failed) on any error. */
+/* Enqueues and unlocks: over n items in groups of `local` (0: up to 64), or, when tile > 0, over
+ * a rows x cols range in tile x tile groups. False (ctx failed) on any error. */
 static bool launch_end_nd(launch *l, size_t n, size_t rows, size_t cols, size_t tile, size_t local)
 {
-    rill_status *s = rill_status_new();
-    bool ok = rill__cl_check(l->err, "set kernel argument", s);
-    if (ok && tile)
-        ok = rill__cl_run2d(l->dev, l->k, rows, cols, tile, s);
-    else if (ok && local && n) {
-        size_t global = (n + local - 1) / local * local;
-        ok = rill__cl_check(clEnqueueNDRangeKernel(rill__cl(l->dev)->queue, l->k, 1, NULL, &global,
-                                                   &local, 0, NULL, NULL),
-                            "enqueue", s);
-    } else if (ok)
-        ok = rill__cl_run1d(l->dev, l->k, n, s);
+    cl_int err = l->err;
+    const char *what = "set kernel argument";
+    if (err == CL_SUCCESS) {
+        what = "enqueue";
+        cl_command_queue q = rill__cl(l->dev)->queue;
+        if (tile && rows && cols) {
+            size_t lo[2] = {tile, tile};
+            size_t gl[2] = {(rows + tile - 1) / tile * tile, (cols + tile - 1) / tile * tile};
+            err = clEnqueueNDRangeKernel(q, l->k, 2, NULL, gl, lo, 0, NULL, NULL);
+        } else if (!tile && n) {
+            size_t lo = local;
+            if (!lo) {
+                lo = 64;
+                while (lo > rill__cl(l->dev)->max_wg) lo /= 2;
+            }
+            size_t gl = (n + lo - 1) / lo * lo;
+            err = clEnqueueNDRangeKernel(q, l->k, 1, NULL, &gl, &lo, 0, NULL, NULL);
+        }
+    }
     rill__cl_unlock(l->dev);
-    if (!ok) rill__kctx_fail(l->ctx, rill_status_code(s), "%s", rill_status_message(s));
+    if (err == CL_SUCCESS) return true;
+    rill_status *s = rill_status_new();
+    rill__cl_check(err, what, s);
+    rill__kctx_fail(l->ctx, rill_status_code(s), "%s of kernel %s on %s", rill_status_message(s),
+                    l->name, l->dev->name);
     rill_status_free(s);
-    return ok;
+    return false;
 }
 
 static bool launch_end(launch *l, size_t n)

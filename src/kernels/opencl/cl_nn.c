@@ -11,8 +11,8 @@
  *
  * SparseSoftmaxCrossEntropyWithLogits takes its labels in host memory (bit 1 of
  * host_memory_inputs): they are checked on the host, TensorFlow's "Received a label value of
- * ..." error included, then widened to int64 and uploaded into a temporary device buffer that
- * is released right after the enqueue (OpenCL keeps it alive until the kernel has run). */
+ * ..." error included, then uploaded as they are (int32 or int64) into a temporary device buffer
+ * that is released right after the enqueue (OpenCL keeps it alive until the kernel has run). */
 #include "../kernel.h"
 #include "../../device/opencl/opencl.h"
 
@@ -126,21 +126,30 @@ const char rill__cl_source_nn[] =
     "    }\n"
     "    ST(loss, r, l);\n"
     "}\n"
-    /* labels: checked on the host to lie in [0, cols). */
-    "__kernel void nn_sparse_softmax_ce(__global T *loss, __global T *bp, __global const T *x,\n"
-    "                                   __global const long *labels, long rows, long cols)\n"
+    /* One row of the sparse cross-entropy; label checked on the host to lie in [0, cols). */
+    "void nn_sparse_row(__global T *loss, __global T *bp, __global const T *x, long label,\n"
+    "                   long r, long cols)\n"
     "{\n"
-    "    long r = get_global_id(0);\n"
-    "    if (r >= rows) return;\n"
     "    __global const T *xr = x + r * cols;\n"
     "    __global T *br = bp + r * cols;\n"
-    "    long label = labels[r];\n"
     "    ACC m = nn_row_max(xr, cols);\n"
     "    ACC sum = nn_row_sum_exp(xr, cols, m);\n"
     "    ACC inv = (ACC)1 / sum;\n"
     "    for (long k = 0; k < cols; k++)\n"
     "        ST(br, k, exp(LD(xr, k) - m) * inv - (k == label ? (ACC)1 : (ACC)0));\n"
     "    ST(loss, r, log(sum) - (LD(xr, label) - m));\n"
+    "}\n"
+    "__kernel void nn_sparse_softmax_ce(__global T *loss, __global T *bp, __global const T *x,\n"
+    "                                   __global const long *labels, long rows, long cols)\n"
+    "{\n"
+    "    long r = get_global_id(0);\n"
+    "    if (r < rows) nn_sparse_row(loss, bp, x, labels[r], r, cols);\n"
+    "}\n"
+    "__kernel void nn_sparse_softmax_ce32(__global T *loss, __global T *bp, __global const T *x,\n"
+    "                                     __global const int *labels, long rows, long cols)\n"
+    "{\n"
+    "    long r = get_global_id(0);\n"
+    "    if (r < rows) nn_sparse_row(loss, bp, x, labels[r], r, cols);\n"
     "}\n";
 
 /* --- enqueueing --- */
@@ -162,25 +171,47 @@ static bool nn_on_device(rill__kctx *ctx, const rill_tensor *t, const char *what
     return false;
 }
 
-/* Sets the arguments of kernel `name` for dtype t and enqueues it over n work items. */
-static void nn_launch(rill__kctx *ctx, const char *name, rill_dtype t, const nn_arg *args,
+/* Records s as ctx's failure (the first one wins), or frees it. */
+static void nn_fail_with(rill__kctx *ctx, rill_status *s)
+{
+    if (!ctx->status)
+        ctx->status = s; /* the executor frees it */
+    else
+        rill_status_free(s);
+}
+
+/* Sets the arguments of kernel `name` for dtype t and enqueues it over n work items; false (ctx
+ * failed) on any error. Nothing allocates unless something fails (a warm training step must not
+ * allocate: tests/runtime checks it), so the first attempt passes no status and a failure is
+ * asked again for its reason. A failed enqueue queued nothing, so enqueueing again is safe. */
+static bool nn_launch(rill__kctx *ctx, const char *name, rill_dtype t, const nn_arg *args,
                       int nargs, int64_t n)
 {
     rill__device *d = ctx->device;
-    rill_status *s = rill_status_new();
     rill__cl_lock(d);
-    cl_kernel k = rill__cl_kernel(d, name, t, s);
-    bool ok = k != NULL;
-    for (int i = 0; ok && i < nargs; i++)
-        ok = rill__cl_check(clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].p),
-                            "set kernel argument", s);
-    if (ok) ok = rill__cl_run1d(d, k, (size_t)n, s);
-    rill__cl_unlock(d);
-    if (!ok && !ctx->status) {
-        ctx->status = s; /* the executor frees it */
-        return;
+    cl_kernel k = rill__cl_kernel(d, name, t, NULL);
+    cl_int err = CL_SUCCESS;
+    for (int i = 0; k && err == CL_SUCCESS && i < nargs; i++)
+        err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].p);
+    bool ok = k && err == CL_SUCCESS && rill__cl_run1d(d, k, (size_t)n, NULL);
+    rill_status *s = NULL;
+    if (!ok) {
+        s = rill_status_new();
+        if (!k) {
+            if (rill__cl_kernel(d, name, t, s))
+                rill_status_set(s, RILL_INTERNAL, "OpenCL kernel '%s' is not available", name);
+        } else if (err != CL_SUCCESS) {
+            rill__cl_check(err, "set kernel argument", s);
+        } else {
+            ok = rill__cl_run1d(d, k, (size_t)n, s);
+        }
     }
-    rill_status_free(s);
+    rill__cl_unlock(d);
+    if (ok)
+        rill_status_free(s);
+    else
+        nn_fail_with(ctx, s);
+    return ok;
 }
 
 /* --- validation (the CPU kernels' checks and texts) --- */
@@ -421,36 +452,19 @@ static bool check_labels(rill__kctx *ctx, const rill_tensor *labels, int64_t cla
     return false;
 }
 
-/* The labels (host memory, checked) as a new device buffer of int64; NULL with ctx failed. */
+/* The labels (host memory, checked, at least one) copied into a new device buffer, int32 or
+ * int64 as they are; NULL with ctx failed. The caller releases it. The copy is made when the
+ * buffer is created, so nothing waits for the queue. */
 static cl_mem upload_labels(rill__kctx *ctx, const rill_tensor *labels)
 {
-    int64_t n = labels->numel;
-    cl_long *wide = NULL;
-    const void *src = labels->buf->data;
-    if (labels->dtype == RILL_INT32) {
-        wide = rill__malloc((size_t)(n > 0 ? n : 1) * sizeof *wide);
-        RILL_CHECK_ALLOC(wide);
-        const int32_t *l32 = labels->buf->data;
-        for (int64_t i = 0; i < n; i++) wide[i] = l32[i];
-        src = wide;
-    }
-    cl_int err = CL_SUCCESS;
-    cl_mem m = n > 0 ? clCreateBuffer(rill__cl(ctx->device)->ctx,
-                                      CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                                      (size_t)n * sizeof(cl_long), (void *)src, &err)
-                     : clCreateBuffer(rill__cl(ctx->device)->ctx, CL_MEM_READ_ONLY,
-                                      sizeof(cl_long), NULL, &err);
-    rill__free(wide);
-    if (err != CL_SUCCESS) {
-        rill_status *s = rill_status_new();
-        rill__cl_check(err, "upload labels", s);
-        if (!ctx->status)
-            ctx->status = s;
-        else
-            rill_status_free(s);
-        return NULL;
-    }
-    return m;
+    cl_int err;
+    cl_mem m = clCreateBuffer(rill__cl(ctx->device)->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                              rill_tensor_nbytes(labels), labels->buf->data, &err);
+    if (err == CL_SUCCESS) return m;
+    rill_status *s = rill_status_new();
+    rill__cl_check(err, "upload labels", s);
+    nn_fail_with(ctx, s);
+    return NULL;
 }
 
 static void sparse_softmax_ce_kernel(rill__kctx *ctx)
@@ -495,7 +509,8 @@ static void sparse_softmax_ce_kernel(rill__kctx *ctx)
     if (!lab) return;
     cl_mem lm = rill__cl_mem(outs[0]), bm = rill__cl_mem(outs[1]), xm = rill__cl_mem(logits);
     nn_arg args[] = {NN_ARG(lm), NN_ARG(bm), NN_ARG(xm), NN_ARG(lab), NN_ARG(rows), NN_ARG(cols)};
-    nn_launch(ctx, "nn_sparse_softmax_ce", logits->dtype, args, 6, rows);
+    nn_launch(ctx, labels->dtype == RILL_INT64 ? "nn_sparse_softmax_ce" : "nn_sparse_softmax_ce32",
+              logits->dtype, args, 6, rows);
     clReleaseMemObject(lab); /* freed by OpenCL once the kernel has run */
 }
 

@@ -193,19 +193,32 @@ static void fail_with(rill__kctx *ctx, rill_status *s)
         rill_status_free(s);
 }
 
-/* Sets the arguments of kernel `name` for dtype t and enqueues it over n work items. */
+/* Sets the arguments of kernel `name` for dtype t and enqueues it over n work items; false (ctx
+ * failed) on any error. Nothing allocates unless something fails (a warm training step must not
+ * allocate: tests/runtime checks it), so the first attempt passes no status and a failure is
+ * asked again for its reason. A failed enqueue queued nothing, so enqueueing again is safe. */
 static bool st_launch(rill__kctx *ctx, const char *name, rill_dtype t, const st_arg *args,
                       int nargs, int64_t n)
 {
     rill__device *d = ctx->device;
-    rill_status *s = rill_status_new();
     rill__cl_lock(d);
-    cl_kernel k = rill__cl_kernel(d, name, t, s);
-    bool ok = k != NULL;
-    for (int i = 0; ok && i < nargs; i++)
-        ok = rill__cl_check(clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].p),
-                            "set kernel argument", s);
-    if (ok) ok = rill__cl_run1d(d, k, (size_t)n, s);
+    cl_kernel k = rill__cl_kernel(d, name, t, NULL);
+    cl_int err = CL_SUCCESS;
+    for (int i = 0; k && err == CL_SUCCESS && i < nargs; i++)
+        err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].p);
+    bool ok = k && err == CL_SUCCESS && rill__cl_run1d(d, k, (size_t)n, NULL);
+    rill_status *s = NULL;
+    if (!ok) {
+        s = rill_status_new();
+        if (!k) {
+            if (rill__cl_kernel(d, name, t, s))
+                rill_status_set(s, RILL_INTERNAL, "OpenCL kernel '%s' is not available", name);
+        } else if (err != CL_SUCCESS) {
+            rill__cl_check(err, "set kernel argument", s);
+        } else {
+            ok = rill__cl_run1d(d, k, (size_t)n, s);
+        }
+    }
     rill__cl_unlock(d);
     if (ok)
         rill_status_free(s);
@@ -243,8 +256,10 @@ static bool host_scalar(rill__kctx *ctx, int i, double *out)
 {
     const rill_tensor *t = ctx->inputs[i];
     if (t->numel < 1) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "%s: input %d must be a scalar, got %lld "
-                        "elements", ctx->node->op->name, i, (long long)t->numel);
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "%s: input %d must be a scalar, got %lld "
+                        "elements",
+                        ctx->node->op->name, i, (long long)t->numel);
         return false;
     }
     if (rill__tensor_on_host(t)) {
@@ -322,14 +337,17 @@ static void assign_kernel(rill__kctx *ctx)
                         rill_shape_str(&x->shape, b, sizeof b));
         return;
     }
-    rill_status *s = rill_status_new();
+    /* In place without allocating (Assign may run every step); a failure is asked again for
+     * its reason, and a failed copy may be retried. */
+    rill_status *s = NULL;
     bool ok;
     pthread_mutex_lock(&v->mu);
     if (v->value && v->value->buf->dev == ctx->device && v->value->dtype == x->dtype &&
         rill__tensor_exclusive(v->value)) {
-        ok = rill__tensor_copy_into(v->value, x, s);
+        ok = rill__tensor_copy_into(v->value, x, NULL);
+        if (!ok) ok = rill__tensor_copy_into(v->value, x, s = rill_status_new());
     } else {
-        rill_tensor *c = rill__tensor_copy_to(x, ctx->device, s);
+        rill_tensor *c = rill__tensor_copy_to(x, ctx->device, s = rill_status_new());
         ok = c != NULL;
         if (ok) {
             rill_tensor_free(v->value);
@@ -418,13 +436,12 @@ static void apply_momentum_kernel(rill__kctx *ctx)
     rill_tensor *acc = var ? writable(ctx, ctx->vars[1]) : NULL;
     if (var && acc && same_size(ctx, var, 3, "grad")) {
         if (acc->numel != var->numel) {
-            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                            "var and accum do not have the same shape");
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "var and accum do not have the same shape");
         } else {
             cl_mem wm = rill__cl_mem(var), am = rill__cl_mem(acc), gm = rill__cl_mem(grad);
             st_acc l = acc_of(var->dtype, lr), m = acc_of(var->dtype, mom);
             cl_long n = var->numel;
-            st_arg args[] = {ST_ARG(wm), ST_ARG(am), ST_ARG(gm), ST_ACC(l),
+            st_arg args[] = {ST_ARG(wm), ST_ARG(am),       ST_ARG(gm), ST_ACC(l),
                              ST_ACC(m),  ST_ARG(nesterov), ST_ARG(n)};
             if (st_launch(ctx, "st_apply_momentum", var->dtype, args, 7, n))
                 rill__kctx_set_output(ctx, 0, rill_tensor_ref(var));
@@ -437,8 +454,7 @@ static void apply_adam_kernel(rill__kctx *ctx)
 {
     double b1p, b2p, lr, beta1, beta2, eps;
     if (!host_scalar(ctx, 3, &b1p) || !host_scalar(ctx, 4, &b2p) || !host_scalar(ctx, 5, &lr) ||
-        !host_scalar(ctx, 6, &beta1) || !host_scalar(ctx, 7, &beta2) ||
-        !host_scalar(ctx, 8, &eps))
+        !host_scalar(ctx, 6, &beta1) || !host_scalar(ctx, 7, &beta2) || !host_scalar(ctx, 8, &eps))
         return;
     const rill_tensor *grad = ctx->inputs[9];
     double lr_t = lr * sqrt(1 - b2p) / (1 - b1p);
@@ -448,8 +464,7 @@ static void apply_adam_kernel(rill__kctx *ctx)
     rill_tensor *v = m ? writable(ctx, ctx->vars[2]) : NULL;
     if (var && m && v && same_size(ctx, var, 9, "grad")) {
         if (m->numel != var->numel || v->numel != var->numel) {
-            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                            "var, m and v do not have the same shape");
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "var, m and v do not have the same shape");
         } else {
             cl_mem wm = rill__cl_mem(var), mm = rill__cl_mem(m), vm = rill__cl_mem(v);
             cl_mem gm = rill__cl_mem(grad);
@@ -541,7 +556,8 @@ static void random_kernel(rill__kctx *ctx)
         .op = OP, .device_type = "OPENCL", .dtype = T, .fn = random_kernel,                        \
         .state_free = cl_rng_free                                                                  \
     }
-#define ST_RANDOM_ALL(OP) ST_RANDOM(OP, RILL_FLOAT), ST_RANDOM(OP, RILL_DOUBLE), ST_RANDOM(OP, RILL_HALF)
+#define ST_RANDOM_ALL(OP)                                                                          \
+    ST_RANDOM(OP, RILL_FLOAT), ST_RANDOM(OP, RILL_DOUBLE), ST_RANDOM(OP, RILL_HALF)
 
 const rill__kernel_def rill__opencl_kernels_state[] = {
     ST_KERNEL_H("VariableV2", variable_kernel, 0),
