@@ -559,6 +559,108 @@ static void test_random(void)
     }
 }
 
+/* --- through a session: variables on /gpu:0 --- */
+
+/* Trains a small softmax classifier (x [6,4], W [4,3], b [3], int32 labels) for 12 steps of
+ * optimizer kind k (0 SGD, 1 Nesterov momentum, 2 Adam) with every node under device spec dev.
+ * Returns the trained W and b (host copies, caller frees) and the global step; false (a failed
+ * check) when the session fails. */
+static bool train_small(const char *dev, int k, rill_tensor **w_out, rill_tensor **b_out,
+                        int64_t *step)
+{
+    rill_graph *g = rill_graph_new();
+    rill_status *s = rill_status_new();
+    rill_session_options *o = rill_session_options_new();
+    rill_session_options_set_allow_soft_placement(o, true); /* int32 labels stay on the CPU */
+    rill_graph_push_device(g, dev);
+    bo_seed(77);
+    int64_t xd[2] = {6, 4}, wd[2] = {4, 3}, bd[1] = {3}, ld[1] = {6};
+    double labels[6] = {0, 1, 2, 1, 0, 2};
+    rill_tensor *xv = bo_random(RILL_FLOAT, xd, 2, -1, 1);
+    rill_tensor *w0 = bo_random(RILL_FLOAT, wd, 2, -0.5, 0.5);
+    rill_tensor *b0 = bo_random(RILL_FLOAT, bd, 1, -0.1, 0.1);
+    rill_tensor *lv = bo_tensor(RILL_INT32, ld, 1, labels);
+    rill_output gs = rill_train_get_or_create_global_step(g);
+    rill_output w = rill_variable_from(g, rill_const(g, w0, "w0"), true, "w");
+    rill_output b = rill_variable_from(g, rill_const(g, b0, "b0"), true, "b");
+    rill_output logits =
+        rill_bias_add(g, rill_matmul(g, rill_const(g, xv, "x"), w, false, false, NULL), b, NULL);
+    rill_output ce =
+        rill_sparse_softmax_cross_entropy_with_logits(g, rill_const(g, lv, "labels"), logits, NULL);
+    rill_output loss = rill_mean(g, ce, NULL, -1, false, "loss");
+    rill_optimizer *opt = k == 0   ? rill_gradient_descent_optimizer_new(0.5)
+                          : k == 1 ? rill_momentum_optimizer_new(0.2, 0.9, true)
+                                   : rill_adam_optimizer_new(0.05, 0.9, 0.999, 1e-8);
+    rill_node *train = rill_optimizer_minimize(opt, g, loss, gs, NULL);
+    rill_node *init = rill_global_variables_initializer(g, NULL);
+    rill_session *sess = rill_graph_ok(g) ? rill_session_new(g, o, s) : NULL;
+    bool ok = CHECK(sess != NULL);
+    if (!ok) fprintf(stderr, "  %s: %s\n", dev, rill_status_message(s));
+    if (ok) ok = CHECK_EQ_INT(rill_session_run_targets(sess, &init, 1, s), RILL_OK);
+    for (int i = 0; ok && i < 12; i++)
+        ok = CHECK_EQ_INT(rill_session_run(sess, NULL, NULL, 0, NULL, NULL, 0, &train, 1, s),
+                          RILL_OK);
+    rill_output fetch[3] = {w, b, gs};
+    rill_tensor *vals[3] = {NULL, NULL, NULL};
+    if (ok)
+        ok = CHECK_EQ_INT(rill_session_run(sess, NULL, NULL, 0, fetch, vals, 3, NULL, 0, s),
+                          RILL_OK);
+    if (!ok) fprintf(stderr, "  %s: %s\n", dev, rill_status_message(s));
+    if (ok) {
+        *w_out = vals[0];
+        *b_out = vals[1];
+        *step = (int64_t)rill_tensor_get_double(vals[2], 0);
+        rill_tensor_free(vals[2]);
+    }
+    rill_session_free(sess);
+    rill_optimizer_free(opt);
+    rill_session_options_free(o);
+    rill_status_free(s);
+    rill_tensor_free(xv);
+    rill_tensor_free(w0);
+    rill_tensor_free(b0);
+    rill_tensor_free(lv);
+    rill_graph_free(g);
+    return ok;
+}
+
+static void test_session(void)
+{
+    static const char *const kinds[] = {"SGD", "Nesterov momentum", "Adam"};
+    for (int k = 0; k < 3; k++) {
+        rill_tensor *wc = NULL, *bc = NULL, *wg = NULL, *bg = NULL;
+        int64_t sc = 0, sg = 0;
+        if (train_small("/cpu:0", k, &wc, &bc, &sc) && train_small("/gpu:0", k, &wg, &bg, &sg)) {
+            CHECK_EQ_INT(sc, 12);
+            CHECK_EQ_INT(sg, 12);
+            double ew = bo_nmse(wc, wg), eb = bo_nmse(bc, bg);
+            if (!CHECK(ew <= 1e-10 && eb <= 1e-10))
+                fprintf(stderr, "  %s: NMSE of W %g, of b %g between /cpu:0 and /gpu:0\n", kinds[k],
+                        ew, eb);
+        }
+        rill_tensor_free(wc);
+        rill_tensor_free(bc);
+        rill_tensor_free(wg);
+        rill_tensor_free(bg);
+    }
+    /* An int32 variable has no GPU kernel (TensorFlow's error, without soft placement). */
+    rill_graph *g = rill_graph_new();
+    rill_status *s = rill_status_new();
+    rill_graph_push_device(g, "/gpu:0");
+    rill_output v = rill_variable(g, RILL_INT32, rill_shape_vector(2), rill_zeros_initializer(),
+                                  false, "counter");
+    rill_node *init = rill_global_variables_initializer(g, NULL);
+    rill_session *sess = rill_session_new(g, NULL, s);
+    rill_code code = sess ? rill_session_run_targets(sess, &init, 1, s) : rill_status_code(s);
+    CHECK(v.node != NULL);
+    CHECK_EQ_INT(code, RILL_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(rill_status_message(s), "Cannot assign a device for operation 'counter");
+    CHECK_STR_CONTAINS(rill_status_message(s), "no supported kernel for GPU devices");
+    rill_session_free(sess);
+    rill_status_free(s);
+    rill_graph_free(g);
+}
+
 int main(void)
 {
     if (!getenv("POCL_CACHE_DIR")) setenv("POCL_CACHE_DIR", "/tmp/rill-pocl-cache", 0);
@@ -571,5 +673,6 @@ int main(void)
     test_update_errors();
     test_copy_on_write();
     test_random();
+    test_session();
     TEST_MAIN_END();
 }

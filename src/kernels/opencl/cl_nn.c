@@ -12,7 +12,10 @@
  * SparseSoftmaxCrossEntropyWithLogits takes its labels in host memory (bit 1 of
  * host_memory_inputs): they are checked on the host, TensorFlow's "Received a label value of
  * ..." error included, then uploaded as they are (int32 or int64) into a temporary device buffer
- * that is released right after the enqueue (OpenCL keeps it alive until the kernel has run). */
+ * that is released right after the enqueue (OpenCL keeps it alive until the kernel has run).
+ *
+ * A kernel that succeeds allocates nothing from rill's heap (a warm training step must not; see
+ * nn_launch), only its outputs, which the executor recycles. */
 #include "../kernel.h"
 #include "../../device/opencl/opencl.h"
 
@@ -161,8 +164,8 @@ typedef struct nn_arg {
 } nn_arg;
 #define NN_ARG(x) ((nn_arg){sizeof(x), &(x)})
 
-/* The cl_mem of tensor t, which must be in ctx->device's memory (NULL, ctx failed, if not: a
- * placement bug upstream, reported rather than handed to OpenCL as a bogus handle). */
+/* Whether t is in ctx->device's memory. Anything else (ctx failed) is a placement bug upstream,
+ * reported rather than handed to OpenCL as a bogus handle. */
 static bool nn_on_device(rill__kctx *ctx, const rill_tensor *t, const char *what)
 {
     if (t && t->buf->dev == ctx->device) return true;

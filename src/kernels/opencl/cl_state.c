@@ -21,7 +21,10 @@
  * seed and step counter live in its per-session state (*ctx->state): each run of the node gets a
  * new step, and a seeded op repeats its sequence in every new session. Normals use Box-Muller;
  * TruncatedNormal redraws values beyond two standard deviations; RandomUniform keeps results in
- * [minval, maxval) after rounding to the output dtype. The numbers differ from the CPU stream. */
+ * [minval, maxval) after rounding to the output dtype. The numbers differ from the CPU stream.
+ *
+ * An update that succeeds on an exclusive variable allocates nothing from rill's heap (a warm
+ * training step must not; see st_launch). */
 #include "../cpu/cpu_kernels.h"
 #include "../../device/opencl/opencl.h"
 
