@@ -1,6 +1,8 @@
 /* status.c - the status object: a code and a heap message. */
 #include "core.h"
 
+#include <pthread.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,11 +112,29 @@ const char *rill_code_name(rill_code c)
     return names[c];
 }
 
-static _Thread_local rill_status *scratch;
+/* One per thread, freed when the thread exits (a pthread key destructor: pool threads come
+ * and go with their sessions). */
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *p)
+{
+    rill_status_free(p);
+}
+
+static void scratch_init(void)
+{
+    pthread_key_create(&scratch_key, scratch_free);
+}
 
 rill_status *rill__scratch_status(void)
 {
-    if (!scratch) scratch = rill_status_new();
-    rill_status_clear(scratch);
-    return scratch;
+    pthread_once(&scratch_once, scratch_init);
+    rill_status *s = pthread_getspecific(scratch_key);
+    if (!s) {
+        s = rill_status_new();
+        pthread_setspecific(scratch_key, s);
+    }
+    rill_status_clear(s);
+    return s;
 }

@@ -269,6 +269,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
     p->n = np;
     p->nodes = rill__calloc((size_t)(np ? np : 1), sizeof *p->nodes);
     RILL_CHECK_ALLOC(p->nodes);
+    for (int i = 0; i < np; i++) pthread_mutex_init(&p->nodes[i].local_state.mu, NULL);
     p->states = a->states;
     p->inter = a->inter_op_pool;
     p->intra = a->intra_op_pool;
@@ -452,6 +453,7 @@ void rill__plan_free(rill__plan *p)
     for (int i = 0; i < p->n; i++) {
         rill__node_state *ls = &p->nodes[i].local_state;
         if (ls->state && ls->free_fn) ls->free_fn(ls->state);
+        pthread_mutex_destroy(&ls->mu);
         rill__free(p->nodes[i].in_slot);
         rill__free(p->nodes[i].vars);
         rill__free(p->nodes[i].reads);
@@ -607,8 +609,14 @@ static void execute(step *st, int i)
             .device = pn->device,
             .host_memory_outputs = pn->kernel->host_memory_outputs,
         };
-        pn->kernel->fn(&ctx);
-        if (*ctx.state && pn->kernel->state_free) pn->state->free_fn = pn->kernel->state_free;
+        if (pn->kernel->state_free) {
+            pthread_mutex_lock(&pn->state->mu);
+            pn->kernel->fn(&ctx);
+            if (*ctx.state) pn->state->free_fn = pn->kernel->state_free;
+            pthread_mutex_unlock(&pn->state->mu);
+        } else {
+            pn->kernel->fn(&ctx);
+        }
         if (!ctx.status && !pn->is_variable) {
             for (int o = 0; o < pn->noutputs; o++)
                 if (!ctx.outputs[o]) {

@@ -78,6 +78,7 @@ rill__node_state *rill__node_states_get(rill__node_states *ns, int id)
     if (!*page) {
         *page = rill__calloc(RILL__STATE_PAGE, sizeof **page);
         RILL_CHECK_ALLOC(*page);
+        for (int i = 0; i < RILL__STATE_PAGE; i++) pthread_mutex_init(&(*page)[i].mu, NULL);
     }
     rill__node_state *e = &(*page)[id % RILL__STATE_PAGE];
     pthread_mutex_unlock(&ns->mu);
@@ -89,8 +90,11 @@ void rill__node_states_free(rill__node_states *ns)
     for (int p = 0; p < RILL__STATE_PAGES; p++) {
         if (!ns->pages[p]) continue;
         for (int i = 0; i < RILL__STATE_PAGE; i++)
+        {
             if (ns->pages[p][i].state && ns->pages[p][i].free_fn)
                 ns->pages[p][i].free_fn(ns->pages[p][i].state);
+            pthread_mutex_destroy(&ns->pages[p][i].mu);
+        }
         rill__free(ns->pages[p]);
         ns->pages[p] = NULL;
     }

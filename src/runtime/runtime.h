@@ -21,8 +21,10 @@ rill__var *rill__resource_mgr_var(rill__resource_mgr *rm, const char *name, rill
 
 /* --- per-node kernel state kept across steps (random generators) ---
  * Entries live in fixed pages that never move, so a plan keeps a pointer to its nodes' entries
- * while another thread builds a plan for a grown graph. */
+ * while another thread builds a plan for a grown graph. Two runs of one stateful kernel at once
+ * take turns on the entry's lock. */
 typedef struct rill__node_state {
+    pthread_mutex_t mu; /* held around kernels that keep state, so concurrent runs take turns */
     void *state;
     rill__state_free_fn free_fn;
 } rill__node_state;

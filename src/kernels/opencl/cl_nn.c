@@ -15,9 +15,9 @@
  * that is released right after the enqueue (OpenCL keeps it alive until the kernel has run).
  *
  * A kernel that succeeds allocates nothing from rill's heap (a warm training step must not; see
- * nn_launch), only its outputs, which the executor recycles. */
+ * rill__cl_launch), only its outputs, which the executor recycles. */
 #include "../kernel.h"
-#include "../../device/opencl/opencl.h"
+#include "cl_kernels.h"
 
 #include <string.h>
 
@@ -157,12 +157,6 @@ const char rill__cl_source_nn[] =
 
 /* --- enqueueing --- */
 
-/* One kernel argument: its size and where its value is. */
-typedef struct nn_arg {
-    size_t size;
-    const void *p;
-} nn_arg;
-#define NN_ARG(x) ((nn_arg){sizeof(x), &(x)})
 
 /* Whether t is in ctx->device's memory. Anything else (ctx failed) is a placement bug upstream,
  * reported rather than handed to OpenCL as a bogus handle. */
@@ -172,49 +166,6 @@ static bool nn_on_device(rill__kctx *ctx, const rill_tensor *t, const char *what
     rill__kctx_fail(ctx, RILL_INTERNAL, "%s: %s is not in the memory of %s", ctx->node->op->name,
                     what, ctx->device ? ctx->device->name : "(no device)");
     return false;
-}
-
-/* Records s as ctx's failure (the first one wins), or frees it. */
-static void nn_fail_with(rill__kctx *ctx, rill_status *s)
-{
-    if (!ctx->status)
-        ctx->status = s; /* the executor frees it */
-    else
-        rill_status_free(s);
-}
-
-/* Sets the arguments of kernel `name` for dtype t and enqueues it over n work items; false (ctx
- * failed) on any error. Nothing allocates unless something fails (a warm training step must not
- * allocate: tests/runtime checks it), so the first attempt passes no status and a failure is
- * asked again for its reason. A failed enqueue queued nothing, so enqueueing again is safe. */
-static bool nn_launch(rill__kctx *ctx, const char *name, rill_dtype t, const nn_arg *args,
-                      int nargs, int64_t n)
-{
-    rill__device *d = ctx->device;
-    rill__cl_lock(d);
-    cl_kernel k = rill__cl_kernel(d, name, t, NULL);
-    cl_int err = CL_SUCCESS;
-    for (int i = 0; k && err == CL_SUCCESS && i < nargs; i++)
-        err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].p);
-    bool ok = k && err == CL_SUCCESS && rill__cl_run1d(d, k, (size_t)n, NULL);
-    rill_status *s = NULL;
-    if (!ok) {
-        s = rill_status_new();
-        if (!k) {
-            if (rill__cl_kernel(d, name, t, s))
-                rill_status_set(s, RILL_INTERNAL, "OpenCL kernel '%s' is not available", name);
-        } else if (err != CL_SUCCESS) {
-            rill__cl_check(err, "set kernel argument", s);
-        } else {
-            ok = rill__cl_run1d(d, k, (size_t)n, s);
-        }
-    }
-    rill__cl_unlock(d);
-    if (ok)
-        rill_status_free(s);
-    else
-        nn_fail_with(ctx, s);
-    return ok;
 }
 
 /* --- validation (the CPU kernels' checks and texts) --- */
@@ -256,8 +207,8 @@ static void unary(rill__kctx *ctx, const char *kname)
     if (!y) return;
     cl_mem ym = rill__cl_mem(y), xm = rill__cl_mem(x);
     cl_long n = x->numel;
-    nn_arg args[] = {NN_ARG(ym), NN_ARG(xm), NN_ARG(n)};
-    nn_launch(ctx, kname, x->dtype, args, 3, n);
+    rill__cl_arg args[] = {RILL__CL_ARG(ym), RILL__CL_ARG(xm), RILL__CL_ARG(n)};
+    rill__cl_launch(ctx, kname, x->dtype, args, 3, n);
 }
 
 /* Two inputs of one shape (gradient ops). */
@@ -279,8 +230,8 @@ static void binary(rill__kctx *ctx, const char *kname)
     if (!y) return;
     cl_mem ym = rill__cl_mem(y), am = rill__cl_mem(a), bm = rill__cl_mem(b);
     cl_long n = a->numel;
-    nn_arg args[] = {NN_ARG(ym), NN_ARG(am), NN_ARG(bm), NN_ARG(n)};
-    nn_launch(ctx, kname, a->dtype, args, 4, n);
+    rill__cl_arg args[] = {RILL__CL_ARG(ym), RILL__CL_ARG(am), RILL__CL_ARG(bm), RILL__CL_ARG(n)};
+    rill__cl_launch(ctx, kname, a->dtype, args, 4, n);
 }
 
 static void relu_kernel(rill__kctx *ctx)
@@ -341,8 +292,8 @@ static void bias_add_kernel(rill__kctx *ctx)
     if (!y || v->numel == 0) return;
     cl_mem ym = rill__cl_mem(y), vm = rill__cl_mem(v), bm = rill__cl_mem(bias);
     cl_long n = v->numel, cols = c;
-    nn_arg args[] = {NN_ARG(ym), NN_ARG(vm), NN_ARG(bm), NN_ARG(n), NN_ARG(cols)};
-    nn_launch(ctx, "nn_bias_add", v->dtype, args, 5, n);
+    rill__cl_arg args[] = {RILL__CL_ARG(ym), RILL__CL_ARG(vm), RILL__CL_ARG(bm), RILL__CL_ARG(n), RILL__CL_ARG(cols)};
+    rill__cl_launch(ctx, "nn_bias_add", v->dtype, args, 5, n);
 }
 
 static void bias_add_grad_kernel(rill__kctx *ctx)
@@ -361,8 +312,8 @@ static void bias_add_grad_kernel(rill__kctx *ctx)
     if (!out) return;
     cl_mem om = rill__cl_mem(out), gm = rill__cl_mem(g);
     cl_long rows = outer_rows(g), cols = c;
-    nn_arg args[] = {NN_ARG(om), NN_ARG(gm), NN_ARG(rows), NN_ARG(cols)};
-    nn_launch(ctx, "nn_bias_add_grad", g->dtype, args, 4, cols);
+    rill__cl_arg args[] = {RILL__CL_ARG(om), RILL__CL_ARG(gm), RILL__CL_ARG(rows), RILL__CL_ARG(cols)};
+    rill__cl_launch(ctx, "nn_bias_add_grad", g->dtype, args, 4, cols);
 }
 
 static void softmax_kernel(rill__kctx *ctx)
@@ -379,8 +330,8 @@ static void softmax_kernel(rill__kctx *ctx)
     if (!y) return;
     cl_mem ym = rill__cl_mem(y), xm = rill__cl_mem(x);
     cl_long rows = outer_rows(x), cols = x->shape.dims[x->shape.rank - 1];
-    nn_arg args[] = {NN_ARG(ym), NN_ARG(xm), NN_ARG(rows), NN_ARG(cols)};
-    nn_launch(ctx, "nn_softmax", x->dtype, args, 4, rows);
+    rill__cl_arg args[] = {RILL__CL_ARG(ym), RILL__CL_ARG(xm), RILL__CL_ARG(rows), RILL__CL_ARG(cols)};
+    rill__cl_launch(ctx, "nn_softmax", x->dtype, args, 4, rows);
 }
 
 /* Allocates the loss [rows] and backprop [rows, cols] outputs; false (ctx failed) on OOM. */
@@ -425,8 +376,8 @@ static void softmax_ce_kernel(rill__kctx *ctx)
     cl_mem lm = rill__cl_mem(outs[0]), bm = rill__cl_mem(outs[1]);
     cl_mem xm = rill__cl_mem(logits), pm = rill__cl_mem(labels);
     cl_long rows = logits->shape.dims[0], cols = logits->shape.dims[1];
-    nn_arg args[] = {NN_ARG(lm), NN_ARG(bm), NN_ARG(xm), NN_ARG(pm), NN_ARG(rows), NN_ARG(cols)};
-    nn_launch(ctx, "nn_softmax_ce", logits->dtype, args, 6, rows);
+    rill__cl_arg args[] = {RILL__CL_ARG(lm), RILL__CL_ARG(bm), RILL__CL_ARG(xm), RILL__CL_ARG(pm), RILL__CL_ARG(rows), RILL__CL_ARG(cols)};
+    rill__cl_launch(ctx, "nn_softmax_ce", logits->dtype, args, 6, rows);
 }
 
 /* Fails naming the first label outside [0, classes), listing the labels as TensorFlow does.
@@ -466,7 +417,7 @@ static cl_mem upload_labels(rill__kctx *ctx, const rill_tensor *labels)
     if (err == CL_SUCCESS) return m;
     rill_status *s = rill_status_new();
     rill__cl_check(err, "upload labels", s);
-    nn_fail_with(ctx, s);
+    rill__kctx_fail_with(ctx, s);
     return NULL;
 }
 
@@ -511,8 +462,8 @@ static void sparse_softmax_ce_kernel(rill__kctx *ctx)
     cl_mem lab = upload_labels(ctx, labels);
     if (!lab) return;
     cl_mem lm = rill__cl_mem(outs[0]), bm = rill__cl_mem(outs[1]), xm = rill__cl_mem(logits);
-    nn_arg args[] = {NN_ARG(lm), NN_ARG(bm), NN_ARG(xm), NN_ARG(lab), NN_ARG(rows), NN_ARG(cols)};
-    nn_launch(ctx, labels->dtype == RILL_INT64 ? "nn_sparse_softmax_ce" : "nn_sparse_softmax_ce32",
+    rill__cl_arg args[] = {RILL__CL_ARG(lm), RILL__CL_ARG(bm), RILL__CL_ARG(xm), RILL__CL_ARG(lab), RILL__CL_ARG(rows), RILL__CL_ARG(cols)};
+    rill__cl_launch(ctx, labels->dtype == RILL_INT64 ? "nn_sparse_softmax_ce" : "nn_sparse_softmax_ce32",
               logits->dtype, args, 6, rows);
     clReleaseMemObject(lab); /* freed by OpenCL once the kernel has run */
 }

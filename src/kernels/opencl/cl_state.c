@@ -24,9 +24,9 @@
  * [minval, maxval) after rounding to the output dtype. The numbers differ from the CPU stream.
  *
  * An update that succeeds on an exclusive variable allocates nothing from rill's heap (a warm
- * training step must not; see st_launch). */
+ * training step must not; see rill__cl_launch). */
 #include "../cpu/cpu_kernels.h"
-#include "../../device/opencl/opencl.h"
+#include "cl_kernels.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -158,11 +158,6 @@ const char rill__cl_source_state[] =
 
 /* --- enqueueing --- */
 
-typedef struct st_arg {
-    size_t size;
-    const void *p;
-} st_arg;
-#define ST_ARG(x) ((st_arg){sizeof(x), &(x)})
 
 /* A scalar argument of the program's compute type (ACC): double for double, float otherwise. */
 typedef struct st_acc {
@@ -185,50 +180,7 @@ static st_acc acc_of(rill_dtype t, double x)
     }
     return a;
 }
-#define ST_ACC(a) ((st_arg){(a).size, &(a).v})
-
-/* Records s as ctx's failure (the first one wins), or frees it. */
-static void fail_with(rill__kctx *ctx, rill_status *s)
-{
-    if (!ctx->status)
-        ctx->status = s; /* the executor frees it */
-    else
-        rill_status_free(s);
-}
-
-/* Sets the arguments of kernel `name` for dtype t and enqueues it over n work items; false (ctx
- * failed) on any error. Nothing allocates unless something fails (a warm training step must not
- * allocate: tests/runtime checks it), so the first attempt passes no status and a failure is
- * asked again for its reason. A failed enqueue queued nothing, so enqueueing again is safe. */
-static bool st_launch(rill__kctx *ctx, const char *name, rill_dtype t, const st_arg *args,
-                      int nargs, int64_t n)
-{
-    rill__device *d = ctx->device;
-    rill__cl_lock(d);
-    cl_kernel k = rill__cl_kernel(d, name, t, NULL);
-    cl_int err = CL_SUCCESS;
-    for (int i = 0; k && err == CL_SUCCESS && i < nargs; i++)
-        err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].p);
-    bool ok = k && err == CL_SUCCESS && rill__cl_run1d(d, k, (size_t)n, NULL);
-    rill_status *s = NULL;
-    if (!ok) {
-        s = rill_status_new();
-        if (!k) {
-            if (rill__cl_kernel(d, name, t, s))
-                rill_status_set(s, RILL_INTERNAL, "OpenCL kernel '%s' is not available", name);
-        } else if (err != CL_SUCCESS) {
-            rill__cl_check(err, "set kernel argument", s);
-        } else {
-            ok = rill__cl_run1d(d, k, (size_t)n, s);
-        }
-    }
-    rill__cl_unlock(d);
-    if (ok)
-        rill_status_free(s);
-    else
-        fail_with(ctx, s);
-    return ok;
-}
+#define ST_ACC(a) ((rill__cl_arg){(a).size, &(a).v})
 
 /* Input i must be in ctx->device's memory: anything else is a placement bug upstream, reported
  * rather than handed to OpenCL as a bogus handle. */
@@ -272,7 +224,7 @@ static bool host_scalar(rill__kctx *ctx, int i, double *out)
     rill_status *s = rill_status_new();
     rill_tensor *h = rill__tensor_copy_to(t, rill__cpu_device(), s);
     if (!h) {
-        fail_with(ctx, s);
+        rill__kctx_fail_with(ctx, s);
         return false;
     }
     *out = rill_tensor_get_double(h, 0);
@@ -297,7 +249,7 @@ static rill_tensor *writable(rill__kctx *ctx, rill__var *v)
         rill_status *s = rill_status_new();
         rill_tensor *c = rill__tensor_copy_to(v->value, ctx->device, s);
         if (!c) {
-            fail_with(ctx, s);
+            rill__kctx_fail_with(ctx, s);
             return NULL;
         }
         rill_status_free(s);
@@ -320,7 +272,7 @@ static void variable_kernel(rill__kctx *ctx)
             rill_tensor_free(v->value);
             v->value = c;
         } else {
-            fail_with(ctx, s);
+            rill__kctx_fail_with(ctx, s);
         }
     }
     if (v->value && rill__kctx_ok(ctx)) rill__kctx_set_output(ctx, 0, rill_tensor_ref(v->value));
@@ -362,7 +314,7 @@ static void assign_kernel(rill__kctx *ctx)
     if (ok)
         rill_status_free(s);
     else
-        fail_with(ctx, s);
+        rill__kctx_fail_with(ctx, s);
 }
 
 static void assign_add_sub(rill__kctx *ctx, int sign)
@@ -384,8 +336,8 @@ static void assign_add_sub(rill__kctx *ctx, int sign)
         cl_mem wm = rill__cl_mem(t), xm = rill__cl_mem(x);
         st_acc sg = acc_of(t->dtype, sign);
         cl_long n = t->numel;
-        st_arg args[] = {ST_ARG(wm), ST_ARG(xm), ST_ACC(sg), ST_ARG(n)};
-        if (st_launch(ctx, "st_assign_add", t->dtype, args, 4, n))
+        rill__cl_arg args[] = {RILL__CL_ARG(wm), RILL__CL_ARG(xm), ST_ACC(sg), RILL__CL_ARG(n)};
+        if (rill__cl_launch(ctx, "st_assign_add", t->dtype, args, 4, n))
             rill__kctx_set_output(ctx, 0, rill_tensor_ref(t));
     }
     pthread_mutex_unlock(&v->mu);
@@ -421,8 +373,8 @@ static void apply_gd_kernel(rill__kctx *ctx)
         cl_mem wm = rill__cl_mem(t), dm = rill__cl_mem(delta);
         st_acc a = acc_of(t->dtype, alpha);
         cl_long n = t->numel;
-        st_arg args[] = {ST_ARG(wm), ST_ARG(dm), ST_ACC(a), ST_ARG(n)};
-        if (st_launch(ctx, "st_apply_gd", t->dtype, args, 4, n))
+        rill__cl_arg args[] = {RILL__CL_ARG(wm), RILL__CL_ARG(dm), ST_ACC(a), RILL__CL_ARG(n)};
+        if (rill__cl_launch(ctx, "st_apply_gd", t->dtype, args, 4, n))
             rill__kctx_set_output(ctx, 0, rill_tensor_ref(t));
     }
     pthread_mutex_unlock(&v->mu);
@@ -444,9 +396,9 @@ static void apply_momentum_kernel(rill__kctx *ctx)
             cl_mem wm = rill__cl_mem(var), am = rill__cl_mem(acc), gm = rill__cl_mem(grad);
             st_acc l = acc_of(var->dtype, lr), m = acc_of(var->dtype, mom);
             cl_long n = var->numel;
-            st_arg args[] = {ST_ARG(wm), ST_ARG(am),       ST_ARG(gm), ST_ACC(l),
-                             ST_ACC(m),  ST_ARG(nesterov), ST_ARG(n)};
-            if (st_launch(ctx, "st_apply_momentum", var->dtype, args, 7, n))
+            rill__cl_arg args[] = {RILL__CL_ARG(wm), RILL__CL_ARG(am),       RILL__CL_ARG(gm), ST_ACC(l),
+                             ST_ACC(m),  RILL__CL_ARG(nesterov), RILL__CL_ARG(n)};
+            if (rill__cl_launch(ctx, "st_apply_momentum", var->dtype, args, 7, n))
                 rill__kctx_set_output(ctx, 0, rill_tensor_ref(var));
         }
     }
@@ -475,9 +427,9 @@ static void apply_adam_kernel(rill__kctx *ctx)
             st_acc l = acc_of(t, lr_t), b1 = acc_of(t, beta1), b2 = acc_of(t, beta2),
                    e = acc_of(t, eps);
             cl_long n = var->numel;
-            st_arg args[] = {ST_ARG(wm), ST_ARG(mm), ST_ARG(vm), ST_ARG(gm), ST_ACC(l),
-                             ST_ACC(b1), ST_ACC(b2), ST_ACC(e),  ST_ARG(n)};
-            if (st_launch(ctx, "st_apply_adam", t, args, 9, n))
+            rill__cl_arg args[] = {RILL__CL_ARG(wm), RILL__CL_ARG(mm), RILL__CL_ARG(vm), RILL__CL_ARG(gm), ST_ACC(l),
+                             ST_ACC(b1), ST_ACC(b2), ST_ACC(e),  RILL__CL_ARG(n)};
+            if (rill__cl_launch(ctx, "st_apply_adam", t, args, 9, n))
                 rill__kctx_set_output(ctx, 0, rill_tensor_ref(var));
         }
     }
@@ -537,8 +489,8 @@ static void random_kernel(rill__kctx *ctx)
     st_acc a = acc_of(t, rill__attr_float(n, "a", 0)), b = acc_of(t, rill__attr_float(n, "b", 1));
     cl_mem ym = rill__cl_mem(out);
     cl_long count = out->numel;
-    st_arg args[] = {ST_ARG(ym), ST_ARG(count), ST_ARG(key), ST_ACC(a), ST_ACC(b)};
-    st_launch(ctx, kname, t, args, 5, count);
+    rill__cl_arg args[] = {RILL__CL_ARG(ym), RILL__CL_ARG(count), RILL__CL_ARG(key), ST_ACC(a), ST_ACC(b)};
+    rill__cl_launch(ctx, kname, t, args, 5, count);
 }
 
 /* Float types on the device; int64 with the CPU kernel in host memory (see the file comment). */
