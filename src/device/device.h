@@ -41,6 +41,8 @@ struct rill__device {
     char desc[256];         /* physical_device_desc for the "Device mapping:" log; "" for CPU */
     bool fp16, fp64;        /* dtype support of the hardware */
     size_t memory_bytes;    /* global memory, 0 when unknown */
+    size_t memory_limit;    /* per_process_gpu_memory_fraction x memory_bytes; 0: no limit */
+    atomic_size_t memory_used; /* bytes allocated through ops->alloc and not yet freed */
     const rill__device_ops *ops;
     void *impl;             /* backend state */
 };
@@ -55,8 +57,8 @@ bool rill__device_holds_dtype(const rill__device *d, rill_dtype t);
 /* --- the device manager (process-wide) --- */
 typedef struct rill__device_options {
     const char *visible_device_list; /* "1,0": GPU:0 = visible 1; NULL/"": all */
-    double per_process_memory_fraction; /* 0: no limit recorded */
-    bool allow_growth;
+    double per_process_memory_fraction; /* 0: no limit; else a cap on each GPU's allocations */
+    bool allow_growth; /* accepted; rill's devices always allocate on demand (see docs) */
 } rill__device_options;
 
 /* The devices of this process, created on first call with these options (later calls with other

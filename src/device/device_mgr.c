@@ -102,9 +102,12 @@ static void enumerate(const rill__device_options *o)
     int order[MAX_DEVICES], count = ngpus;
     for (int i = 0; i < ngpus; i++) order[i] = i;
     if (*list && !parse_visible(list, ngpus, order, &count, enum_status)) count = 0;
+    double fraction = o ? o->per_process_memory_fraction : 0;
     for (int i = 0; i < count; i++) {
         rill__device *d = gpus[order[i]];
         d->id = i;
+        if (fraction > 0 && fraction <= 1 && d->memory_bytes)
+            d->memory_limit = (size_t)(fraction * (double)d->memory_bytes);
         snprintf(d->name, sizeof d->name, "/job:localhost/replica:0/task:0/device:GPU:%d", i);
         devices[ndevices++] = d;
     }
@@ -113,6 +116,12 @@ static void enumerate(const rill__device_options *o)
 
 int rill__devices(const rill__device_options *o, rill__device *const **devs, rill_status *s)
 {
+    if (o && (o->per_process_memory_fraction < 0 || o->per_process_memory_fraction > 1)) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "per_process_gpu_memory_fraction must be in [0, 1], got %g",
+                        o->per_process_memory_fraction);
+        return -1;
+    }
     pthread_mutex_lock(&mgr_mu);
     if (!enumerated) enumerate(o);
     const char *list = o && o->visible_device_list ? o->visible_device_list : NULL;
@@ -135,6 +144,12 @@ int rill__devices(const rill__device_options *o, rill__device *const **devs, ril
     return n;
 }
 
+static void device_free(rill__device *d, void *p, size_t n)
+{
+    atomic_fetch_sub(&d->memory_used, n);
+    d->ops->free(d, p, n);
+}
+
 rill__buffer *rill__buffer_new_on(rill__device *d, rill_dtype t, int64_t numel)
 {
     if (!d || !d->ops || !d->ops->alloc || t == RILL_STRING) return rill__buffer_new(t, numel);
@@ -145,9 +160,12 @@ rill__buffer *rill__buffer_new_on(rill__device *d, rill_dtype t, int64_t numel)
     b->nstrings = 0;
     b->size = (size_t)numel * rill_dtype_size(t);
     b->dev = d;
-    b->dev_free = d->ops->free;
-    b->data = d->ops->alloc(d, b->size);
+    b->dev_free = device_free;
+    /* TF's per_process_gpu_memory_fraction: a cap on what this process holds on the device. */
+    size_t used = atomic_fetch_add(&d->memory_used, b->size) + b->size;
+    b->data = d->memory_limit && used > d->memory_limit ? NULL : d->ops->alloc(d, b->size);
     if (!b->data) {
+        atomic_fetch_sub(&d->memory_used, b->size);
         rill__free(b);
         return NULL;
     }
