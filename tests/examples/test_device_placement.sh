@@ -8,9 +8,6 @@ P="$B/examples/device_placement"
 export RILL_OPENCL_CPU_AS_GPU=1
 fail=0; checks=0
 check() { checks=$((checks+1)); if ! eval "$1"; then echo "FAIL: $2"; fail=$((fail+1)); fi; }
-if ! clinfo -l 2>/dev/null | grep -q Device; then
-  echo "FAIL: no OpenCL device (make test installs pocl-opencl-icd)"; exit 1
-fi
 
 out=$("$P" --log_device_placement 2>&1); rc=$?
 echo "$out"
