@@ -11,5 +11,6 @@
 #include <rill/flags.h>
 #include <rill/data.h>
 #include <rill/device_name.h>
+#include <rill/cluster.h>
 
 #endif

@@ -52,6 +52,31 @@ rill_node *rill_optimizer_apply_gradients(rill_optimizer *o, rill_graph *g,
 rill_node *rill_optimizer_minimize(rill_optimizer *o, rill_graph *g, rill_output loss,
                                    rill_output global_step, const char *name);
 
+/* --- tf.train.replica_device_setter --- */
+typedef enum rill_ps_strategy {
+    RILL_PS_ROUND_ROBIN,     /* TF's default: ps tasks in turn, in variable creation order */
+    RILL_PS_GREEDY_BY_BYTES, /* the ps task holding the fewest bytes so far */
+} rill_ps_strategy;
+
+typedef struct rill_replica_device_setter rill_replica_device_setter;
+
+/* A device function state for rill_graph_push_device_fn(g, rill_replica_device_setter_fn, r):
+ * variables go to "<ps_device>/task:N" (N by strategy), every other op to worker_device; fields
+ * set by inner device scopes win (merge_devices). ps_device NULL means "/job:ps", worker_device
+ * NULL "/job:worker". ps_tasks <= 0 returns NULL with s OK (TF returns None: push NULL as a
+ * barrier). A malformed device string is INVALID_ARGUMENT. Caller frees. */
+rill_replica_device_setter *rill_replica_device_setter_new(int ps_tasks, const char *ps_device,
+                                                           const char *worker_device,
+                                                           bool merge_devices,
+                                                           rill_ps_strategy strategy,
+                                                           rill_status *s);
+void rill_replica_device_setter_free(rill_replica_device_setter *r);
+/* The device function (arg is the setter). The returned string is owned by the setter and valid
+ * until its next call. */
+const char *rill_replica_device_setter_fn(void *arg, const rill_node *n);
+/* Bytes of variables assigned to ps task so far (-1 for a bad task). */
+int64_t rill_replica_device_setter_task_bytes(const rill_replica_device_setter *r, int task);
+
 #ifdef __cplusplus
 }
 #endif

@@ -298,6 +298,11 @@ static bool node_device(rill_graph *g, rill_node *n, rill_status *s)
         if (f->kind == DEV_BARRIER) break;
         rill_device_name outer = f->spec;
         if (f->kind == DEV_FN) {
+            /* A device function sees the device chosen so far (TF passes the op whose device
+             * field the inner scopes already set). */
+            char sofar[256];
+            rill__free(n->requested_device);
+            n->requested_device = rill__strdup(rill_device_name_str(&cur, sofar, sizeof sofar));
             const char *spec = f->fn(f->arg, n);
             if (!spec) continue;
             if (!rill_device_name_parse(spec, &outer, s)) return false;
@@ -305,6 +310,7 @@ static bool node_device(rill_graph *g, rill_node *n, rill_status *s)
         cur = rill_device_name_merge_scope(&outer, &cur);
     }
     char buf[256];
+    rill__free(n->requested_device);
     n->requested_device = rill__strdup(rill_device_name_str(&cur, buf, sizeof buf));
     return true;
 }

@@ -1,0 +1,1145 @@
+/* transport.c - the channel interface and rill's TCP transport (design in transport.h).
+ *
+ * Client: one blocking socket per channel, owned by whichever thread calls. Deadlines ride on
+ * SO_RCVTIMEO/SO_SNDTIMEO, re-armed only when the time left drifts from what is armed, so a
+ * steady stream of calls costs one sendmsg and (for small replies) one recv each: the same
+ * syscalls as a raw blocking ping-pong. Replies are read through a 16 KiB buffer (header, meta
+ * and a small payload in one recv); big payloads bypass it and land in their destination.
+ *
+ * Server: one thread, one epoll set, level-triggered. Each connection is a small state machine:
+ * HANDSHAKE (only a HANDSHAKE frame of bounded size is accepted, before the handshake deadline)
+ * then READY (REQUEST and HEARTBEAT frames). Reading goes header -> meta -> payload; a frame's
+ * sizes are checked before anything is allocated. While a response is being written the
+ * connection stops reading (back-pressure) and waits for EPOLLOUT. Deadlines are kept per
+ * connection and swept only when the earliest one is due, so idle connections cost nothing.
+ */
+#include "distributed/transport.h"
+
+#include "core/core.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define NONCE_BYTES 32
+#define CLIENT_CONTEXT "rill-client"
+#define RBUF_SIZE 16384
+#define MAX_RESP_IOV 16
+#define HANDSHAKE_MAX_META 64
+
+static const rill__tcp_options default_options = {
+    .handshake_timeout_s = 2.0,
+    .io_timeout_s = 60.0,
+    .max_connections = 256,
+    .max_payload = RILL__WIRE_DEFAULT_MAX_PAYLOAD,
+};
+
+static rill__tcp_options resolve_options(const rill__tcp_options *o)
+{
+    rill__tcp_options r = default_options;
+    if (!o) return r;
+    r.secret = o->secret;
+    r.secret_len = o->secret ? o->secret_len : 0;
+    if (o->handshake_timeout_s > 0) r.handshake_timeout_s = o->handshake_timeout_s;
+    if (o->io_timeout_s > 0) r.io_timeout_s = o->io_timeout_s;
+    if (o->max_connections > 0) r.max_connections = o->max_connections;
+    if (o->max_payload > 0) r.max_payload = o->max_payload;
+    return r;
+}
+
+static bool sodium_ready(rill_status *s)
+{
+    if (sodium_init() < 0) {
+        rill_status_set(s, RILL_INTERNAL, "libsodium failed to initialise");
+        return false;
+    }
+    return true;
+}
+
+/* The HMAC key is a hash of the secret, so secrets of any length work. */
+static void derive_key(const void *secret, size_t len, uint8_t key[crypto_auth_KEYBYTES])
+{
+    crypto_generichash(key, crypto_auth_KEYBYTES, secret, len, NULL, 0);
+}
+
+static void handshake_tag(const uint8_t key[crypto_auth_KEYBYTES],
+                          const uint8_t nonce[NONCE_BYTES], uint8_t tag[crypto_auth_BYTES])
+{
+    uint8_t msg[NONCE_BYTES + sizeof CLIENT_CONTEXT];
+    memcpy(msg, nonce, NONCE_BYTES);
+    memcpy(msg + NONCE_BYTES, CLIENT_CONTEXT, sizeof CLIENT_CONTEXT);
+    crypto_auth(tag, msg, sizeof msg, key);
+}
+
+/* Splits "host:port" or "[v6]:port" into its parts. */
+static bool split_address(const char *address, char *host, size_t hcap, char *port, size_t pcap,
+                          rill_status *s)
+{
+    const char *colon = NULL, *h = address, *hend;
+    if (!address) address = "";
+    if (address[0] == '[') {
+        const char *close = strchr(address, ']');
+        if (close && close[1] == ':') {
+            h = address + 1;
+            hend = close;
+            colon = close + 1;
+        } else {
+            hend = NULL;
+        }
+    } else {
+        colon = strrchr(address, ':');
+        hend = colon;
+    }
+    if (!colon || !hend || hend == h || (size_t)(hend - h) >= hcap || !colon[1] ||
+        strlen(colon + 1) >= pcap || strspn(colon + 1, "0123456789") != strlen(colon + 1)) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "bad address '%s': expected host:port, e.g. 127.0.0.1:2222", address);
+        return false;
+    }
+    memcpy(host, h, (size_t)(hend - h));
+    host[hend - h] = 0;
+    strcpy(port, colon + 1);
+    return true;
+}
+
+static void format_peer(const struct sockaddr *sa, socklen_t len, char *out, size_t cap)
+{
+    char h[NI_MAXHOST], p[NI_MAXSERV];
+    if (getnameinfo(sa, len, h, sizeof h, p, sizeof p, NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        snprintf(out, cap, "?");
+        return;
+    }
+    snprintf(out, cap, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", h, p);
+}
+
+/* ============================================================== channel interface === */
+
+bool rill__channel_call(rill__channel *ch, int type, const void *meta, uint32_t meta_len,
+                        const struct iovec *payload, int npayload, rill__reply *reply,
+                        double deadline_s, rill_status *s)
+{
+    return ch->vt->call(ch, type, meta, meta_len, payload, npayload, reply, deadline_s, s);
+}
+
+bool rill__channel_ping(rill__channel *ch, double deadline_s, rill_status *s)
+{
+    rill__reply r = {0};
+    bool ok = rill__channel_call(ch, RILL__MSG_HEARTBEAT, NULL, 0, NULL, 0, &r, deadline_s, s);
+    if (r.payload_owned) rill__aligned_free(r.payload, r.payload_len);
+    return ok;
+}
+
+void rill__channel_close(rill__channel *ch)
+{
+    if (ch) ch->vt->close(ch);
+}
+
+/* ================================================================= TCP client === */
+
+typedef struct tcp_channel {
+    rill__channel base;
+    int fd;
+    bool broken;
+    char peer[256];
+    uint64_t next_id;
+    uint64_t max_payload;
+    double armed_s; /* SO_RCVTIMEO/SO_SNDTIMEO now set; 0: none */
+    uint8_t *meta;
+    uint32_t meta_cap;
+    size_t rpos, rlen;
+    uint8_t rbuf[RBUF_SIZE];
+} tcp_channel;
+
+const char *rill__channel_peer(const rill__channel *ch);
+
+static void deadline_error(tcp_channel *c, double deadline_s, rill_status *s)
+{
+    rill_status_set(s, RILL_DEADLINE_EXCEEDED, "peer %s did not answer within %g s", c->peer,
+                    deadline_s);
+}
+
+static bool set_timeouts(int fd, double secs)
+{
+    struct timeval tv = {0, 0};
+    if (secs > 0) {
+        tv.tv_sec = (time_t)secs;
+        tv.tv_usec = (suseconds_t)((secs - (double)tv.tv_sec) * 1e6);
+        if (tv.tv_sec == 0 && tv.tv_usec == 0) tv.tv_usec = 1;
+    }
+    return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0 &&
+           setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) == 0;
+}
+
+/* Makes the socket's timeouts end no later than t_end (within 2% of the deadline, 50 ms at
+ * most), touching them only when they drift; false with DEADLINE_EXCEEDED once t_end passed. */
+static bool arm(tcp_channel *c, double t_end, double deadline_s, rill_status *s)
+{
+    if (deadline_s <= 0) {
+        if (c->armed_s != 0 && set_timeouts(c->fd, 0)) c->armed_s = 0;
+        return true;
+    }
+    double left = t_end - rill__now_seconds();
+    if (left <= 0) {
+        deadline_error(c, deadline_s, s);
+        return false;
+    }
+    double tol = fmin(0.02 * deadline_s, 0.05);
+    if (c->armed_s == 0 || c->armed_s > left + tol || c->armed_s < 0.5 * left) {
+        if (set_timeouts(c->fd, left)) c->armed_s = left;
+    }
+    return true;
+}
+
+static void io_error(tcp_channel *c, int err, bool sending, rill_status *s)
+{
+    if (err == 0)
+        rill_status_set(s, RILL_UNAVAILABLE, "peer %s closed the connection", c->peer);
+    else if (err == ECONNRESET || err == EPIPE)
+        rill_status_set(s, RILL_UNAVAILABLE,
+                        "connection to peer %s was reset (the peer crashed or closed it)",
+                        c->peer);
+    else
+        rill_status_set(s, RILL_UNAVAILABLE, "%s peer %s failed: %s",
+                        sending ? "sending to" : "receiving from", c->peer, strerror(err));
+}
+
+/* Reads exactly n bytes into dst, through the buffer for small reads. */
+static bool cl_read(tcp_channel *c, void *dst, size_t n, double t_end, double deadline_s,
+                    rill_status *s)
+{
+    uint8_t *d = dst;
+    while (n > 0) {
+        if (c->rpos < c->rlen) {
+            size_t k = c->rlen - c->rpos < n ? c->rlen - c->rpos : n;
+            memcpy(d, c->rbuf + c->rpos, k);
+            c->rpos += k, d += k, n -= k;
+            continue;
+        }
+        if (!arm(c, t_end, deadline_s, s)) return false;
+        bool direct = n >= RBUF_SIZE;
+        ssize_t k = direct ? recv(c->fd, d, n, 0) : recv(c->fd, c->rbuf, RBUF_SIZE, 0);
+        if (k > 0) {
+            if (direct) {
+                d += k, n -= (size_t)k;
+            } else {
+                c->rpos = 0, c->rlen = (size_t)k;
+            }
+            continue;
+        }
+        if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+        io_error(c, k == 0 ? 0 : errno, false, s);
+        return false;
+    }
+    return true;
+}
+
+static bool cl_write(tcp_channel *c, struct iovec *iov, int n, double t_end, double deadline_s,
+                     rill_status *s)
+{
+    int i = 0;
+    while (i < n) {
+        if (iov[i].iov_len == 0) {
+            i++;
+            continue;
+        }
+        if (!arm(c, t_end, deadline_s, s)) return false;
+        struct msghdr mh = {.msg_iov = iov + i, .msg_iovlen = (size_t)(n - i)};
+        ssize_t k = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+        if (k < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+            io_error(c, errno, true, s);
+            return false;
+        }
+        size_t left = (size_t)k;
+        while (i < n && left >= iov[i].iov_len) left -= iov[i++].iov_len;
+        if (left) {
+            iov[i].iov_base = (uint8_t *)iov[i].iov_base + left;
+            iov[i].iov_len -= left;
+        }
+    }
+    return true;
+}
+
+/* Reads one frame header + meta; the payload is left to the caller. */
+static bool cl_read_head(tcp_channel *c, rill__frame_header *h, double t_end, double deadline_s,
+                         rill_status *s)
+{
+    uint8_t raw[RILL__WIRE_HEADER_SIZE];
+    if (!cl_read(c, raw, sizeof raw, t_end, deadline_s, s)) return false;
+    rill_status *e = rill_status_new();
+    bool ok = rill__frame_header_decode(raw, c->max_payload, h, e);
+    if (!ok)
+        rill_status_set(s, rill_status_code(e) == RILL_FAILED_PRECONDITION ? RILL_FAILED_PRECONDITION
+                                                                           : RILL_DATA_LOSS,
+                        "peer %s sent a bad frame: %s", c->peer, rill_status_message(e));
+    rill_status_free(e);
+    if (!ok) return false;
+    if (h->meta_len > c->meta_cap) {
+        uint8_t *m = rill__realloc(c->meta, h->meta_len);
+        RILL_CHECK_ALLOC(m);
+        c->meta = m;
+        c->meta_cap = h->meta_len;
+    }
+    return cl_read(c, c->meta, h->meta_len, t_end, deadline_s, s);
+}
+
+static void remote_error(tcp_channel *c, const rill__frame_header *h, bool in_handshake,
+                         rill_status *s)
+{
+    rill_code code;
+    const char *msg;
+    size_t len;
+    if (!rill__error_meta_decode(c->meta, h->meta_len, &code, &msg, &len)) {
+        rill_status_set(s, RILL_DATA_LOSS, "peer %s sent a malformed error frame", c->peer);
+        return;
+    }
+    if (len > 65536) len = 65536;
+    if (in_handshake)
+        rill_status_set(s, code, "peer %s refused the connection: %.*s", c->peer, (int)len, msg);
+    else
+        rill_status_set(s, code, "%.*s", (int)len, msg);
+}
+
+static bool tcp_call(rill__channel *ch, int type, const void *meta, uint32_t meta_len,
+                     const struct iovec *payload, int npayload, rill__reply *reply,
+                     double deadline_s, rill_status *s)
+{
+    tcp_channel *c = (tcp_channel *)ch;
+    reply->type = 0;
+    reply->meta = NULL;
+    reply->meta_len = 0;
+    reply->payload = NULL;
+    reply->payload_len = 0;
+    reply->payload_owned = false;
+    if (c->broken) {
+        rill_status_set(s, RILL_UNAVAILABLE,
+                        "the connection to peer %s broke on an earlier error; reconnect", c->peer);
+        return false;
+    }
+    if ((type != RILL__MSG_REQUEST && type != RILL__MSG_HEARTBEAT) || meta_len > RILL__WIRE_MAX_META ||
+        npayload < 0 || npayload > 1000 || (meta_len && !meta)) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "bad call to peer %s: type %d, meta %u bytes, %d payload pieces", c->peer,
+                        type, (unsigned)meta_len, npayload);
+        return false;
+    }
+    double t_end = deadline_s > 0 ? rill__now_seconds() + deadline_s : 0;
+    rill__frame_header h = {.version = RILL__WIRE_VERSION,
+                            .type = (uint8_t)type,
+                            .request_id = ++c->next_id,
+                            .meta_len = meta_len};
+    struct iovec small[18], *iov = small;
+    if (npayload + 2 > 18) {
+        iov = rill__malloc(sizeof *iov * (size_t)(npayload + 2));
+        RILL_CHECK_ALLOC(iov);
+    }
+    for (int i = 0; i < npayload; i++) {
+        iov[2 + i] = payload[i];
+        h.payload_len += payload[i].iov_len;
+    }
+    uint8_t raw[RILL__WIRE_HEADER_SIZE];
+    rill__frame_header_encode(&h, raw);
+    iov[0] = (struct iovec){raw, sizeof raw};
+    iov[1] = (struct iovec){(void *)meta, meta_len};
+    bool ok = cl_write(c, iov, npayload + 2, t_end, deadline_s, s);
+    if (iov != small) rill__free(iov);
+    if (!ok) goto broken;
+
+    rill__frame_header rh;
+    if (!cl_read_head(c, &rh, t_end, deadline_s, s)) goto broken;
+    int want = type == RILL__MSG_REQUEST ? RILL__MSG_RESPONSE : RILL__MSG_HEARTBEAT_ACK;
+    if ((rh.type != want && rh.type != RILL__MSG_ERROR) || rh.request_id != h.request_id ||
+        (rh.type == RILL__MSG_ERROR && rh.payload_len != 0)) {
+        rill_status_set(s, RILL_DATA_LOSS,
+                        "peer %s answered request %llu with a %s frame for request %llu",
+                        c->peer, (unsigned long long)h.request_id, rill__msg_type_name(rh.type),
+                        (unsigned long long)rh.request_id);
+        goto broken;
+    }
+    if (rh.type == RILL__MSG_ERROR) {
+        remote_error(c, &rh, false, s);
+        return false;
+    }
+    reply->type = rh.type;
+    reply->meta = c->meta;
+    reply->meta_len = rh.meta_len;
+    reply->payload_len = rh.payload_len;
+    if (rh.payload_len == 0) return true;
+    if (reply->payload_dst && rh.payload_len <= reply->payload_cap) {
+        reply->payload = reply->payload_dst;
+    } else {
+        if (rh.payload_len > SIZE_MAX || !(reply->payload = rill__aligned_alloc(rh.payload_len))) {
+            rill_status_set(s, RILL_RESOURCE_EXHAUSTED,
+                            "cannot allocate %llu bytes for the reply of peer %s",
+                            (unsigned long long)rh.payload_len, c->peer);
+            reply->payload_len = 0;
+            goto broken;
+        }
+        reply->payload_owned = true;
+    }
+    if (!cl_read(c, reply->payload, rh.payload_len, t_end, deadline_s, s)) {
+        if (reply->payload_owned) rill__aligned_free(reply->payload, rh.payload_len);
+        reply->payload = NULL;
+        reply->payload_len = 0;
+        reply->payload_owned = false;
+        goto broken;
+    }
+    return true;
+broken:
+    c->broken = true;
+    return false;
+}
+
+static void tcp_close(rill__channel *ch)
+{
+    tcp_channel *c = (tcp_channel *)ch;
+    if (c->fd >= 0) close(c->fd);
+    rill__free(c->meta);
+    rill__free(c);
+}
+
+static const rill__channel_vtable tcp_vtable = {tcp_call, tcp_close};
+
+const char *rill__channel_peer(const rill__channel *ch)
+{
+    return ch && ch->vt == &tcp_vtable ? ((const tcp_channel *)ch)->peer : "";
+}
+
+/* Non-blocking connect bounded by t_end; returns a connected blocking fd or -1 with s set. */
+static int connect_one(const struct addrinfo *ai, const char *address, double t_end,
+                       double deadline_s, rill_status *s)
+{
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+        rill_status_set(s, RILL_UNAVAILABLE, "could not connect to %s: %s", address,
+                        strerror(errno));
+        return -1;
+    }
+    int err = 0;
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+        if (errno != EINPROGRESS) {
+            err = errno;
+            goto fail;
+        }
+        for (;;) {
+            int ms = -1;
+            if (deadline_s > 0) {
+                double left = t_end - rill__now_seconds();
+                if (left <= 0) {
+                    rill_status_set(s, RILL_DEADLINE_EXCEEDED,
+                                    "could not connect to %s within %g s", address, deadline_s);
+                    close(fd);
+                    return -1;
+                }
+                ms = (int)ceil(left * 1000);
+            }
+            struct pollfd p = {.fd = fd, .events = POLLOUT};
+            int r = poll(&p, 1, ms);
+            if (r < 0 && errno == EINTR) continue;
+            if (r > 0) break;
+            if (r < 0) {
+                err = errno;
+                goto fail;
+            }
+        }
+        socklen_t len = sizeof err;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+        if (err) goto fail;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+fail:
+    rill_status_set(s, RILL_UNAVAILABLE, "could not connect to %s: %s", address, strerror(err));
+    close(fd);
+    return -1;
+}
+
+static bool client_handshake(tcp_channel *c, const rill__tcp_options *o, double t_end,
+                             double deadline_s, rill_status *s)
+{
+    rill__frame_header h;
+    if (!cl_read_head(c, &h, t_end, deadline_s, s)) return false;
+    if (h.type == RILL__MSG_ERROR) {
+        remote_error(c, &h, true, s);
+        return false;
+    }
+    if (h.type != RILL__MSG_CHALLENGE || h.meta_len != 4 + NONCE_BYTES || h.payload_len != 0) {
+        rill_status_set(s, RILL_DATA_LOSS, "peer %s opened with a bad %s frame instead of CHALLENGE",
+                        c->peer, rill__msg_type_name(h.type));
+        return false;
+    }
+    uint32_t flags = rill__get_u32(c->meta);
+    if ((flags & 1) && !o->secret) {
+        rill_status_set(s, RILL_UNAUTHENTICATED,
+                        "peer %s requires a cluster secret and this task was given none",
+                        c->peer);
+        return false;
+    }
+    uint8_t meta[4 + crypto_auth_BYTES];
+    uint32_t mlen = 4;
+    rill__put_u32(meta, RILL__WIRE_VERSION);
+    if (o->secret) {
+        uint8_t key[crypto_auth_KEYBYTES];
+        derive_key(o->secret, o->secret_len, key);
+        handshake_tag(key, c->meta + 4, meta + 4);
+        sodium_memzero(key, sizeof key);
+        mlen += crypto_auth_BYTES;
+    }
+    rill__frame_header out = {.version = RILL__WIRE_VERSION,
+                              .type = RILL__MSG_HANDSHAKE,
+                              .request_id = 0,
+                              .meta_len = mlen};
+    uint8_t raw[RILL__WIRE_HEADER_SIZE];
+    rill__frame_header_encode(&out, raw);
+    struct iovec iov[2] = {{raw, sizeof raw}, {meta, mlen}};
+    if (!cl_write(c, iov, 2, t_end, deadline_s, s)) return false;
+    if (!cl_read_head(c, &h, t_end, deadline_s, s)) return false;
+    if (h.type == RILL__MSG_ERROR) {
+        remote_error(c, &h, true, s);
+        return false;
+    }
+    if (h.type != RILL__MSG_HANDSHAKE_OK || h.meta_len != 0 || h.payload_len != 0) {
+        rill_status_set(s, RILL_DATA_LOSS, "peer %s answered the handshake with a bad %s frame",
+                        c->peer, rill__msg_type_name(h.type));
+        return false;
+    }
+    return true;
+}
+
+rill__channel *rill__tcp_connect(const char *address, const rill__tcp_options *opts,
+                                 double deadline_s, rill_status *s)
+{
+    rill__tcp_options o = resolve_options(opts);
+    char host[256], port[16];
+    if (!sodium_ready(s) || !split_address(address, host, sizeof host, port, sizeof port, s))
+        return NULL;
+    double t_end = deadline_s > 0 ? rill__now_seconds() + deadline_s : 0;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    int gai = getaddrinfo(host, port, &hints, &res);
+    if (gai != 0) {
+        rill_status_set(s, RILL_UNAVAILABLE, "could not resolve %s: %s", address,
+                        gai_strerror(gai));
+        return NULL;
+    }
+    int fd = -1;
+    for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next)
+        fd = connect_one(ai, address, t_end, deadline_s, s);
+    freeaddrinfo(res);
+    if (fd < 0) return NULL;
+    tcp_channel *c = rill__calloc(1, sizeof *c);
+    RILL_CHECK_ALLOC(c);
+    c->base.vt = &tcp_vtable;
+    c->fd = fd;
+    c->max_payload = o.max_payload;
+    snprintf(c->peer, sizeof c->peer, "%s", address);
+    if (!client_handshake(c, &o, t_end, deadline_s, s)) {
+        tcp_close(&c->base);
+        return NULL;
+    }
+    rill_status_clear(s);
+    return &c->base;
+}
+
+/* ================================================================= TCP server === */
+
+enum { CONN_HANDSHAKE, CONN_READY };
+enum { STAGE_HEADER, STAGE_META, STAGE_PAYLOAD };
+
+typedef struct conn {
+    int fd;
+    int state;
+    int slot;
+    double deadline; /* 0: none */
+    char peer[64];
+    uint8_t nonce[NONCE_BYTES];
+    /* reading */
+    int stage;
+    uint8_t hdr[RILL__WIRE_HEADER_SIZE];
+    size_t hdr_got;
+    rill__frame_header h;
+    uint8_t *meta;
+    uint32_t meta_cap;
+    size_t meta_got;
+    uint8_t *payload;
+    uint64_t payload_got;
+    /* writing */
+    bool writing;
+    uint8_t whdr[RILL__WIRE_HEADER_SIZE];
+    uint8_t *wmeta;
+    uint32_t wmeta_cap;
+    struct iovec wiov[MAX_RESP_IOV + 2];
+    int wiov_n, wiov_i;
+    void (*wdone)(void *);
+    void *wdone_arg;
+    size_t rpos, rlen;
+    uint8_t rbuf[RBUF_SIZE];
+} conn;
+
+struct rill__tcp_server {
+    rill__tcp_options opts;
+    uint8_t *secret_copy;
+    uint8_t key[crypto_auth_KEYBYTES];
+    rill__tcp_handler handler;
+    void *arg;
+    int listen_fd, epfd, wake_fd, spare_fd;
+    int port;
+    pthread_t thread;
+    conn **conns;
+    int nconns;
+    atomic_int open_conns;
+    double next_deadline; /* 0: none */
+    char address[256];
+};
+
+struct rill__tcp_response {
+    conn *c;
+    uint32_t meta_len;
+    struct iovec iov[MAX_RESP_IOV];
+    int niov;
+    void (*done)(void *);
+    void *done_arg;
+    rill_code err;
+    char *errmsg;
+};
+
+static void ensure_wmeta(conn *c, uint32_t n)
+{
+    if (n <= c->wmeta_cap) return;
+    uint8_t *m = rill__realloc(c->wmeta, n);
+    RILL_CHECK_ALLOC(m);
+    c->wmeta = m;
+    c->wmeta_cap = n;
+}
+
+void rill__tcp_response_set_meta(rill__tcp_response *r, const void *meta, uint32_t meta_len)
+{
+    if (meta_len > RILL__WIRE_MAX_META) {
+        rill__tcp_response_set_error(r, RILL_INTERNAL, "response meta of %u bytes exceeds %u",
+                                     (unsigned)meta_len, (unsigned)RILL__WIRE_MAX_META);
+        return;
+    }
+    ensure_wmeta(r->c, meta_len);
+    if (meta_len) memcpy(r->c->wmeta, meta, meta_len);
+    r->meta_len = meta_len;
+}
+
+void rill__tcp_response_set_payload(rill__tcp_response *r, const struct iovec *iov, int n,
+                                    void (*done)(void *arg), void *done_arg)
+{
+    if (r->done) r->done(r->done_arg); /* a replaced payload is released at once */
+    r->done = done;
+    r->done_arg = done_arg;
+    r->niov = 0;
+    if (n < 0 || n > MAX_RESP_IOV) {
+        rill__tcp_response_set_error(r, RILL_INTERNAL, "response payload in %d pieces, at most %d",
+                                     n, MAX_RESP_IOV);
+        return;
+    }
+    for (int i = 0; i < n; i++) r->iov[i] = iov[i];
+    r->niov = n;
+}
+
+void rill__tcp_response_set_error(rill__tcp_response *r, rill_code code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char buf[4096];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    rill__free(r->errmsg);
+    r->errmsg = rill__strdup(buf);
+    r->err = code == RILL_OK ? RILL_UNKNOWN : code;
+}
+
+static void srv_set_deadline(rill__tcp_server *srv, conn *c, double d)
+{
+    c->deadline = d;
+    if (d > 0 && (srv->next_deadline == 0 || d < srv->next_deadline)) srv->next_deadline = d;
+}
+
+static void conn_free(rill__tcp_server *srv, conn *c)
+{
+    close(c->fd);
+    if (c->wdone) c->wdone(c->wdone_arg);
+    if (c->payload) rill__aligned_free(c->payload, c->h.payload_len);
+    rill__free(c->meta);
+    rill__free(c->wmeta);
+    int last = --srv->nconns;
+    srv->conns[c->slot] = srv->conns[last];
+    srv->conns[c->slot]->slot = c->slot;
+    srv->conns[last] = NULL;
+    atomic_fetch_sub(&srv->open_conns, 1);
+    rill__free(c);
+}
+
+static void conn_interest(rill__tcp_server *srv, conn *c, uint32_t ev)
+{
+    struct epoll_event e = {.events = ev, .data.ptr = c};
+    epoll_ctl(srv->epfd, EPOLL_CTL_MOD, c->fd, &e);
+}
+
+/* Writes what it can; returns false when the connection must close. */
+static bool conn_flush(rill__tcp_server *srv, conn *c)
+{
+    while (c->wiov_i < c->wiov_n) {
+        if (c->wiov[c->wiov_i].iov_len == 0) {
+            c->wiov_i++;
+            continue;
+        }
+        struct msghdr mh = {.msg_iov = c->wiov + c->wiov_i,
+                            .msg_iovlen = (size_t)(c->wiov_n - c->wiov_i)};
+        ssize_t k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if (!c->writing) {
+                    c->writing = true;
+                    conn_interest(srv, c, EPOLLOUT);
+                    srv_set_deadline(srv, c, rill__now_seconds() + srv->opts.io_timeout_s);
+                }
+                return true;
+            }
+            return false;
+        }
+        size_t left = (size_t)k;
+        while (c->wiov_i < c->wiov_n && left >= c->wiov[c->wiov_i].iov_len)
+            left -= c->wiov[c->wiov_i++].iov_len;
+        if (left) {
+            c->wiov[c->wiov_i].iov_base = (uint8_t *)c->wiov[c->wiov_i].iov_base + left;
+            c->wiov[c->wiov_i].iov_len -= left;
+        }
+    }
+    if (c->wdone) {
+        void (*done)(void *) = c->wdone;
+        c->wdone = NULL;
+        done(c->wdone_arg);
+    }
+    if (c->writing) {
+        c->writing = false;
+        c->deadline = 0;
+        conn_interest(srv, c, EPOLLIN);
+    }
+    return true;
+}
+
+/* Queues a frame (header + wmeta[0..meta_len) + payload iovecs) and starts writing it. */
+static bool conn_send(rill__tcp_server *srv, conn *c, int type, uint64_t id, uint32_t meta_len,
+                      const struct iovec *iov, int niov, void (*done)(void *), void *done_arg)
+{
+    rill__frame_header h = {.version = RILL__WIRE_VERSION,
+                            .type = (uint8_t)type,
+                            .request_id = id,
+                            .meta_len = meta_len};
+    for (int i = 0; i < niov; i++) {
+        c->wiov[2 + i] = iov[i];
+        h.payload_len += iov[i].iov_len;
+    }
+    rill__frame_header_encode(&h, c->whdr);
+    c->wiov[0] = (struct iovec){c->whdr, sizeof c->whdr};
+    c->wiov[1] = (struct iovec){c->wmeta, meta_len};
+    c->wiov_n = niov + 2;
+    c->wiov_i = 0;
+    c->wdone = done;
+    c->wdone_arg = done_arg;
+    return conn_flush(srv, c);
+}
+
+static bool conn_send_error(rill__tcp_server *srv, conn *c, uint64_t id, rill_code code,
+                            const char *msg)
+{
+    size_t n = strlen(msg) + 4;
+    if (n > 65536) n = 65536;
+    ensure_wmeta(c, (uint32_t)n);
+    size_t len = rill__error_meta_encode(code, msg, c->wmeta, n);
+    return conn_send(srv, c, RILL__MSG_ERROR, id, (uint32_t)len, NULL, 0, NULL, NULL);
+}
+
+static bool serve_request(rill__tcp_server *srv, conn *c)
+{
+    rill__tcp_request req = {.request_id = c->h.request_id,
+                             .meta = c->meta,
+                             .meta_len = c->h.meta_len,
+                             .payload = c->payload,
+                             .payload_len = c->h.payload_len,
+                             .peer = c->peer};
+    rill__tcp_response resp = {.c = c};
+    c->payload = NULL; /* the request owns it now */
+    srv->handler(srv->arg, &req, &resp);
+    if (req.payload) rill__aligned_free(req.payload, req.payload_len);
+    if (resp.err != RILL_OK) {
+        if (resp.done) resp.done(resp.done_arg);
+        bool ok = conn_send_error(srv, c, req.request_id, resp.err, resp.errmsg);
+        rill__free(resp.errmsg);
+        return ok;
+    }
+    return conn_send(srv, c, RILL__MSG_RESPONSE, req.request_id, resp.meta_len, resp.iov,
+                     resp.niov, resp.done, resp.done_arg);
+}
+
+static bool serve_handshake(rill__tcp_server *srv, conn *c)
+{
+    if (c->h.meta_len < 4 || rill__get_u32(c->meta) != RILL__WIRE_VERSION) {
+        conn_send_error(srv, c, 0, RILL_FAILED_PRECONDITION,
+                        "wire protocol version mismatch in the handshake");
+        return false;
+    }
+    if (srv->secret_copy) {
+        uint8_t msg[NONCE_BYTES + sizeof CLIENT_CONTEXT];
+        memcpy(msg, c->nonce, NONCE_BYTES);
+        memcpy(msg + NONCE_BYTES, CLIENT_CONTEXT, sizeof CLIENT_CONTEXT);
+        if (c->h.meta_len != 4 + crypto_auth_BYTES ||
+            crypto_auth_verify(c->meta + 4, msg, sizeof msg, srv->key) != 0) {
+            rill__log(RILL_LOG_WARNING, "server %s: refused %s: wrong or missing cluster secret",
+                      srv->address, c->peer);
+            conn_send_error(srv, c, 0, RILL_UNAUTHENTICATED,
+                            "the client did not prove it knows the cluster secret");
+            return false;
+        }
+    }
+    c->state = CONN_READY;
+    c->deadline = 0;
+    return conn_send(srv, c, RILL__MSG_HANDSHAKE_OK, 0, 0, NULL, 0, NULL, NULL);
+}
+
+/* Validates a complete header against the connection's state; false: drop the connection. */
+static bool accept_header(rill__tcp_server *srv, conn *c)
+{
+    rill_status *e = rill__scratch_status();
+    if (!rill__frame_header_decode(c->hdr, srv->opts.max_payload, &c->h, e)) {
+        rill__log(RILL_LOG_DEBUG, "server %s: dropped %s: %s", srv->address, c->peer,
+                  rill_status_message(e));
+        return false;
+    }
+    if (c->state == CONN_HANDSHAKE)
+        return c->h.type == RILL__MSG_HANDSHAKE && c->h.meta_len <= HANDSHAKE_MAX_META &&
+               c->h.payload_len == 0;
+    if (c->h.type == RILL__MSG_HEARTBEAT) return c->h.meta_len == 0 && c->h.payload_len == 0;
+    if (c->h.type != RILL__MSG_REQUEST) return false;
+    if (c->h.meta_len > c->meta_cap) {
+        uint8_t *m = rill__realloc(c->meta, c->h.meta_len);
+        RILL_CHECK_ALLOC(m);
+        c->meta = m;
+        c->meta_cap = c->h.meta_len;
+    }
+    if (c->h.payload_len > 0) {
+        c->payload = c->h.payload_len <= SIZE_MAX ? rill__aligned_alloc(c->h.payload_len) : NULL;
+        if (!c->payload) {
+            rill__log(RILL_LOG_WARNING, "server %s: cannot allocate %llu bytes for %s's request",
+                      srv->address, (unsigned long long)c->h.payload_len, c->peer);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool frame_done(rill__tcp_server *srv, conn *c)
+{
+    c->stage = STAGE_HEADER;
+    c->hdr_got = c->meta_got = 0;
+    c->payload_got = 0;
+    if (c->state == CONN_HANDSHAKE) return serve_handshake(srv, c);
+    c->deadline = 0;
+    if (c->h.type == RILL__MSG_HEARTBEAT)
+        return conn_send(srv, c, RILL__MSG_HEARTBEAT_ACK, c->h.request_id, 0, NULL, 0, NULL, NULL);
+    return serve_request(srv, c);
+}
+
+static size_t take(conn *c, void *dst, size_t n)
+{
+    size_t k = c->rlen - c->rpos < n ? c->rlen - c->rpos : n;
+    memcpy(dst, c->rbuf + c->rpos, k);
+    c->rpos += k;
+    return k;
+}
+
+/* Reads and serves frames until the socket has no more bytes or a response is pending.
+ * Returns false when the connection must close. */
+static bool conn_pump(rill__tcp_server *srv, conn *c)
+{
+    for (;;) {
+        if (c->writing) return true;
+        bool have = c->rpos < c->rlen;
+        if (!have) {
+            /* A big payload bypasses the buffer. */
+            if (c->stage == STAGE_PAYLOAD && c->h.payload_len - c->payload_got >= RBUF_SIZE) {
+                size_t want = (size_t)(c->h.payload_len - c->payload_got);
+                ssize_t k = recv(c->fd, c->payload + c->payload_got, want, MSG_DONTWAIT);
+                if (k > 0) {
+                    c->payload_got += (uint64_t)k;
+                    if (c->payload_got == c->h.payload_len && !frame_done(srv, c)) return false;
+                    continue;
+                }
+                if (k < 0 && errno == EINTR) continue;
+                return k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+            }
+            ssize_t k = recv(c->fd, c->rbuf, RBUF_SIZE, MSG_DONTWAIT);
+            if (k > 0) {
+                c->rpos = 0;
+                c->rlen = (size_t)k;
+                continue;
+            }
+            if (k < 0 && errno == EINTR) continue;
+            return k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+        }
+        switch (c->stage) {
+        case STAGE_HEADER:
+            if (c->hdr_got == 0 && c->state == CONN_READY)
+                srv_set_deadline(srv, c, rill__now_seconds() + srv->opts.io_timeout_s);
+            c->hdr_got += take(c, c->hdr + c->hdr_got, sizeof c->hdr - c->hdr_got);
+            if (c->hdr_got < sizeof c->hdr) break;
+            if (c->state == CONN_HANDSHAKE && c->h.meta_len > c->meta_cap) {
+                /* meta buffer for the handshake is sized in accept_header's READY branch only */
+            }
+            if (!accept_header(srv, c)) return false;
+            if (c->state == CONN_HANDSHAKE && c->h.meta_len > c->meta_cap) {
+                uint8_t *m = rill__realloc(c->meta, HANDSHAKE_MAX_META);
+                RILL_CHECK_ALLOC(m);
+                c->meta = m;
+                c->meta_cap = HANDSHAKE_MAX_META;
+            }
+            c->stage = STAGE_META;
+            /* fall through */
+        case STAGE_META:
+            c->meta_got += take(c, c->meta + c->meta_got, c->h.meta_len - c->meta_got);
+            if (c->meta_got < c->h.meta_len) break;
+            c->stage = STAGE_PAYLOAD;
+            /* fall through */
+        case STAGE_PAYLOAD:
+            if (c->payload_got < c->h.payload_len)
+                c->payload_got +=
+                    take(c, c->payload + c->payload_got, (size_t)(c->h.payload_len - c->payload_got));
+            if (c->payload_got < c->h.payload_len) break;
+            if (!frame_done(srv, c)) return false;
+            break;
+        }
+    }
+}
+
+static void srv_accept(rill__tcp_server *srv)
+{
+    for (;;) {
+        struct sockaddr_storage sa;
+        socklen_t len = sizeof sa;
+        int fd = accept4(srv->listen_fd, (struct sockaddr *)&sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            if ((errno == EMFILE || errno == ENFILE) && srv->spare_fd >= 0) {
+                /* Out of descriptors: accept with the spare one and close at once, so the
+                 * listener does not spin on a connection it cannot take. */
+                close(srv->spare_fd);
+                fd = accept(srv->listen_fd, NULL, NULL);
+                if (fd >= 0) close(fd);
+                srv->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                continue;
+            }
+            return;
+        }
+        if (srv->nconns >= srv->opts.max_connections) {
+            close(fd);
+            continue;
+        }
+        conn *c = rill__calloc(1, sizeof *c);
+        RILL_CHECK_ALLOC(c);
+        c->fd = fd;
+        format_peer((struct sockaddr *)&sa, len, c->peer, sizeof c->peer);
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        c->slot = srv->nconns++;
+        srv->conns[c->slot] = c;
+        atomic_fetch_add(&srv->open_conns, 1);
+        struct epoll_event e = {.events = EPOLLIN, .data.ptr = c};
+        if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
+            conn_free(srv, c);
+            continue;
+        }
+        srv_set_deadline(srv, c, rill__now_seconds() + srv->opts.handshake_timeout_s);
+        randombytes_buf(c->nonce, NONCE_BYTES);
+        ensure_wmeta(c, 4 + NONCE_BYTES);
+        rill__put_u32(c->wmeta, srv->secret_copy ? 1u : 0u);
+        memcpy(c->wmeta + 4, c->nonce, NONCE_BYTES);
+        if (!conn_send(srv, c, RILL__MSG_CHALLENGE, 0, 4 + NONCE_BYTES, NULL, 0, NULL, NULL))
+            conn_free(srv, c);
+    }
+}
+
+static void srv_sweep(rill__tcp_server *srv, double now)
+{
+    double next = 0;
+    for (int i = 0; i < srv->nconns;) {
+        conn *c = srv->conns[i];
+        if (c->deadline > 0 && c->deadline <= now) {
+            rill__log(RILL_LOG_DEBUG, "server %s: closed %s: %s deadline passed", srv->address,
+                      c->peer, c->state == CONN_HANDSHAKE ? "handshake" : "I/O");
+            conn_free(srv, c); /* moves the last connection into slot i */
+            continue;
+        }
+        if (c->deadline > 0 && (next == 0 || c->deadline < next)) next = c->deadline;
+        i++;
+    }
+    srv->next_deadline = next;
+}
+
+static void *srv_main(void *arg)
+{
+    rill__tcp_server *srv = arg;
+    struct epoll_event ev[64];
+    for (;;) {
+        int ms = -1;
+        if (srv->next_deadline > 0) {
+            double left = srv->next_deadline - rill__now_seconds();
+            ms = left <= 0 ? 0 : (int)ceil(left * 1000);
+        }
+        int n = epoll_wait(srv->epfd, ev, 64, ms);
+        if (n < 0 && errno != EINTR) break;
+        for (int i = 0; i < n; i++) {
+            void *p = ev[i].data.ptr;
+            if (p == &srv->wake_fd) return NULL;
+            if (p == &srv->listen_fd) {
+                srv_accept(srv);
+                continue;
+            }
+            conn *c = p;
+            bool ok = true;
+            if (c->writing) {
+                if (ev[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) ok = conn_flush(srv, c);
+                if (ok && !c->writing) ok = conn_pump(srv, c);
+            } else {
+                ok = conn_pump(srv, c);
+            }
+            if (!ok) conn_free(srv, c);
+        }
+        if (srv->next_deadline > 0) {
+            double now = rill__now_seconds();
+            if (now >= srv->next_deadline) srv_sweep(srv, now);
+        }
+    }
+    return NULL;
+}
+
+rill__tcp_server *rill__tcp_server_new(const char *address, const rill__tcp_options *opts,
+                                       rill__tcp_handler handler, void *arg, rill_status *s)
+{
+    char host[256], port[16];
+    if (!sodium_ready(s) || !split_address(address, host, sizeof host, port, sizeof port, s))
+        return NULL;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
+    struct addrinfo *res = NULL;
+    int gai = getaddrinfo(host, port, &hints, &res);
+    if (gai != 0) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "Could not start server: cannot resolve %s: %s",
+                        address, gai_strerror(gai));
+        return NULL;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int err = fd < 0 ? errno : 0;
+    if (fd >= 0) {
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 1024) != 0) err = errno;
+    }
+    freeaddrinfo(res);
+    if (err) {
+        if (fd >= 0) close(fd);
+        if (err == EADDRINUSE)
+            rill_status_set(s, RILL_UNAVAILABLE,
+                            "Could not start server: address %s is already in use", address);
+        else
+            rill_status_set(s, RILL_UNAVAILABLE, "Could not start server on %s: %s", address,
+                            strerror(err));
+        return NULL;
+    }
+    rill__tcp_server *srv = rill__calloc(1, sizeof *srv);
+    RILL_CHECK_ALLOC(srv);
+    srv->opts = resolve_options(opts);
+    if (srv->opts.secret) {
+        srv->secret_copy = rill__malloc(srv->opts.secret_len + 1);
+        RILL_CHECK_ALLOC(srv->secret_copy);
+        memcpy(srv->secret_copy, srv->opts.secret, srv->opts.secret_len);
+        srv->opts.secret = srv->secret_copy;
+        derive_key(srv->secret_copy, srv->opts.secret_len, srv->key);
+    }
+    srv->handler = handler;
+    srv->arg = arg;
+    srv->listen_fd = fd;
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    getsockname(fd, (struct sockaddr *)&sa, &len);
+    srv->port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                               : ((struct sockaddr_in *)&sa)->sin_port);
+    snprintf(srv->address, sizeof srv->address, "%s", address);
+    srv->conns = rill__calloc((size_t)srv->opts.max_connections, sizeof *srv->conns);
+    RILL_CHECK_ALLOC(srv->conns);
+    srv->epfd = epoll_create1(EPOLL_CLOEXEC);
+    srv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    srv->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    struct epoll_event el = {.events = EPOLLIN, .data.ptr = &srv->listen_fd};
+    struct epoll_event ew = {.events = EPOLLIN, .data.ptr = &srv->wake_fd};
+    if (srv->epfd < 0 || srv->wake_fd < 0 ||
+        epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &el) != 0 ||
+        epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->wake_fd, &ew) != 0 ||
+        pthread_create(&srv->thread, NULL, srv_main, srv) != 0) {
+        rill_status_set(s, RILL_INTERNAL, "Could not start server on %s: %s", address,
+                        strerror(errno));
+        if (srv->epfd >= 0) close(srv->epfd);
+        if (srv->wake_fd >= 0) close(srv->wake_fd);
+        if (srv->spare_fd >= 0) close(srv->spare_fd);
+        close(fd);
+        rill__free(srv->secret_copy);
+        rill__free(srv->conns);
+        rill__free(srv);
+        return NULL;
+    }
+    return srv;
+}
+
+int rill__tcp_server_port(const rill__tcp_server *srv)
+{
+    return srv->port;
+}
+
+int rill__tcp_server_connections(rill__tcp_server *srv)
+{
+    return atomic_load(&srv->open_conns);
+}
+
+void rill__tcp_server_free(rill__tcp_server *srv)
+{
+    if (!srv) return;
+    uint64_t one = 1;
+    ssize_t w = write(srv->wake_fd, &one, sizeof one);
+    (void)w;
+    pthread_join(srv->thread, NULL);
+    while (srv->nconns > 0) conn_free(srv, srv->conns[srv->nconns - 1]);
+    close(srv->listen_fd);
+    close(srv->epfd);
+    close(srv->wake_fd);
+    if (srv->spare_fd >= 0) close(srv->spare_fd);
+    if (srv->secret_copy) {
+        sodium_memzero(srv->secret_copy, srv->opts.secret_len);
+        rill__free(srv->secret_copy);
+    }
+    sodium_memzero(srv->key, sizeof srv->key);
+    rill__free(srv->conns);
+    rill__free(srv);
+}
