@@ -41,8 +41,8 @@ extern "C" {
  *   `Could not parse port for local server from "<addr>"` (allow_port0, bad port),
  *   `Could not parse port from "<addr>": expected a port in 1..65535`,
  *   `Could not parse host from "<addr>": <reason>`. */
-bool rill_address_parse(const char *addr, bool allow_port0, char *host, size_t host_len,
-                        int *port, rill_status *s);
+bool rill_address_parse(const char *addr, bool allow_port0, char *host, size_t host_len, int *port,
+                        rill_status *s);
 
 /* --- cluster specs --- */
 
@@ -158,8 +158,7 @@ bool rill_task_config_from_flags(const char *ps_hosts, const char *worker_hosts,
  * Present when the text is non-blank and has a non-empty "cluster" (TF runs locally otherwise).
  * "task" may be left out under the same rules as the flags; "index" defaults to 0 and may be a
  * number or a decimal string, as TF's int(...) allows; other keys are ignored. */
-bool rill_task_config_from_tf_config_json(const char *json, rill_task_config *out,
-                                          rill_status *s);
+bool rill_task_config_from_tf_config_json(const char *json, rill_task_config *out, rill_status *s);
 /* The same from the TF_CONFIG environment variable (absent when unset). */
 bool rill_task_config_from_tf_config(rill_task_config *out, rill_status *s);
 
@@ -170,8 +169,7 @@ bool rill_task_config_from_tf_config(rill_task_config *out, rill_status *s);
  * node is at host:(base_port + r's offset among that node's ranks). The first num_ps ranks are
  * "ps" tasks, the rest "worker" tasks. num_ps < 0 reads RILL_NUM_PS (default 1); base_port <= 0
  * reads RILL_BASE_PORT (default 2222). */
-bool rill_task_config_from_slurm(int num_ps, int base_port, rill_task_config *out,
-                                 rill_status *s);
+bool rill_task_config_from_slurm(int num_ps, int base_port, rill_task_config *out, rill_status *s);
 
 /* From mpirun's environment: present when OMPI_COMM_WORLD_RANK (Open MPI) or PMI_RANK (MPICH,
  * Intel MPI) is set; the size comes from OMPI_COMM_WORLD_SIZE or PMI_SIZE, and the local rank
@@ -179,8 +177,7 @@ bool rill_task_config_from_slurm(int num_ps, int base_port, rill_task_config *ou
  * every rank, so hosts come from RILL_HOSTS: comma-separated entries "host" or "host:slots", each
  * giving the next `slots` ranks (default 1) that host, totalling the world size; unset, every
  * rank is on 127.0.0.1. Rank r listens on base_port + r. num_ps and base_port as for Slurm. */
-bool rill_task_config_from_mpi(int num_ps, int base_port, rill_task_config *out,
-                               rill_status *s);
+bool rill_task_config_from_mpi(int num_ps, int base_port, rill_task_config *out, rill_status *s);
 
 /* Options for rill_task_config_resolve; start from RILL_LAUNCH_OPTIONS_INIT (nothing given,
  * defaults from the environment), then set what the command line gave. */
@@ -193,7 +190,10 @@ typedef struct rill_launch_options {
     int base_port;            /* Slurm/MPI: first port; <= 0 = RILL_BASE_PORT or 2222 */
 } rill_launch_options;
 
-#define RILL_LAUNCH_OPTIONS_INIT {NULL, NULL, NULL, -1, -1, 0}
+#define RILL_LAUNCH_OPTIONS_INIT                                                                   \
+    {                                                                                              \
+        NULL, NULL, NULL, -1, -1, 0                                                                \
+    }
 
 /* Tries the flags, then TF_CONFIG, then Slurm, then MPI; the first source present decides (its
  * error is final: a malformed TF_CONFIG is not silently skipped for Slurm). Returns true when a

@@ -75,8 +75,8 @@ static bool valid_hostname(const char *h, size_t n, const char **why)
     return true;
 }
 
-bool rill_address_parse(const char *addr, bool allow_port0, char *host, size_t host_len,
-                        int *port, rill_status *s)
+bool rill_address_parse(const char *addr, bool allow_port0, char *host, size_t host_len, int *port,
+                        rill_status *s)
 {
     if (!addr) addr = "";
     const char *why = NULL;
@@ -132,8 +132,8 @@ bool rill_address_parse(const char *addr, bool allow_port0, char *host, size_t h
     return true;
 bad_port:
     if (allow_port0)
-        rill_status_set(s, RILL_INVALID_ARGUMENT, "Could not parse port for local server from \"%s\"",
-                        addr);
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Could not parse port for local server from \"%s\"", addr);
     else
         rill_status_set(s, RILL_INVALID_ARGUMENT,
                         "Could not parse port from \"%s\": expected host:port with a port in "
@@ -342,8 +342,8 @@ rill_cluster_spec *rill_cluster_spec_local(void)
 }
 
 /* Adds job with the comma-separated hosts of flag; an empty list adds nothing. */
-static bool add_host_list(rill_cluster_spec *c, const char *job, const char *flag,
-                          const char *list, rill_status *s)
+static bool add_host_list(rill_cluster_spec *c, const char *job, const char *flag, const char *list,
+                          rill_status *s)
 {
     if (!list || !*list) return true;
     bool ok = true;
@@ -358,11 +358,11 @@ static bool add_host_list(rill_cluster_spec *c, const char *job, const char *fla
         RILL_CHECK_ALLOC(entry);
         if (n == 0 || !rill_address_parse(entry, false, NULL, 0, NULL, why)) {
             if (n == 0)
-                rill_status_set(s, RILL_INVALID_ARGUMENT,
-                                "Invalid --%s \"%s\": entry %d is empty", flag, list, index);
+                rill_status_set(s, RILL_INVALID_ARGUMENT, "Invalid --%s \"%s\": entry %d is empty",
+                                flag, list, index);
             else
-                rill_status_set(s, RILL_INVALID_ARGUMENT, "Invalid --%s \"%s\": entry %d: %s",
-                                flag, list, index, rill_status_message(why));
+                rill_status_set(s, RILL_INVALID_ARGUMENT, "Invalid --%s \"%s\": entry %d: %s", flag,
+                                list, index, rill_status_message(why));
             rill__free(entry);
             ok = false;
             break;

@@ -171,14 +171,30 @@ static char *parse_string_raw(parser *ps, size_t *out_len)
         c = ps->p[ps->pos]; /* in bounds: the scan above stepped over escapes in pairs */
         ps->pos++;
         switch (c) {
-        case '"': out[n++] = '"'; break;
-        case '\\': out[n++] = '\\'; break;
-        case '/': out[n++] = '/'; break;
-        case 'b': out[n++] = '\b'; break;
-        case 'f': out[n++] = '\f'; break;
-        case 'n': out[n++] = '\n'; break;
-        case 'r': out[n++] = '\r'; break;
-        case 't': out[n++] = '\t'; break;
+        case '"':
+            out[n++] = '"';
+            break;
+        case '\\':
+            out[n++] = '\\';
+            break;
+        case '/':
+            out[n++] = '/';
+            break;
+        case 'b':
+            out[n++] = '\b';
+            break;
+        case 'f':
+            out[n++] = '\f';
+            break;
+        case 'n':
+            out[n++] = '\n';
+            break;
+        case 'r':
+            out[n++] = '\r';
+            break;
+        case 't':
+            out[n++] = '\t';
+            break;
         case 'u': {
             int hi = hex4(ps);
             if (hi < 0) {
@@ -377,8 +393,10 @@ static rill__json *parse_value(parser *ps, int depth)
     unsigned char c = ps->p[ps->pos];
     rill__json *v;
     switch (c) {
-    case '{': return parse_container(ps, depth, true);
-    case '[': return parse_container(ps, depth, false);
+    case '{':
+        return parse_container(ps, depth, true);
+    case '[':
+        return parse_container(ps, depth, false);
     case '"': {
         size_t n;
         char *str = parse_string_raw(ps, &n);
@@ -416,8 +434,9 @@ rill__json *rill__json_parse(const char *text, size_t len, rill_status *s)
     parser ps = {.p = (const unsigned char *)text, .len = len, .s = s};
     if (!text) len = ps.len = 0;
     if (len > RILL__JSON_MAX_INPUT) {
-        rill_status_set(s, RILL_INVALID_ARGUMENT, "Invalid JSON: %zu bytes is more than the %u allowed",
-                        len, RILL__JSON_MAX_INPUT);
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Invalid JSON: %zu bytes is more than the %u allowed", len,
+                        RILL__JSON_MAX_INPUT);
         return NULL;
     }
     rill__json *v = parse_value(&ps, 0);
@@ -455,12 +474,18 @@ const rill__json *rill__json_get(const rill__json *obj, const char *key)
 const char *rill__json_type_name(rill__json_type t)
 {
     switch (t) {
-    case RILL__JSON_NULL: return "null";
-    case RILL__JSON_BOOL: return "boolean";
-    case RILL__JSON_NUMBER: return "number";
-    case RILL__JSON_STRING: return "string";
-    case RILL__JSON_ARRAY: return "array";
-    case RILL__JSON_OBJECT: return "object";
+    case RILL__JSON_NULL:
+        return "null";
+    case RILL__JSON_BOOL:
+        return "boolean";
+    case RILL__JSON_NUMBER:
+        return "number";
+    case RILL__JSON_STRING:
+        return "string";
+    case RILL__JSON_ARRAY:
+        return "array";
+    case RILL__JSON_OBJECT:
+        return "object";
     }
     return "unknown";
 }

@@ -2,12 +2,13 @@
  *
  * The input is treated as hostile: it is read only within the given length (no terminator
  * needed), nesting is bounded by RILL__JSON_MAX_DEPTH, the input by RILL__JSON_MAX_INPUT bytes
- * and the tree by RILL__JSON_MAX_NODES values, one object by RILL__JSON_MAX_MEMBERS members. Strings must be valid UTF-8 (no overlong forms, no
- * surrogates, nothing past U+10FFFF), control characters must be escaped, \u escapes must pair
- * surrogates correctly, and \u0000 is refused because the strings come back as C strings.
- * Duplicate keys in one object are refused, since "which one wins" is an ambiguity an attacker
- * could use. Anything else is RFC 8259 JSON; a failure is INVALID_ARGUMENT naming the byte
- * offset and what was expected there. Internal to rill (rill__ prefix).
+ * and the tree by RILL__JSON_MAX_NODES values, one object by RILL__JSON_MAX_MEMBERS members.
+ * Strings must be valid UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF), control
+ * characters must be escaped, \u escapes must pair surrogates correctly, and \u0000 is refused
+ * because the strings come back as C strings. Duplicate keys in one object are refused, since
+ * "which one wins" is an ambiguity an attacker could use. Anything else is RFC 8259 JSON; a failure
+ * is INVALID_ARGUMENT naming the byte offset and what was expected there. Internal to rill (rill__
+ * prefix).
  */
 #ifndef RILL_DISTRIBUTED_JSON_H
 #define RILL_DISTRIBUTED_JSON_H
@@ -36,15 +37,15 @@ typedef enum rill__json_type {
 typedef struct rill__json rill__json;
 struct rill__json {
     rill__json_type type;
-    bool boolean;         /* RILL__JSON_BOOL */
-    double number;        /* RILL__JSON_NUMBER */
-    bool is_int;          /* number written without fraction or exponent and fits int64 */
-    int64_t integer;      /* valid when is_int */
-    char *string;         /* RILL__JSON_STRING: NUL-terminated UTF-8, owned by the node */
-    size_t length;        /* string length in bytes */
-    int count;            /* ARRAY / OBJECT: number of members */
-    rill__json **items;   /* ARRAY / OBJECT: the member values, in input order */
-    char **keys;          /* OBJECT: the member keys, in input order */
+    bool boolean;       /* RILL__JSON_BOOL */
+    double number;      /* RILL__JSON_NUMBER */
+    bool is_int;        /* number written without fraction or exponent and fits int64 */
+    int64_t integer;    /* valid when is_int */
+    char *string;       /* RILL__JSON_STRING: NUL-terminated UTF-8, owned by the node */
+    size_t length;      /* string length in bytes */
+    int count;          /* ARRAY / OBJECT: number of members */
+    rill__json **items; /* ARRAY / OBJECT: the member values, in input order */
+    char **keys;        /* OBJECT: the member keys, in input order */
 };
 
 /* Parses text[0..len) (no terminator needed; bytes past len are never read). Returns a tree the

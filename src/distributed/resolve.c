@@ -256,6 +256,7 @@ done:
             rill_status_set(s, RILL_INVALID_ARGUMENT, "%s", rill_status_message(why));
         rill_cluster_spec_free(cluster);
     } else {
+        rill_status_clear(s);
         rill_task_config_clear(out);
         out->cluster = cluster;
         snprintf(out->job_name, sizeof out->job_name, "%s", job);
@@ -286,22 +287,20 @@ static bool tf_config_cluster(const rill__json *cl, rill_cluster_spec *c, rill_s
         const char *job = cl->keys[j];
         const rill__json *tasks = cl->items[j];
         if (tasks->type == RILL__JSON_ARRAY) {
-            if (tasks->count == 0 && !rill_cluster_spec_add_job(c, job, NULL, 0, why))
-                return false;
+            if (tasks->count == 0 && !rill_cluster_spec_add_job(c, job, NULL, 0, why)) return false;
             for (int t = 0; t < tasks->count; t++) {
                 const rill__json *a = tasks->items[t];
                 if (a->type != RILL__JSON_STRING) {
                     snprintf(addr_err, sizeof addr_err, "%s", rill__json_type_name(a->type));
                     rill_status_set(why, RILL_INVALID_ARGUMENT,
-                                    "cluster.%s[%d] is a %s, expected a \"host:port\" string",
-                                    job, t, addr_err);
+                                    "cluster.%s[%d] is a %s, expected a \"host:port\" string", job,
+                                    t, addr_err);
                     return false;
                 }
                 if (!rill_cluster_spec_add_task(c, job, t, a->string, why)) return false;
             }
         } else if (tasks->type == RILL__JSON_OBJECT) {
-            if (tasks->count == 0 && !rill_cluster_spec_add_job(c, job, NULL, 0, why))
-                return false;
+            if (tasks->count == 0 && !rill_cluster_spec_add_job(c, job, NULL, 0, why)) return false;
             for (int t = 0; t < tasks->count; t++) {
                 const char *k = tasks->keys[t];
                 const rill__json *a = tasks->items[t];
@@ -329,8 +328,7 @@ static bool tf_config_cluster(const rill__json *cl, rill_cluster_spec *c, rill_s
     return true;
 }
 
-bool rill_task_config_from_tf_config_json(const char *json, rill_task_config *out,
-                                          rill_status *s)
+bool rill_task_config_from_tf_config_json(const char *json, rill_task_config *out, rill_status *s)
 {
     if (!json) return false;
     size_t len = strlen(json);
@@ -400,9 +398,11 @@ bool rill_task_config_from_tf_config_json(const char *json, rill_task_config *ou
         }
         if (!job) index = ix ? index : -1;
     }
+    char job_buf[RILL_JOB_NAME_MAX + 1];
+    if (job) snprintf(job_buf, sizeof job_buf, "%s", job); /* a long name fails in finish() */
     rill__json_free(root);
     rill_status_free(why);
-    finish(c, job, index, "TF_CONFIG", what, out, s);
+    finish(c, job ? job_buf : NULL, index, "TF_CONFIG", what, out, s);
     return true;
 fail:
     rill_status_set(s, RILL_INVALID_ARGUMENT, "%s: %s", what, rill_status_message(why));
@@ -479,8 +479,7 @@ static bool rank_cluster(int size, int rank, char **hosts, const int *ports, int
                   NULL, out, s);
 }
 
-bool rill_task_config_from_slurm(int num_ps, int base_port, rill_task_config *out,
-                                 rill_status *s)
+bool rill_task_config_from_slurm(int num_ps, int base_port, rill_task_config *out, rill_status *s)
 {
     if (!getenv("SLURM_PROCID")) return false;
     int rank = 0, size = 0, nhosts = 0, ncounts = 0;
@@ -628,8 +627,8 @@ bool rill_task_config_from_mpi(int num_ps, int base_port, rill_task_config *out,
             }
             long slots = 1;
             if (!why && host_end < e &&
-                (*host_end != ':' || !parse_uint(host_end + 1, (size_t)(e - host_end - 1), &slots) ||
-                 slots < 1))
+                (*host_end != ':' ||
+                 !parse_uint(host_end + 1, (size_t)(e - host_end - 1), &slots) || slots < 1))
                 why = "an entry's slot count is not a positive number";
             if (!why && host_end == p) why = "an entry is empty";
             if (!why && r + slots > size) why = "it lists more ranks than the world size";
