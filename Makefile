@@ -7,7 +7,7 @@
 BUILD      ?= build
 BUILD_SAN  ?= build-asan
 JOBS       ?= $(shell nproc)
-DEB_PKGS   := build-essential cmake pkg-config libopenblas-dev zlib1g-dev dataset-fashion-mnist \
+DEB_PKGS   := build-essential cmake pkg-config libopenblas-dev zlib1g-dev libsodium-dev dataset-fashion-mnist \
               ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd
 
 .PHONY: all deps build build-asan run test test-fast test-asan bench bench-baselines clean format

@@ -36,10 +36,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define NONCE_BYTES 32
-#define CLIENT_CONTEXT "rill-client"
-#define RBUF_SIZE 16384
-#define MAX_RESP_IOV 16
+#define NONCE_BYTES        32
+#define CLIENT_CONTEXT     "rill-client"
+#define RBUF_SIZE          16384
+#define MAX_RESP_IOV       16
 #define HANDSHAKE_MAX_META 64
 
 static const rill__tcp_options default_options = {
@@ -77,8 +77,8 @@ static void derive_key(const void *secret, size_t len, uint8_t key[crypto_auth_K
     crypto_generichash(key, crypto_auth_KEYBYTES, secret, len, NULL, 0);
 }
 
-static void handshake_tag(const uint8_t key[crypto_auth_KEYBYTES],
-                          const uint8_t nonce[NONCE_BYTES], uint8_t tag[crypto_auth_BYTES])
+static void handshake_tag(const uint8_t key[crypto_auth_KEYBYTES], const uint8_t nonce[NONCE_BYTES],
+                          uint8_t tag[crypto_auth_BYTES])
 {
     uint8_t msg[NONCE_BYTES + sizeof CLIENT_CONTEXT];
     memcpy(msg, nonce, NONCE_BYTES);
@@ -211,8 +211,7 @@ static void io_error(tcp_channel *c, int err, bool sending, rill_status *s)
         rill_status_set(s, RILL_UNAVAILABLE, "peer %s closed the connection", c->peer);
     else if (err == ECONNRESET || err == EPIPE)
         rill_status_set(s, RILL_UNAVAILABLE,
-                        "connection to peer %s was reset (the peer crashed or closed it)",
-                        c->peer);
+                        "connection to peer %s was reset (the peer crashed or closed it)", c->peer);
     else
         rill_status_set(s, RILL_UNAVAILABLE, "%s peer %s failed: %s",
                         sending ? "sending to" : "receiving from", c->peer, strerror(err));
@@ -284,8 +283,9 @@ static bool cl_read_head(tcp_channel *c, rill__frame_header *h, double t_end, do
     rill_status *e = rill_status_new();
     bool ok = rill__frame_header_decode(raw, c->max_payload, h, e);
     if (!ok)
-        rill_status_set(s, rill_status_code(e) == RILL_FAILED_PRECONDITION ? RILL_FAILED_PRECONDITION
-                                                                           : RILL_DATA_LOSS,
+        rill_status_set(s,
+                        rill_status_code(e) == RILL_FAILED_PRECONDITION ? RILL_FAILED_PRECONDITION
+                                                                        : RILL_DATA_LOSS,
                         "peer %s sent a bad frame: %s", c->peer, rill_status_message(e));
     rill_status_free(e);
     if (!ok) return false;
@@ -331,8 +331,8 @@ static bool tcp_call(rill__channel *ch, int type, const void *meta, uint32_t met
                         "the connection to peer %s broke on an earlier error; reconnect", c->peer);
         return false;
     }
-    if ((type != RILL__MSG_REQUEST && type != RILL__MSG_HEARTBEAT) || meta_len > RILL__WIRE_MAX_META ||
-        npayload < 0 || npayload > 1000 || (meta_len && !meta)) {
+    if ((type != RILL__MSG_REQUEST && type != RILL__MSG_HEARTBEAT) ||
+        meta_len > RILL__WIRE_MAX_META || npayload < 0 || npayload > 1000 || (meta_len && !meta)) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
                         "bad call to peer %s: type %d, meta %u bytes, %d payload pieces", c->peer,
                         type, (unsigned)meta_len, npayload);
@@ -366,8 +366,8 @@ static bool tcp_call(rill__channel *ch, int type, const void *meta, uint32_t met
     if ((rh.type != want && rh.type != RILL__MSG_ERROR) || rh.request_id != h.request_id ||
         (rh.type == RILL__MSG_ERROR && rh.payload_len != 0)) {
         rill_status_set(s, RILL_DATA_LOSS,
-                        "peer %s answered request %llu with a %s frame for request %llu",
-                        c->peer, (unsigned long long)h.request_id, rill__msg_type_name(rh.type),
+                        "peer %s answered request %llu with a %s frame for request %llu", c->peer,
+                        (unsigned long long)h.request_id, rill__msg_type_name(rh.type),
                         (unsigned long long)rh.request_id);
         goto broken;
     }
@@ -482,15 +482,15 @@ static bool client_handshake(tcp_channel *c, const rill__tcp_options *o, double 
         return false;
     }
     if (h.type != RILL__MSG_CHALLENGE || h.meta_len != 4 + NONCE_BYTES || h.payload_len != 0) {
-        rill_status_set(s, RILL_DATA_LOSS, "peer %s opened with a bad %s frame instead of CHALLENGE",
-                        c->peer, rill__msg_type_name(h.type));
+        rill_status_set(s, RILL_DATA_LOSS,
+                        "peer %s opened with a bad %s frame instead of CHALLENGE", c->peer,
+                        rill__msg_type_name(h.type));
         return false;
     }
     uint32_t flags = rill__get_u32(c->meta);
     if ((flags & 1) && !o->secret) {
         rill_status_set(s, RILL_UNAUTHENTICATED,
-                        "peer %s requires a cluster secret and this task was given none",
-                        c->peer);
+                        "peer %s requires a cluster secret and this task was given none", c->peer);
         return false;
     }
     uint8_t meta[4 + crypto_auth_BYTES];
@@ -532,8 +532,8 @@ rill__channel *rill__tcp_connect(const char *address, const rill__tcp_options *o
     if (!sodium_ready(s) || !split_address(address, host, sizeof host, port, sizeof port, s))
         return NULL;
     double t_end = deadline_s > 0 ? rill__now_seconds() + deadline_s : 0;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICSERV};
+    struct addrinfo hints = {
+        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
     struct addrinfo *res = NULL;
     int gai = getaddrinfo(host, port, &hints, &res);
     if (gai != 0) {
@@ -792,8 +792,8 @@ static bool serve_request(rill__tcp_server *srv, conn *c)
         rill__free(resp.errmsg);
         return ok;
     }
-    return conn_send(srv, c, RILL__MSG_RESPONSE, req.request_id, resp.meta_len, resp.iov,
-                     resp.niov, resp.done, resp.done_arg);
+    return conn_send(srv, c, RILL__MSG_RESPONSE, req.request_id, resp.meta_len, resp.iov, resp.niov,
+                     resp.done, resp.done_arg);
 }
 
 static bool serve_handshake(rill__tcp_server *srv, conn *c)
@@ -830,11 +830,19 @@ static bool accept_header(rill__tcp_server *srv, conn *c)
                   rill_status_message(e));
         return false;
     }
+    bool ok;
     if (c->state == CONN_HANDSHAKE)
-        return c->h.type == RILL__MSG_HANDSHAKE && c->h.meta_len <= HANDSHAKE_MAX_META &&
-               c->h.payload_len == 0;
-    if (c->h.type == RILL__MSG_HEARTBEAT) return c->h.meta_len == 0 && c->h.payload_len == 0;
-    if (c->h.type != RILL__MSG_REQUEST) return false;
+        ok = c->h.type == RILL__MSG_HANDSHAKE && c->h.meta_len <= HANDSHAKE_MAX_META &&
+             c->h.payload_len == 0;
+    else if (c->h.type == RILL__MSG_HEARTBEAT)
+        ok = c->h.meta_len == 0 && c->h.payload_len == 0;
+    else
+        ok = c->h.type == RILL__MSG_REQUEST;
+    if (!ok) {
+        rill__log(RILL_LOG_DEBUG, "server %s: dropped %s: unexpected %s frame", srv->address,
+                  c->peer, rill__msg_type_name(c->h.type));
+        return false;
+    }
     if (c->h.meta_len > c->meta_cap) {
         uint8_t *m = rill__realloc(c->meta, c->h.meta_len);
         RILL_CHECK_ALLOC(m);
@@ -907,16 +915,7 @@ static bool conn_pump(rill__tcp_server *srv, conn *c)
                 srv_set_deadline(srv, c, rill__now_seconds() + srv->opts.io_timeout_s);
             c->hdr_got += take(c, c->hdr + c->hdr_got, sizeof c->hdr - c->hdr_got);
             if (c->hdr_got < sizeof c->hdr) break;
-            if (c->state == CONN_HANDSHAKE && c->h.meta_len > c->meta_cap) {
-                /* meta buffer for the handshake is sized in accept_header's READY branch only */
-            }
             if (!accept_header(srv, c)) return false;
-            if (c->state == CONN_HANDSHAKE && c->h.meta_len > c->meta_cap) {
-                uint8_t *m = rill__realloc(c->meta, HANDSHAKE_MAX_META);
-                RILL_CHECK_ALLOC(m);
-                c->meta = m;
-                c->meta_cap = HANDSHAKE_MAX_META;
-            }
             c->stage = STAGE_META;
             /* fall through */
         case STAGE_META:
@@ -926,8 +925,8 @@ static bool conn_pump(rill__tcp_server *srv, conn *c)
             /* fall through */
         case STAGE_PAYLOAD:
             if (c->payload_got < c->h.payload_len)
-                c->payload_got +=
-                    take(c, c->payload + c->payload_got, (size_t)(c->h.payload_len - c->payload_got));
+                c->payload_got += take(c, c->payload + c->payload_got,
+                                       (size_t)(c->h.payload_len - c->payload_got));
             if (c->payload_got < c->h.payload_len) break;
             if (!frame_done(srv, c)) return false;
             break;
@@ -940,7 +939,8 @@ static void srv_accept(rill__tcp_server *srv)
     for (;;) {
         struct sockaddr_storage sa;
         socklen_t len = sizeof sa;
-        int fd = accept4(srv->listen_fd, (struct sockaddr *)&sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd =
+            accept4(srv->listen_fd, (struct sockaddr *)&sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
             if ((errno == EMFILE || errno == ENFILE) && srv->spare_fd >= 0) {
@@ -1042,7 +1042,8 @@ rill__tcp_server *rill__tcp_server_new(const char *address, const rill__tcp_opti
     char host[256], port[16];
     if (!sodium_ready(s) || !split_address(address, host, sizeof host, port, sizeof port, s))
         return NULL;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
     struct addrinfo *res = NULL;
     int gai = getaddrinfo(host, port, &hints, &res);
@@ -1087,7 +1088,11 @@ rill__tcp_server *rill__tcp_server_new(const char *address, const rill__tcp_opti
     getsockname(fd, (struct sockaddr *)&sa, &len);
     srv->port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
                                                : ((struct sockaddr_in *)&sa)->sin_port);
-    snprintf(srv->address, sizeof srv->address, "%s", address);
+    if (strcmp(port, "0") == 0) /* name the port actually bound */
+        snprintf(srv->address, sizeof srv->address, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host,
+                 srv->port);
+    else
+        snprintf(srv->address, sizeof srv->address, "%s", address);
     srv->conns = rill__calloc((size_t)srv->opts.max_connections, sizeof *srv->conns);
     RILL_CHECK_ALLOC(srv->conns);
     srv->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -1095,8 +1100,7 @@ rill__tcp_server *rill__tcp_server_new(const char *address, const rill__tcp_opti
     srv->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     struct epoll_event el = {.events = EPOLLIN, .data.ptr = &srv->listen_fd};
     struct epoll_event ew = {.events = EPOLLIN, .data.ptr = &srv->wake_fd};
-    if (srv->epfd < 0 || srv->wake_fd < 0 ||
-        epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &el) != 0 ||
+    if (srv->epfd < 0 || srv->wake_fd < 0 || epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &el) != 0 ||
         epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->wake_fd, &ew) != 0 ||
         pthread_create(&srv->thread, NULL, srv_main, srv) != 0) {
         rill_status_set(s, RILL_INTERNAL, "Could not start server on %s: %s", address,

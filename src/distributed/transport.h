@@ -34,12 +34,12 @@
 
 /* Options for both ends; zeroed fields take the defaults in brackets. */
 typedef struct rill__tcp_options {
-    const void *secret;        /* shared cluster secret (borrowed), NULL: none [NULL] */
-    size_t secret_len;         /* bytes of secret */
+    const void *secret;         /* shared cluster secret (borrowed), NULL: none [NULL] */
+    size_t secret_len;          /* bytes of secret */
     double handshake_timeout_s; /* server: an accepted connection must authenticate within [2] */
-    double io_timeout_s;       /* server: a started frame / pending response must finish [60] */
-    int max_connections;       /* server: more are closed at once [256] */
-    uint64_t max_payload;      /* largest payload accepted [RILL__WIRE_DEFAULT_MAX_PAYLOAD] */
+    double io_timeout_s;        /* server: a started frame / pending response must finish [60] */
+    int max_connections;        /* server: more are closed at once [256] */
+    uint64_t max_payload;       /* largest payload accepted [RILL__WIRE_DEFAULT_MAX_PAYLOAD] */
 } rill__tcp_options;
 
 /* ---------------------------------------------------------------- channel interface --- */
@@ -50,14 +50,14 @@ typedef struct rill__tcp_options {
  * rill__aligned_free(payload, payload_len). meta is owned by the channel and valid until the
  * next call on it or its close. */
 typedef struct rill__reply {
-    void *payload_dst;     /* in: optional destination */
-    uint64_t payload_cap;  /* in: its size */
-    int type;              /* out: RILL__MSG_RESPONSE or RILL__MSG_HEARTBEAT_ACK */
-    const uint8_t *meta;   /* out */
-    uint32_t meta_len;     /* out */
-    void *payload;         /* out: payload_dst or an owned buffer; NULL when payload_len is 0 */
-    uint64_t payload_len;  /* out */
-    bool payload_owned;    /* out: caller must rill__aligned_free(payload, payload_len) */
+    void *payload_dst;    /* in: optional destination */
+    uint64_t payload_cap; /* in: its size */
+    int type;             /* out: RILL__MSG_RESPONSE or RILL__MSG_HEARTBEAT_ACK */
+    const uint8_t *meta;  /* out */
+    uint32_t meta_len;    /* out */
+    void *payload;        /* out: payload_dst or an owned buffer; NULL when payload_len is 0 */
+    uint64_t payload_len; /* out */
+    bool payload_owned;   /* out: caller must rill__aligned_free(payload, payload_len) */
 } rill__reply;
 
 typedef struct rill__channel rill__channel;
@@ -65,11 +65,11 @@ typedef struct rill__channel rill__channel;
 typedef struct rill__channel_vtable {
     /* See rill__channel_call. */
     bool (*call)(rill__channel *ch, int type, const void *meta, uint32_t meta_len,
-                 const struct iovec *payload, int npayload, rill__reply *reply,
-                 double deadline_s, rill_status *s);
+                 const struct iovec *payload, int npayload, rill__reply *reply, double deadline_s,
+                 rill_status *s);
     /* Closes and frees the channel. */
     void (*close)(rill__channel *ch);
-} rill__channel;
+} rill__channel_vtable;
 
 struct rill__channel {
     const rill__channel_vtable *vt;

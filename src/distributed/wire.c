@@ -7,15 +7,24 @@
 const char *rill__msg_type_name(int type)
 {
     switch (type) {
-    case RILL__MSG_CHALLENGE: return "CHALLENGE";
-    case RILL__MSG_HANDSHAKE: return "HANDSHAKE";
-    case RILL__MSG_HANDSHAKE_OK: return "HANDSHAKE_OK";
-    case RILL__MSG_REQUEST: return "REQUEST";
-    case RILL__MSG_RESPONSE: return "RESPONSE";
-    case RILL__MSG_ERROR: return "ERROR";
-    case RILL__MSG_HEARTBEAT: return "HEARTBEAT";
-    case RILL__MSG_HEARTBEAT_ACK: return "HEARTBEAT_ACK";
-    default: return "UNKNOWN";
+    case RILL__MSG_CHALLENGE:
+        return "CHALLENGE";
+    case RILL__MSG_HANDSHAKE:
+        return "HANDSHAKE";
+    case RILL__MSG_HANDSHAKE_OK:
+        return "HANDSHAKE_OK";
+    case RILL__MSG_REQUEST:
+        return "REQUEST";
+    case RILL__MSG_RESPONSE:
+        return "RESPONSE";
+    case RILL__MSG_ERROR:
+        return "ERROR";
+    case RILL__MSG_HEARTBEAT:
+        return "HEARTBEAT";
+    case RILL__MSG_HEARTBEAT_ACK:
+        return "HEARTBEAT_ACK";
+    default:
+        return "UNKNOWN";
     }
 }
 
@@ -133,9 +142,8 @@ bool rill__tensor_desc_decode(const uint8_t *in, size_t len, uint64_t payload_le
     for (uint32_t i = 0; i < rank; i++) {
         uint64_t v = rill__get_u64(in + 8 + 8 * i);
         if (v > (uint64_t)INT64_MAX) {
-            rill_status_set(s, RILL_INVALID_ARGUMENT,
-                            "tensor descriptor dim %u is negative (%lld)", (unsigned)i,
-                            (long long)(int64_t)v);
+            rill_status_set(s, RILL_INVALID_ARGUMENT, "tensor descriptor dim %u is negative (%lld)",
+                            (unsigned)i, (long long)(int64_t)v);
             return false;
         }
         d->dims[i] = (int64_t)v;

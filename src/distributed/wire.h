@@ -28,8 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RILL__WIRE_MAGIC "RILL"
-#define RILL__WIRE_VERSION 1
+#define RILL__WIRE_MAGIC       "RILL"
+#define RILL__WIRE_VERSION     1
 #define RILL__WIRE_HEADER_SIZE 32
 /* Meta is small by construction (descriptors, names, error text). */
 #define RILL__WIRE_MAX_META (1u << 20)
