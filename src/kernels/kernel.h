@@ -24,15 +24,15 @@ typedef struct rill__var {
 
 typedef struct rill__kctx {
     const rill_node *node;
-    rill_tensor *const *inputs; /* ninputs entries; NULL for reference inputs */
-    rill__var *const *vars;     /* ninputs entries; the variable behind each reference input */
-    rill__var *var;             /* VariableV2 nodes: the node's own variable */
-    rill_tensor **outputs;      /* noutputs entries, to be set by the kernel */
-    rill_tensor **recycle;      /* noutputs entries: last step's outputs (may be NULL) */
-    void **state;               /* this node's persistent per-session state */
-    rill_status *status;        /* NULL until rill__kctx_fail; the executor frees it */
-    rill__threadpool *pool;     /* intra-op pool (may be NULL: run inline) */
-    rill__device *device;        /* the device the node runs on (CPU:0 for host kernels) */
+    rill_tensor *const *inputs;   /* ninputs entries; NULL for reference inputs */
+    rill__var *const *vars;       /* ninputs entries; the variable behind each reference input */
+    rill__var *var;               /* VariableV2 nodes: the node's own variable */
+    rill_tensor **outputs;        /* noutputs entries, to be set by the kernel */
+    rill_tensor **recycle;        /* noutputs entries: last step's outputs (may be NULL) */
+    void **state;                 /* this node's persistent per-session state */
+    rill_status *status;          /* NULL until rill__kctx_fail; the executor frees it */
+    rill__threadpool *pool;       /* intra-op pool (may be NULL: run inline) */
+    rill__device *device;         /* the device the node runs on (CPU:0 for host kernels) */
     uint32_t host_memory_outputs; /* from the kernel def: outputs allocated in host memory */
 } rill__kctx;
 
@@ -75,6 +75,13 @@ static inline bool rill__kctx_ok(const rill__kctx *ctx)
 rill__rng *rill__kctx_rng(rill__kctx *ctx);
 /* state_free for kernels that use rill__kctx_rng. */
 void rill__kctx_rng_free(void *state);
+
+/* Shared run-time checks (checks.c): the CPU and device kernels of an op fail alike.
+ * MatMul: both rank 2 and inner sizes equal (transpose attrs read from the node); sets the
+ * product's m, k, n. Labels (host memory, int32/int64): all in [0, classes). */
+bool rill__check_matmul(rill__kctx *ctx, const rill_tensor *a, const rill_tensor *b, int64_t *m,
+                        int64_t *k, int64_t *n);
+bool rill__check_labels(rill__kctx *ctx, const rill_tensor *labels, int64_t classes);
 
 /* Converts n elements between numeric dtypes. */
 void rill__convert(rill_dtype to, void *dst, rill_dtype from, const void *src, int64_t n);

@@ -581,22 +581,8 @@ static void matmul_kernel(rill__kctx *ctx)
     const rill_tensor *a = ctx->inputs[0], *b = ctx->inputs[1];
     bool ta = rill__attr_bool(ctx->node, "transpose_a", false);
     bool tb = rill__attr_bool(ctx->node, "transpose_b", false);
-    if (a->shape.rank != 2 || b->shape.rank != 2) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                        "In[0] and In[1] must be matrices, got "
-                        "ranks %d and %d",
-                        a->shape.rank, b->shape.rank);
-        return;
-    }
-    int64_t m = a->shape.dims[ta ? 1 : 0], k = a->shape.dims[ta ? 0 : 1];
-    int64_t kb = b->shape.dims[tb ? 1 : 0], n = b->shape.dims[tb ? 0 : 1];
-    if (k != kb) {
-        char x[96], y[96];
-        rill__kctx_fail(
-            ctx, RILL_INVALID_ARGUMENT, "Matrix size-incompatible: In[0]: %s, In[1]: %s",
-            rill_shape_str(&a->shape, x, sizeof x), rill_shape_str(&b->shape, y, sizeof y));
-        return;
-    }
+    int64_t m, k, n;
+    if (!rill__check_matmul(ctx, a, b, &m, &k, &n)) return;
     rill_shape os = rill_shape_matrix(m, n);
     rill_tensor *out = rill__kctx_alloc_output(ctx, 0, a->dtype, &os);
     if (m == 0 || n == 0) return;

@@ -628,31 +628,6 @@ static void softmax_ce_kernel(rill__kctx *ctx)
     job_finish(&j);
 }
 
-/* Fails naming the first label outside [0, classes), listing the labels as TensorFlow does. */
-static bool check_labels(rill__kctx *ctx, const rill_tensor *labels, int64_t classes)
-{
-    int64_t n = labels->numel, bad = -1;
-    bool is64 = labels->dtype == RILL_INT64;
-    const int32_t *l32 = labels->buf->data;
-    const int64_t *l64 = labels->buf->data;
-    for (int64_t i = 0; i < n && bad < 0; i++) {
-        int64_t v = is64 ? l64[i] : l32[i];
-        if (v < 0 || v >= classes) bad = i;
-    }
-    if (bad < 0) return true;
-    char list[1024];
-    size_t off = 0;
-    for (int64_t i = 0; i < n && off < sizeof list - 32; i++)
-        off += (size_t)snprintf(list + off, sizeof list - off, "%s%lld", i ? " " : "",
-                                (long long)(is64 ? l64[i] : l32[i]));
-    if (off >= sizeof list - 32) snprintf(list + off, sizeof list - off, "...");
-    rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                    "Received a label value of %lld which is outside the valid range of [0, "
-                    "%lld).  Label values: %s",
-                    (long long)(is64 ? l64[bad] : l32[bad]), (long long)classes, list);
-    return false;
-}
-
 static void sparse_softmax_ce_kernel(rill__kctx *ctx)
 {
     const rill_tensor *logits = ctx->inputs[0], *labels = ctx->inputs[1];
@@ -681,7 +656,8 @@ static void sparse_softmax_ce_kernel(rill__kctx *ctx)
                         rill_shape_str(&labels->shape, sp, sizeof sp));
         return;
     }
-    if (!check_classes(ctx, logits) || !check_labels(ctx, labels, logits->shape.dims[1])) return;
+    if (!check_classes(ctx, logits) || !rill__check_labels(ctx, labels, logits->shape.dims[1]))
+        return;
     rill_tensor *outs[2];
     alloc_ce_outputs(ctx, logits, outs);
     nn_job j = {.rows = logits->shape.dims[0],

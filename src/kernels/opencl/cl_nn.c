@@ -157,7 +157,6 @@ const char rill__cl_source_nn[] =
 
 /* --- enqueueing --- */
 
-
 /* Whether t is in ctx->device's memory. Anything else (ctx failed) is a placement bug upstream,
  * reported rather than handed to OpenCL as a bogus handle. */
 static bool nn_on_device(rill__kctx *ctx, const rill_tensor *t, const char *what)
@@ -292,7 +291,8 @@ static void bias_add_kernel(rill__kctx *ctx)
     if (!y || v->numel == 0) return;
     cl_mem ym = rill__cl_mem(y), vm = rill__cl_mem(v), bm = rill__cl_mem(bias);
     cl_long n = v->numel, cols = c;
-    rill__cl_arg args[] = {RILL__CL_ARG(ym), RILL__CL_ARG(vm), RILL__CL_ARG(bm), RILL__CL_ARG(n), RILL__CL_ARG(cols)};
+    rill__cl_arg args[] = {RILL__CL_ARG(ym), RILL__CL_ARG(vm), RILL__CL_ARG(bm), RILL__CL_ARG(n),
+                           RILL__CL_ARG(cols)};
     rill__cl_launch(ctx, "nn_bias_add", v->dtype, args, 5, n);
 }
 
@@ -312,7 +312,8 @@ static void bias_add_grad_kernel(rill__kctx *ctx)
     if (!out) return;
     cl_mem om = rill__cl_mem(out), gm = rill__cl_mem(g);
     cl_long rows = outer_rows(g), cols = c;
-    rill__cl_arg args[] = {RILL__CL_ARG(om), RILL__CL_ARG(gm), RILL__CL_ARG(rows), RILL__CL_ARG(cols)};
+    rill__cl_arg args[] = {RILL__CL_ARG(om), RILL__CL_ARG(gm), RILL__CL_ARG(rows),
+                           RILL__CL_ARG(cols)};
     rill__cl_launch(ctx, "nn_bias_add_grad", g->dtype, args, 4, cols);
 }
 
@@ -330,7 +331,8 @@ static void softmax_kernel(rill__kctx *ctx)
     if (!y) return;
     cl_mem ym = rill__cl_mem(y), xm = rill__cl_mem(x);
     cl_long rows = outer_rows(x), cols = x->shape.dims[x->shape.rank - 1];
-    rill__cl_arg args[] = {RILL__CL_ARG(ym), RILL__CL_ARG(xm), RILL__CL_ARG(rows), RILL__CL_ARG(cols)};
+    rill__cl_arg args[] = {RILL__CL_ARG(ym), RILL__CL_ARG(xm), RILL__CL_ARG(rows),
+                           RILL__CL_ARG(cols)};
     rill__cl_launch(ctx, "nn_softmax", x->dtype, args, 4, rows);
 }
 
@@ -376,34 +378,9 @@ static void softmax_ce_kernel(rill__kctx *ctx)
     cl_mem lm = rill__cl_mem(outs[0]), bm = rill__cl_mem(outs[1]);
     cl_mem xm = rill__cl_mem(logits), pm = rill__cl_mem(labels);
     cl_long rows = logits->shape.dims[0], cols = logits->shape.dims[1];
-    rill__cl_arg args[] = {RILL__CL_ARG(lm), RILL__CL_ARG(bm), RILL__CL_ARG(xm), RILL__CL_ARG(pm), RILL__CL_ARG(rows), RILL__CL_ARG(cols)};
+    rill__cl_arg args[] = {RILL__CL_ARG(lm), RILL__CL_ARG(bm),   RILL__CL_ARG(xm),
+                           RILL__CL_ARG(pm), RILL__CL_ARG(rows), RILL__CL_ARG(cols)};
     rill__cl_launch(ctx, "nn_softmax_ce", logits->dtype, args, 6, rows);
-}
-
-/* Fails naming the first label outside [0, classes), listing the labels as TensorFlow does.
- * labels are in host memory. */
-static bool check_labels(rill__kctx *ctx, const rill_tensor *labels, int64_t classes)
-{
-    int64_t n = labels->numel, bad = -1;
-    bool is64 = labels->dtype == RILL_INT64;
-    const int32_t *l32 = labels->buf->data;
-    const int64_t *l64 = labels->buf->data;
-    for (int64_t i = 0; i < n && bad < 0; i++) {
-        int64_t v = is64 ? l64[i] : l32[i];
-        if (v < 0 || v >= classes) bad = i;
-    }
-    if (bad < 0) return true;
-    char list[1024];
-    size_t off = 0;
-    for (int64_t i = 0; i < n && off < sizeof list - 32; i++)
-        off += (size_t)snprintf(list + off, sizeof list - off, "%s%lld", i ? " " : "",
-                                (long long)(is64 ? l64[i] : l32[i]));
-    if (off >= sizeof list - 32) snprintf(list + off, sizeof list - off, "...");
-    rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                    "Received a label value of %lld which is outside the valid range of [0, "
-                    "%lld).  Label values: %s",
-                    (long long)(is64 ? l64[bad] : l32[bad]), (long long)classes, list);
-    return false;
 }
 
 /* The labels (host memory, checked, at least one) copied into a new device buffer, int32 or
@@ -454,7 +431,8 @@ static void sparse_softmax_ce_kernel(rill__kctx *ctx)
                         rill_shape_str(&labels->shape, sp, sizeof sp));
         return;
     }
-    if (!check_classes(ctx, logits) || !check_labels(ctx, labels, logits->shape.dims[1])) return;
+    if (!check_classes(ctx, logits) || !rill__check_labels(ctx, labels, logits->shape.dims[1]))
+        return;
     rill_tensor *outs[2];
     if (!alloc_ce_outputs(ctx, logits, outs)) return;
     cl_long rows = logits->shape.dims[0], cols = logits->shape.dims[1];
@@ -462,9 +440,11 @@ static void sparse_softmax_ce_kernel(rill__kctx *ctx)
     cl_mem lab = upload_labels(ctx, labels);
     if (!lab) return;
     cl_mem lm = rill__cl_mem(outs[0]), bm = rill__cl_mem(outs[1]), xm = rill__cl_mem(logits);
-    rill__cl_arg args[] = {RILL__CL_ARG(lm), RILL__CL_ARG(bm), RILL__CL_ARG(xm), RILL__CL_ARG(lab), RILL__CL_ARG(rows), RILL__CL_ARG(cols)};
-    rill__cl_launch(ctx, labels->dtype == RILL_INT64 ? "nn_sparse_softmax_ce" : "nn_sparse_softmax_ce32",
-              logits->dtype, args, 6, rows);
+    rill__cl_arg args[] = {RILL__CL_ARG(lm),  RILL__CL_ARG(bm),   RILL__CL_ARG(xm),
+                           RILL__CL_ARG(lab), RILL__CL_ARG(rows), RILL__CL_ARG(cols)};
+    rill__cl_launch(ctx,
+                    labels->dtype == RILL_INT64 ? "nn_sparse_softmax_ce" : "nn_sparse_softmax_ce32",
+                    logits->dtype, args, 6, rows);
     clReleaseMemObject(lab); /* freed by OpenCL once the kernel has run */
 }
 
