@@ -27,3 +27,6 @@ echo
 echo "== devices: elementwise, MatMul and copies per device"
 mkdir -p "$B/pocl-cache"
 RILL_OPENCL_CPU_AS_GPU=1 POCL_CACHE_DIR="$B/pocl-cache" "$B/bench/bench_devices"
+echo
+echo "== transport: rill's TCP channel against raw TCP on loopback (same run)"
+"$B/bench/bench_transport"
