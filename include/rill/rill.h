@@ -12,5 +12,6 @@
 #include <rill/data.h>
 #include <rill/device_name.h>
 #include <rill/cluster.h>
+#include <rill/server.h>
 
 #endif

@@ -8,6 +8,8 @@
 #ifndef RILL_RUNTIME_H
 #define RILL_RUNTIME_H
 
+#include <rill/session.h>
+
 #include "../kernels/kernel.h"
 
 /* --- resource manager: variables by name, shared by every session that uses it --- */
@@ -68,6 +70,35 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill_output
                      int nfeeds, const rill_output *fetches, int nfetches,
                      rill_node *const *targets, int ntargets, rill__xgraph *out, rill_status *s);
 void rill__xgraph_free(rill__xgraph *x);
+
+/* --- sessions (session.c) --- */
+struct rill_session_options {
+    int inter_op_threads;
+    bool log_device_placement;
+    bool allow_soft_placement;
+    bool allow_growth;
+    double memory_fraction;
+    char visible_device_list[128];
+    char target[256];
+};
+
+/* A local session whose variables live in rm (borrowed; e.g. a server's, shared by every
+ * session it runs). rm NULL: the session owns a new one. */
+rill_session *rill__session_new_with_rm(rill_graph *g, const rill_session_options *o,
+                                        rill__resource_mgr *rm, rill_status *s);
+
+/* Sessions on a server's target are run by the distributed layer, which registers these hooks
+ * when a server starts (the runtime layer does not depend on it). */
+typedef struct rill__remote_ops {
+    /* A master for target, or NULL with s set (INVALID_ARGUMENT when no server answers it). */
+    void *(*open)(const char *target, rill_graph *g, const rill_session_options *o,
+                  rill_status *s);
+    rill_code (*run)(void *master, const rill_output *feeds, rill_tensor *const *feed_values,
+                     int nfeeds, const rill_output *fetches, rill_tensor **fetch_values,
+                     int nfetches, rill_node *const *targets, int ntargets, rill_status *s);
+    void (*close)(void *master);
+} rill__remote_ops;
+void rill__register_remote(const rill__remote_ops *ops);
 
 /* --- executor --- */
 typedef struct rill__plan rill__plan;

@@ -10,15 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct rill_session_options {
-    int inter_op_threads;
-    bool log_device_placement;
-    bool allow_soft_placement;
-    bool allow_growth;
-    double memory_fraction;
-    char visible_device_list[128];
-};
-
 rill_session_options *rill_session_options_new(void)
 {
     rill_session_options *o = rill__calloc(1, sizeof *o);
@@ -61,6 +52,18 @@ void rill_session_options_set_gpu_visible_device_list(rill_session_options *o, c
     snprintf(o->visible_device_list, sizeof o->visible_device_list, "%s", list ? list : "");
 }
 
+void rill_session_options_set_target(rill_session_options *o, const char *target)
+{
+    snprintf(o->target, sizeof o->target, "%s", target ? target : "");
+}
+
+static const rill__remote_ops *remote_ops;
+
+void rill__register_remote(const rill__remote_ops *ops)
+{
+    remote_ops = ops;
+}
+
 typedef struct cached_plan {
     uint64_t hash;
     int64_t *key;
@@ -84,9 +87,17 @@ struct rill_session {
     rill__device *const *devs;
     int ndevs;
     rill__placement placement;
+    bool own_rm;
+    void *remote; /* a session on a server's target: the distributed master runs it */
 };
 
 rill_session *rill_session_new(rill_graph *g, const rill_session_options *o, rill_status *s)
+{
+    return rill__session_new_with_rm(g, o, NULL, s);
+}
+
+rill_session *rill__session_new_with_rm(rill_graph *g, const rill_session_options *o,
+                                        rill__resource_mgr *rm, rill_status *s)
 {
     if (!g) {
         rill_status_set(s, RILL_INVALID_ARGUMENT, "rill_session_new: graph is NULL");
@@ -97,6 +108,25 @@ rill_session *rill_session_new(rill_graph *g, const rill_session_options *o, ril
                         "The graph has a build error, so no session can run it: %s",
                         rill_status_message(rill_graph_status(g)));
         return NULL;
+    }
+    if (o && o->target[0]) {
+        /* A session on a server: the distributed master places and runs it. */
+        if (!remote_ops) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT,
+                            "No session factory registered for the given session options: "
+                            "{target: \"%s\"} (no server of this process answers it)",
+                            o->target);
+            return NULL;
+        }
+        void *m = remote_ops->open(o->target, g, o, s);
+        if (!m) return NULL;
+        rill_session *sess = rill__calloc(1, sizeof *sess);
+        RILL_CHECK_ALLOC(sess);
+        sess->graph = g;
+        sess->opts = *o;
+        sess->remote = m;
+        pthread_mutex_init(&sess->mu, NULL);
+        return sess;
     }
     rill__device_options dopts = {0};
     if (o) {
@@ -115,7 +145,8 @@ rill_session *rill_session_new(rill_graph *g, const rill_session_options *o, ril
     sess->graph = g;
     if (o) sess->opts = *o;
     pthread_mutex_init(&sess->mu, NULL);
-    sess->rm = rill__resource_mgr_new();
+    sess->own_rm = rm == NULL;
+    sess->rm = rm ? rm : rill__resource_mgr_new();
     sess->states = rill__malloc(sizeof *sess->states);
     RILL_CHECK_ALLOC(sess->states);
     rill__node_states_init(sess->states);
@@ -139,9 +170,10 @@ void rill_session_free(rill_session *sess)
             c = nx;
         }
     rill__threadpool_free(sess->inter);
-    rill__node_states_free(sess->states);
+    if (sess->states) rill__node_states_free(sess->states);
     rill__free(sess->states);
-    rill__resource_mgr_free(sess->rm);
+    if (sess->own_rm) rill__resource_mgr_free(sess->rm);
+    if (sess->remote) remote_ops->close(sess->remote);
     rill__placement_free(&sess->placement);
     pthread_mutex_destroy(&sess->mu);
     rill__free(sess);
@@ -217,6 +249,9 @@ rill_code rill_session_run(rill_session *sess, const rill_output *feeds,
                         "A feed or fetch belongs to another graph than this session's");
         return RILL_INVALID_ARGUMENT;
     }
+    if (sess->remote)
+        return remote_ops->run(sess->remote, feeds, feed_values, nfeeds, fetches, fetch_values,
+                               nfetches, targets, ntargets, s);
 
     int64_t kbuf[64];
     int nkey = make_key(feeds, nfeeds, fetches, nfetches, targets, ntargets, kbuf, 64);

@@ -1,0 +1,55 @@
+/* rill/server.h - servers of a cluster (tf.train.Server).
+ *
+ * Every task of a cluster runs a server: it binds its own address from the cluster spec, owns the
+ * task's devices and variables for its whole life, and runs the graph partitions that sessions
+ * register with it. A session whose options name a server's target (rill_session_options_set_
+ * target) places its graph over every task's devices, cuts it per task, registers each remote
+ * piece with its task and runs steps across the cluster over rill's TCP transport. */
+#ifndef RILL_SERVER_H
+#define RILL_SERVER_H
+
+#include <rill/cluster.h>
+#include <rill/session.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rill_server rill_server;
+
+typedef struct rill_server_options {
+    /* Shared cluster secret: connections must prove they know it (NULL: none). Borrowed. */
+    const char *secret;
+    /* How long a session waits for another task to come up before UNAVAILABLE [60 s]; a log
+     * line names the task every few seconds meanwhile. */
+    double connect_deadline_s;
+    /* How long one remote step may take before DEADLINE_EXCEEDED names the task [300 s]. */
+    double step_deadline_s;
+} rill_server_options;
+
+/* Starts the server of task task_index of job in cluster (copied) on that task's address. opts
+ * may be NULL. TF's errors for a missing job or task; "address ... is already in use". */
+rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, int task_index,
+                             const rill_server_options *opts, rill_status *s);
+/* tf.train.Server.create_local_server: a one-task cluster {"local": ["localhost:0"]} on a free
+ * port. */
+rill_server *rill_server_create_local(rill_status *s);
+/* "rill://127.0.0.1:<port>": what a session's target names. Borrowed. */
+const char *rill_server_target(const rill_server *srv);
+const char *rill_server_job(const rill_server *srv);
+int rill_server_task_index(const rill_server *srv);
+/* Blocks until rill_server_stop, SIGTERM or SIGINT; returns RILL_OK after a clean stop. */
+rill_code rill_server_join(rill_server *srv, rill_status *s);
+/* Asks join to return (safe from any thread and from a signal handler). */
+void rill_server_stop(rill_server *srv);
+/* Stops serving and frees. Sessions on it must be freed first. NULL is a no-op. */
+void rill_server_free(rill_server *srv);
+
+/* Sessions on a server: the target string of an in-process server ("" or NULL: a local session).
+ * A target no server of this process answers is an INVALID_ARGUMENT at rill_session_new. */
+void rill_session_options_set_target(rill_session_options *o, const char *target);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,772 @@
+/* master.c - a session on a server's target: the master of the cluster's steps.
+ *
+ * The master places the user's graph over the devices of every task (its own, and those each
+ * remote task reports), then for each (feeds, fetches, targets) cuts the needed nodes per task:
+ * an edge between tasks becomes a fetch on the producing task and a placeholder on the
+ * consuming one; a control edge between tasks makes its source a target of its own task. Each
+ * remote piece is registered with its task (graph codec over the transport); the master's own
+ * piece runs in a local session sharing the server's variables.
+ *
+ * A step is at most two round trips per remote task, and one for tasks that need nothing from
+ * the master (a ps that only serves reads):
+ *   1. pre:  each remote task computes what does not depend on the master (variable reads);
+ *   2. the master runs its piece with those values;
+ *   3. post: each remote task gets the master's tensors (gradients) and runs the rest (updates).
+ * A graph that needs a value computed after step 3 back on the master in the same step is
+ * UNIMPLEMENTED (it would need a third round trip); so is a remote-to-remote edge whose value
+ * depends on the master. Connecting to a task that is not up yet is retried, with a log line
+ * naming it every few seconds, until the server's connect deadline: then UNAVAILABLE. */
+#include "server_internal.h"
+
+#include "graph_codec.h"
+#include "rpc.h"
+
+#include <string.h>
+#include <unistd.h>
+
+typedef struct task {
+    char job[64];
+    int index;
+    char addr[256];
+    bool local;
+    rill__channel *ch;
+} task;
+
+/* One cross-task value in a step: produced by `task` (or fed by the user), consumed elsewhere. */
+typedef struct xval {
+    rill_node *src;
+    int idx;
+    int task;      /* producer task, -1 for a user feed */
+    int user_feed; /* index into the user's feeds when task == -1 */
+    bool post;     /* produced in the producer's post run */
+    rill_tensor *val;
+} xval;
+
+typedef struct io {
+    int n, cap;
+    char **names;      /* remote runs: tensor or node names */
+    rill_output *outs; /* local run: outputs */
+    rill_node **nodes; /* local run targets */
+    int *slot;         /* xval index (feeds/fetches) */
+} io;
+
+typedef struct piece {
+    rill_graph *g;
+    uint64_t handle;       /* remote */
+    rill_session *sess;    /* local */
+    io pre_fetch, post_feed, post_fetch, targets;
+    bool has_feeds;
+} piece;
+
+typedef struct sig {
+    int64_t *key;
+    int nkey;
+    piece *pieces; /* per task */
+    xval *vals;
+    int nvals, capvals;
+    int *user_fetch_slot; /* per user fetch */
+    struct sig *next;
+} sig;
+
+typedef struct master {
+    rill_server *srv;
+    rill_graph *g;
+    rill_session_options opts;
+    task *tasks;
+    int ntasks, self;
+    rill__device *devs;
+    rill__device **devp;
+    int *dev_task;
+    int ndevs;
+    rill__placement pl;
+    pthread_mutex_t mu;
+    sig *sigs;
+} master;
+
+static double now(void)
+{
+    return rill__now_seconds();
+}
+
+/* --- connections --- */
+
+static bool connect_task(master *m, task *t, rill_status *s)
+{
+    if (t->local || t->ch) return true;
+    rill__tcp_options o;
+    rill__server_client_options(m->srv, &o);
+    double deadline = now() + rill__server_options(m->srv)->connect_deadline_s, next_log = now();
+    for (;;) {
+        t->ch = rill__tcp_connect(t->addr, &o, 5, s);
+        if (t->ch) return true;
+        if (rill_status_code(s) == RILL_UNAUTHENTICATED || now() >= deadline) break;
+        if (now() >= next_log) {
+            rill__log(RILL_LOG_INFO, "waiting for task /job:%s/replica:0/task:%d (%s): %s", t->job,
+                      t->index, t->addr, rill_status_message(s));
+            next_log = now() + 5;
+        }
+        usleep(200 * 1000);
+    }
+    if (rill_status_code(s) != RILL_UNAUTHENTICATED)
+        rill_status_set(s, RILL_UNAVAILABLE,
+                        "task /job:%s/replica:0/task:%d (%s) did not come up within %.0f s", t->job,
+                        t->index, t->addr, rill__server_options(m->srv)->connect_deadline_s);
+    return false;
+}
+
+/* A call to task t; a transport failure drops the channel (reconnected next time) and names the
+ * task. */
+static bool call(master *m, task *t, const rill__mbuf *meta, const struct iovec *iov, int niov,
+                 rill__reply *rep, rill_status *s)
+{
+    if (!connect_task(m, t, s)) return false;
+    if (rill__channel_call(t->ch, RILL__MSG_REQUEST, meta->p, (uint32_t)meta->n, iov, niov, rep,
+                           rill__server_options(m->srv)->step_deadline_s, s))
+        return true;
+    rill_code c = rill_status_code(s);
+    if (c == RILL_UNAVAILABLE || c == RILL_DEADLINE_EXCEEDED || c == RILL_DATA_LOSS) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", rill_status_message(s));
+        rill_status_set(s, c, "task /job:%s/replica:0/task:%d (%s): %s", t->job, t->index, t->addr,
+                        msg);
+        rill__channel_close(t->ch);
+        t->ch = NULL;
+    }
+    return false;
+}
+
+static bool discover(master *m, rill_status *s)
+{
+    const rill_cluster_spec *c = rill__server_cluster(m->srv);
+    int cap = 0;
+    for (int j = 0; j < rill_cluster_spec_num_jobs(c); j++)
+        cap += rill_cluster_spec_num_tasks(c, rill_cluster_spec_job_name(c, j), NULL);
+    m->tasks = rill__calloc((size_t)cap + 1, sizeof *m->tasks);
+    m->devs = rill__calloc((size_t)(cap + 1) * 64, sizeof *m->devs);
+    m->dev_task = rill__calloc((size_t)(cap + 1) * 64, sizeof *m->dev_task);
+    RILL_CHECK_ALLOC(m->tasks);
+    RILL_CHECK_ALLOC(m->devs);
+    RILL_CHECK_ALLOC(m->dev_task);
+    for (int j = 0; j < rill_cluster_spec_num_jobs(c); j++) {
+        const char *job = rill_cluster_spec_job_name(c, j);
+        int nt = rill_cluster_spec_num_tasks(c, job, NULL);
+        for (int i = 0; i < nt; i++) {
+            task *t = &m->tasks[m->ntasks];
+            snprintf(t->job, sizeof t->job, "%s", job);
+            t->index = rill_cluster_spec_task_index(c, job, i);
+            snprintf(t->addr, sizeof t->addr, "%s",
+                     rill_cluster_spec_task_address(c, job, t->index, NULL));
+            t->local = strcmp(job, rill_server_job(m->srv)) == 0 &&
+                       t->index == rill_server_task_index(m->srv);
+            if (t->local) m->self = m->ntasks;
+            m->ntasks++;
+        }
+    }
+    for (int ti = 0; ti < m->ntasks; ti++) {
+        task *t = &m->tasks[ti];
+        int got;
+        if (t->local) {
+            got = rill__server_devices(m->srv, m->devs + m->ndevs, 64, s);
+            if (got < 0) return false;
+        } else {
+            rill__mbuf q = {0};
+            rill__mbuf_u32(&q, RILL__RPC_GET_DEVICES);
+            rill__reply rep = {0};
+            bool ok = call(m, t, &q, NULL, 0, &rep, s);
+            rill__mbuf_free(&q);
+            if (!ok) return false;
+            rill__mread r = {.p = rep.meta, .n = rep.meta_len};
+            uint32_t n = rill__mread_u32(&r);
+            got = 0;
+            for (uint32_t i = 0; i < n && i < 64 && !r.bad; i++) {
+                char *name = rill__mread_str(&r), *type = rill__mread_str(&r),
+                     *key = rill__mread_str(&r);
+                if (name && type && key) {
+                    rill__device *d = &m->devs[m->ndevs + got++];
+                    snprintf(d->name, sizeof d->name, "%s", name);
+                    snprintf(d->type, sizeof d->type, "%s", type);
+                    snprintf(d->kernel_key, sizeof d->kernel_key, "%s", key);
+                }
+                rill__free(name);
+                rill__free(type);
+                rill__free(key);
+            }
+            if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+            if (r.bad) {
+                rill_status_set(s, RILL_DATA_LOSS, "task /job:%s/task:%d sent a bad device list",
+                                t->job, t->index);
+                return false;
+            }
+        }
+        for (int k = 0; k < got; k++) m->dev_task[m->ndevs + k] = ti;
+        m->ndevs += got;
+    }
+    m->devp = rill__calloc((size_t)m->ndevs + 1, sizeof *m->devp);
+    RILL_CHECK_ALLOC(m->devp);
+    for (int i = 0; i < m->ndevs; i++) m->devp[i] = &m->devs[i];
+    return true;
+}
+
+static int task_of(const master *m, const rill_node *n)
+{
+    rill__device *d = m->pl.assigned[n->id];
+    return d ? m->dev_task[d - m->devs] : m->self;
+}
+
+/* --- cutting a signature into pieces --- */
+
+static void io_add(io *x, const char *name, rill_output out, rill_node *node, int slot)
+{
+    if (x->n == x->cap) {
+        x->cap = x->cap ? x->cap * 2 : 8;
+        x->names = rill__realloc(x->names, (size_t)x->cap * sizeof *x->names);
+        x->outs = rill__realloc(x->outs, (size_t)x->cap * sizeof *x->outs);
+        x->nodes = rill__realloc(x->nodes, (size_t)x->cap * sizeof *x->nodes);
+        x->slot = rill__realloc(x->slot, (size_t)x->cap * sizeof *x->slot);
+        RILL_CHECK_ALLOC(x->names);
+        RILL_CHECK_ALLOC(x->outs);
+        RILL_CHECK_ALLOC(x->nodes);
+        RILL_CHECK_ALLOC(x->slot);
+    }
+    x->names[x->n] = rill__strdup(name ? name : "");
+    x->outs[x->n] = out;
+    x->nodes[x->n] = node;
+    x->slot[x->n] = slot;
+    x->n++;
+}
+
+static void io_free(io *x)
+{
+    for (int i = 0; i < x->n; i++) rill__free(x->names[i]);
+    rill__free(x->names);
+    rill__free(x->outs);
+    rill__free(x->nodes);
+    rill__free(x->slot);
+}
+
+static int val_slot(sig *sg, rill_node *src, int idx, int task, int user_feed)
+{
+    for (int i = 0; i < sg->nvals; i++)
+        if (sg->vals[i].src == src && sg->vals[i].idx == idx) return i;
+    if (sg->nvals == sg->capvals) {
+        sg->capvals = sg->capvals ? sg->capvals * 2 : 16;
+        sg->vals = rill__realloc(sg->vals, (size_t)sg->capvals * sizeof *sg->vals);
+        RILL_CHECK_ALLOC(sg->vals);
+    }
+    sg->vals[sg->nvals] = (xval){src, idx, task, user_feed, false, NULL};
+    return sg->nvals++;
+}
+
+static void sig_free(master *m, sig *sg)
+{
+    if (!sg) return;
+    for (int t = 0; sg->pieces && t < m->ntasks; t++) {
+        piece *p = &sg->pieces[t];
+        if (p->handle && m->tasks[t].ch) {
+            rill__mbuf q = {0};
+            rill__mbuf_u32(&q, RILL__RPC_DEREGISTER);
+            rill__mbuf_u64(&q, p->handle);
+            rill__reply rep = {0};
+            rill_status *s = rill_status_new();
+            rill__channel_call(m->tasks[t].ch, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, NULL, 0, &rep,
+                               5, s);
+            if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+            rill_status_free(s);
+            rill__mbuf_free(&q);
+        }
+        rill_session_free(p->sess);
+        rill_graph_free(p->g);
+        io_free(&p->pre_fetch);
+        io_free(&p->post_feed);
+        io_free(&p->post_fetch);
+        io_free(&p->targets);
+    }
+    for (int i = 0; i < sg->nvals; i++) rill_tensor_free(sg->vals[i].val);
+    rill__free(sg->vals);
+    rill__free(sg->pieces);
+    rill__free(sg->user_fetch_slot);
+    rill__free(sg->key);
+    rill__free(sg);
+}
+
+static char *out_name(const rill_node *n, int idx)
+{
+    return rill__asprintf("%s:%d", n->name, idx);
+}
+
+/* Builds the pieces of one signature. */
+static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const rill_output *fetches,
+                      int nfetches, rill_node *const *targets, int ntargets, rill_status *s)
+{
+    rill_graph *g = m->g;
+    int nn = rill_graph_num_nodes(g);
+    sig *sg = rill__calloc(1, sizeof *sg);
+    RILL_CHECK_ALLOC(sg);
+    sg->pieces = rill__calloc((size_t)m->ntasks, sizeof *sg->pieces);
+    sg->user_fetch_slot = rill__calloc((size_t)nfetches + 1, sizeof *sg->user_fetch_slot);
+    char *need = rill__calloc((size_t)nn + 1, 1);
+    int *stack = rill__malloc(((size_t)nn + 1) * sizeof *stack);
+    int *fed = rill__malloc(((size_t)nn + 1) * 8 * sizeof *fed); /* feed index per (node, out<8) */
+    rill_node **clone = rill__calloc((size_t)nn + 1, sizeof *clone);
+    RILL_CHECK_ALLOC(sg->pieces);
+    RILL_CHECK_ALLOC(need);
+    RILL_CHECK_ALLOC(stack);
+    RILL_CHECK_ALLOC(fed);
+    RILL_CHECK_ALLOC(clone);
+    for (int i = 0; i < nn * 8; i++) fed[i] = -1;
+    for (int t = 0; t < m->ntasks; t++) sg->pieces[t].g = rill_graph_new();
+    bool ok = false;
+    for (int i = 0; i < nfeeds; i++) {
+        if (!feeds[i].node || feeds[i].node->graph != g || feeds[i].index >= 8) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT, "Feed %d is not an output of this graph", i);
+            goto out;
+        }
+        fed[feeds[i].node->id * 8 + feeds[i].index] = i;
+    }
+    /* What is needed. */
+    int ns = 0;
+    for (int i = 0; i < nfetches; i++) {
+        if (!fetches[i].node || fetches[i].node->graph != g) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT, "Fetch %d is not an output of this graph", i);
+            goto out;
+        }
+        if (fed[fetches[i].node->id * 8 + fetches[i].index] < 0 && !need[fetches[i].node->id])
+            need[fetches[i].node->id] = 1, stack[ns++] = fetches[i].node->id;
+    }
+    for (int i = 0; i < ntargets; i++) {
+        if (!targets[i] || targets[i]->graph != g) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT, "Target %d is not a node of this graph", i);
+            goto out;
+        }
+        if (!need[targets[i]->id]) need[targets[i]->id] = 1, stack[ns++] = targets[i]->id;
+    }
+    while (ns) {
+        rill_node *n = rill_graph_node(g, stack[--ns]);
+        for (int k = 0; k < n->ninputs; k++) {
+            rill_output in = n->inputs[k];
+            bool ref = n->op->ref_inputs & (1u << k);
+            if (!ref && in.index < 8 && fed[in.node->id * 8 + in.index] >= 0) continue;
+            if (!need[in.node->id]) need[in.node->id] = 1, stack[ns++] = in.node->id;
+        }
+        for (int k = 0; k < n->ncontrol; k++)
+            if (!need[n->control_inputs[k]->id])
+                need[n->control_inputs[k]->id] = 1, stack[ns++] = n->control_inputs[k]->id;
+    }
+    /* Clone per task; cross-task inputs become placeholders fed by the master. */
+    for (int i = 0; i < nn; i++) {
+        if (!need[i]) continue;
+        rill_node *n = rill_graph_node(g, i);
+        int t = task_of(m, n);
+        piece *p = &sg->pieces[t];
+        rill_output ins[64];
+        if (n->ninputs > 64) {
+            rill_status_set(s, RILL_UNIMPLEMENTED, "node '%s' has more than 64 inputs", n->name);
+            goto out;
+        }
+        for (int k = 0; k < n->ninputs; k++) {
+            rill_output in = n->inputs[k];
+            int fi = in.index < 8 ? fed[in.node->id * 8 + in.index] : -1;
+            bool ref = n->op->ref_inputs & (1u << k);
+            int src_task = fi >= 0 && !ref ? -1 : task_of(m, in.node);
+            if (src_task == t) {
+                ins[k] = (rill_output){clone[in.node->id], in.index};
+                continue;
+            }
+            /* A value from elsewhere: a placeholder here, named after what it carries. */
+            char *pname = rill__asprintf("_recv/%s/%d/", in.node->name, in.index);
+            char *exact_name = rill__strndup(pname, strlen(pname) - 1);
+            rill_node *ph = rill_graph_find_node(p->g, exact_name);
+            rill__free(exact_name);
+            if (!ph) {
+                rill_shape sh = in.node->out_shapes[in.index];
+                rill__attr a[] = {RILL__A_TYPE("dtype", in.node->out_dtypes[in.index]),
+                                  RILL__A_SHAPE("shape", sh)};
+                ph = rill__node_create(p->g, "Placeholder", pname, NULL, 0, a, 2);
+                if (!ph) {
+                    rill__free(pname);
+                    rill_status_copy(s, rill_graph_status(p->g));
+                    goto out;
+                }
+                rill__free(ph->requested_device);
+                ph->requested_device = rill__strdup("/device:CPU:0");
+                int slot = val_slot(sg, in.node, in.index, src_task, fi);
+                p->has_feeds = true;
+                if (t == m->self)
+                    io_add(&p->post_feed, NULL, (rill_output){ph, 0}, NULL, slot);
+                else
+                    io_add(&p->post_feed, ph->name, (rill_output){NULL, 0}, NULL, slot);
+                /* The producer hands the value over. */
+                if (src_task >= 0) {
+                    piece *pp = &sg->pieces[src_task];
+                    char *on = out_name(in.node, in.index);
+                    if (src_task == m->self)
+                        io_add(&pp->post_fetch, NULL, (rill_output){NULL, 0}, in.node, slot);
+                    else
+                        io_add(&pp->pre_fetch, on, (rill_output){NULL, 0}, NULL, slot);
+                    rill__free(on);
+                }
+            }
+            rill__free(pname);
+            ins[k] = (rill_output){ph, 0};
+        }
+        char exact[512];
+        snprintf(exact, sizeof exact, "%s/", n->name);
+        rill__attr attrs[64];
+        for (int k = 0; k < n->nattrs && k < 64; k++) attrs[k] = n->attrs[k];
+        rill_node *c = rill__node_create(p->g, n->op->name, exact, ins, n->ninputs, attrs,
+                                         n->nattrs < 64 ? n->nattrs : 64);
+        if (!c) {
+            rill_status_copy(s, rill_graph_status(p->g));
+            goto out;
+        }
+        c->seed = n->seed;
+        c->seed2 = n->seed2;
+        char spec[128];
+        rill__local_device_spec(m->pl.assigned[i]->name, spec, sizeof spec);
+        rill__free(c->requested_device);
+        c->requested_device = rill__strdup(spec);
+        clone[i] = c;
+    }
+    /* Control edges: within a task as edges; across tasks the source becomes a target. */
+    for (int i = 0; i < nn; i++) {
+        if (!need[i]) continue;
+        rill_node *n = rill_graph_node(g, i);
+        for (int k = 0; k < n->ncontrol; k++) {
+            rill_node *c = n->control_inputs[k];
+            if (!clone[c->id]) continue;
+            if (task_of(m, c) == task_of(m, n)) {
+                rill_node_add_control_input(clone[i], clone[c->id]);
+            } else {
+                piece *pp = &sg->pieces[task_of(m, c)];
+                io_add(&pp->targets, c->name, (rill_output){NULL, 0}, clone[c->id], -1);
+            }
+        }
+    }
+    for (int i = 0; i < ntargets; i++) {
+        piece *pp = &sg->pieces[task_of(m, targets[i])];
+        io_add(&pp->targets, targets[i]->name, (rill_output){NULL, 0}, clone[targets[i]->id], -1);
+    }
+    /* User fetches. */
+    for (int i = 0; i < nfetches; i++) {
+        rill_output f = fetches[i];
+        int fi = f.index < 8 ? fed[f.node->id * 8 + f.index] : -1;
+        if (fi >= 0) {
+            sg->user_fetch_slot[i] = val_slot(sg, f.node, f.index, -1, fi);
+            continue;
+        }
+        int t = task_of(m, f.node);
+        int before = sg->nvals;
+        int slot = val_slot(sg, f.node, f.index, t, -1);
+        sg->user_fetch_slot[i] = slot;
+        if (slot < before) continue; /* already handed over */
+        piece *pp = &sg->pieces[t];
+        if (t == m->self) {
+            io_add(&pp->post_fetch, NULL, (rill_output){NULL, 0}, f.node, slot);
+        } else {
+            char *on = out_name(f.node, f.index);
+            io_add(&pp->pre_fetch, on, (rill_output){NULL, 0}, NULL, slot);
+            rill__free(on);
+        }
+    }
+    /* Local fetches name clones; remote fetches that depend on a placeholder move to post. */
+    for (int t = 0; t < m->ntasks; t++) {
+        piece *p = &sg->pieces[t];
+        if (!rill_graph_ok(p->g)) {
+            rill_status_copy(s, rill_graph_status(p->g));
+            goto out;
+        }
+        if (t == m->self) {
+            for (int k = 0; k < p->post_fetch.n; k++) {
+                xval *v = &sg->vals[p->post_fetch.slot[k]];
+                p->post_fetch.outs[k] = (rill_output){clone[v->src->id], v->idx};
+            }
+            continue;
+        }
+        int pn = rill_graph_num_nodes(p->g);
+        char *dep = rill__calloc((size_t)pn + 1, 1);
+        RILL_CHECK_ALLOC(dep);
+        for (int i = 0; i < pn; i++) {
+            rill_node *n = rill_graph_node(p->g, i);
+            if (strncmp(n->name, "_recv/", 6) == 0) dep[i] = 1;
+            for (int k = 0; k < n->ninputs && !dep[i]; k++) dep[i] = dep[n->inputs[k].node->id];
+        }
+        for (int i = 0; i < pn; i++) { /* control edges may point forward: iterate to a fixpoint */
+            rill_node *n = rill_graph_node(p->g, i);
+            for (int k = 0; k < n->ncontrol && !dep[i]; k++) dep[i] = dep[n->control_inputs[k]->id];
+        }
+        for (int k = 0; k < p->pre_fetch.n;) {
+            xval *v = &sg->vals[p->pre_fetch.slot[k]];
+            if (!dep[clone[v->src->id]->id]) {
+                k++;
+                continue;
+            }
+            v->post = true;
+            io_add(&p->post_fetch, p->pre_fetch.names[k], (rill_output){NULL, 0}, NULL, p->pre_fetch.slot[k]);
+            rill__free(p->pre_fetch.names[k]);
+            p->pre_fetch.n--;
+            p->pre_fetch.names[k] = p->pre_fetch.names[p->pre_fetch.n];
+            p->pre_fetch.slot[k] = p->pre_fetch.slot[p->pre_fetch.n];
+        }
+        rill__free(dep);
+    }
+    /* A value made in a post run that anyone but the user needs would need a third trip. */
+    for (int t = 0; t < m->ntasks; t++) {
+        piece *p = &sg->pieces[t];
+        for (int k = 0; k < p->post_feed.n; k++) {
+            xval *v = &sg->vals[p->post_feed.slot[k]];
+            if (v->task >= 0 && v->task != m->self && v->post) {
+                rill_status_set(s, RILL_UNIMPLEMENTED,
+                                "'%s:%d' on /job:%s/task:%d depends on this task's values and is "
+                                "needed by /job:%s/task:%d in the same step: rill runs at most "
+                                "two round trips per task and step",
+                                v->src->name, v->idx, m->tasks[v->task].job, m->tasks[v->task].index,
+                                m->tasks[t].job, m->tasks[t].index);
+                goto out;
+            }
+        }
+    }
+    /* Register the remote pieces; make the local one's session. */
+    for (int t = 0; t < m->ntasks; t++) {
+        piece *p = &sg->pieces[t];
+        if (t == m->self) {
+            rill_session_options o = m->opts;
+            o.target[0] = 0;
+            o.log_device_placement = false; /* the master logged the cluster's placement */
+            p->sess = rill__session_new_with_rm(p->g, &o, rill__server_rm(m->srv), s);
+            if (!p->sess) goto out;
+            continue;
+        }
+        if (rill_graph_num_nodes(p->g) == 0) continue;
+        uint8_t *bytes;
+        size_t len;
+        if (!rill__graph_encode(p->g, &bytes, &len, s)) goto out;
+        rill__mbuf q = {0};
+        rill__mbuf_u32(&q, RILL__RPC_REGISTER);
+        struct iovec iov = {bytes, len};
+        rill__reply rep = {0};
+        bool okc = call(m, &m->tasks[t], &q, &iov, 1, &rep, s);
+        rill__mbuf_free(&q);
+        rill__free(bytes);
+        if (!okc) goto out;
+        rill__mread r = {.p = rep.meta, .n = rep.meta_len};
+        p->handle = rill__mread_u64(&r);
+        if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+    }
+    ok = true;
+out:
+    rill__free(need);
+    rill__free(stack);
+    rill__free(fed);
+    rill__free(clone);
+    if (!ok) {
+        sig_free(m, sg);
+        return NULL;
+    }
+    return sg;
+}
+
+/* --- running --- */
+
+/* RUN on a remote task: feeds from slots, fetched values into slots. */
+static bool run_remote(master *m, sig *sg, int t, const io *feeds, const io *fetches,
+                       const io *targets, rill_status *s)
+{
+    rill__mbuf q = {0};
+    rill__mbuf_u32(&q, RILL__RPC_RUN);
+    rill__mbuf_u64(&q, sg->pieces[t].handle);
+    rill__mbuf_u32(&q, feeds ? (uint32_t)feeds->n : 0);
+    int nf = feeds ? feeds->n : 0;
+    struct iovec iovs[16];
+    rill__mbuf blob = {0};
+    bool ok = false;
+    for (int i = 0; i < nf; i++) {
+        rill_tensor *v = sg->vals[feeds->slot[i]].val;
+        rill__mbuf_str(&q, feeds->names[i]);
+        struct iovec iv;
+        if (!v || !rill__mbuf_tensor(&q, v, &iv, s)) {
+            if (!v) rill_status_set(s, RILL_INTERNAL, "no value for '%s'", feeds->names[i]);
+            goto out;
+        }
+        if (nf <= 16)
+            iovs[i] = iv;
+        else
+            rill__mbuf_put(&blob, iv.iov_base, iv.iov_len);
+    }
+    rill__mbuf_u32(&q, fetches ? (uint32_t)fetches->n : 0);
+    for (int i = 0; fetches && i < fetches->n; i++) rill__mbuf_str(&q, fetches->names[i]);
+    rill__mbuf_u32(&q, targets ? (uint32_t)targets->n : 0);
+    for (int i = 0; targets && i < targets->n; i++) rill__mbuf_str(&q, targets->names[i]);
+    if (nf > 16) iovs[0] = (struct iovec){blob.p, blob.n};
+    rill__reply rep = {0};
+    if (!call(m, &m->tasks[t], &q, iovs, nf > 16 ? 1 : nf, &rep, s)) goto out;
+    rill__mread r = {.p = rep.meta, .n = rep.meta_len};
+    uint32_t n = rill__mread_u32(&r);
+    uint64_t off = 0;
+    ok = !r.bad && fetches && n == (uint32_t)fetches->n;
+    for (uint32_t i = 0; ok && i < n; i++) {
+        rill_tensor *v = rill__mread_tensor(&r, rep.payload, rep.payload_len, &off, s);
+        if (!v) {
+            ok = false;
+            break;
+        }
+        rill_tensor_free(sg->vals[fetches->slot[i]].val);
+        sg->vals[fetches->slot[i]].val = v;
+    }
+    if (!ok && rill_status_ok(s))
+        rill_status_set(s, RILL_DATA_LOSS, "task /job:%s/task:%d sent a malformed RUN reply",
+                        m->tasks[t].job, m->tasks[t].index);
+    if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+out:
+    rill__mbuf_free(&q);
+    rill__mbuf_free(&blob);
+    return ok;
+}
+
+static rill_code master_run(void *mp, const rill_output *feeds, rill_tensor *const *feed_values,
+                            int nfeeds, const rill_output *fetches, rill_tensor **fetch_values,
+                            int nfetches, rill_node *const *targets, int ntargets, rill_status *s)
+{
+    master *m = mp;
+    pthread_mutex_lock(&m->mu);
+    if (!rill__place(m->g, &m->pl, m->devp, m->ndevs, m->opts.allow_soft_placement,
+                     m->opts.log_device_placement, s)) {
+        pthread_mutex_unlock(&m->mu);
+        return rill_status_code(s);
+    }
+    /* The signature key: node ids and output indices, in order. */
+    int nkey = 3 + 2 * nfeeds + 2 * nfetches + ntargets;
+    int64_t *key = rill__malloc((size_t)nkey * sizeof *key);
+    RILL_CHECK_ALLOC(key);
+    int k = 0;
+    key[k++] = nfeeds;
+    for (int i = 0; i < nfeeds; i++) key[k++] = feeds[i].node ? feeds[i].node->id : -1, key[k++] = feeds[i].index;
+    key[k++] = nfetches;
+    for (int i = 0; i < nfetches; i++) key[k++] = fetches[i].node ? fetches[i].node->id : -1, key[k++] = fetches[i].index;
+    key[k++] = ntargets;
+    for (int i = 0; i < ntargets; i++) key[k++] = targets[i] ? targets[i]->id : -1;
+    sig *sg = m->sigs;
+    while (sg && !(sg->nkey == nkey && memcmp(sg->key, key, (size_t)nkey * sizeof *key) == 0)) sg = sg->next;
+    if (!sg) {
+        sg = build_sig(m, feeds, nfeeds, fetches, nfetches, targets, ntargets, s);
+        if (!sg) {
+            rill__free(key);
+            pthread_mutex_unlock(&m->mu);
+            return rill_status_code(s);
+        }
+        sg->key = key;
+        sg->nkey = nkey;
+        sg->next = m->sigs;
+        m->sigs = sg;
+    } else {
+        rill__free(key);
+    }
+    rill_code code = RILL_OK;
+    for (int i = 0; i < sg->nvals; i++) {
+        rill_tensor_free(sg->vals[i].val);
+        sg->vals[i].val = sg->vals[i].task < 0 ? rill_tensor_ref(feed_values[sg->vals[i].user_feed]) : NULL;
+    }
+    /* 1. pre runs */
+    for (int t = 0; t < m->ntasks && code == RILL_OK; t++) {
+        piece *p = &sg->pieces[t];
+        if (t == m->self || !p->handle) continue;
+        bool all_now = !p->has_feeds;
+        if (p->pre_fetch.n == 0 && !(all_now && p->targets.n)) continue;
+        if (!run_remote(m, sg, t, NULL, &p->pre_fetch, all_now ? &p->targets : NULL, s))
+            code = rill_status_code(s);
+    }
+    /* 2. the master's own piece */
+    piece *lp = &sg->pieces[m->self];
+    if (code == RILL_OK && (lp->post_fetch.n || lp->targets.n)) {
+        rill_tensor **fv = rill__calloc((size_t)lp->post_feed.n + 1, sizeof *fv);
+        rill_tensor **out = rill__calloc((size_t)lp->post_fetch.n + 1, sizeof *out);
+        RILL_CHECK_ALLOC(fv);
+        RILL_CHECK_ALLOC(out);
+        for (int i = 0; i < lp->post_feed.n; i++) fv[i] = sg->vals[lp->post_feed.slot[i]].val;
+        code = rill_session_run(lp->sess, lp->post_feed.outs, fv, lp->post_feed.n,
+                                lp->post_fetch.outs, out, lp->post_fetch.n, lp->targets.nodes,
+                                lp->targets.n, s);
+        for (int i = 0; code == RILL_OK && i < lp->post_fetch.n; i++) {
+            rill_tensor_free(sg->vals[lp->post_fetch.slot[i]].val);
+            sg->vals[lp->post_fetch.slot[i]].val = out[i];
+        }
+        rill__free(fv);
+        rill__free(out);
+    }
+    /* 3. post runs */
+    for (int t = 0; t < m->ntasks && code == RILL_OK; t++) {
+        piece *p = &sg->pieces[t];
+        if (t == m->self || !p->handle || !p->has_feeds) continue;
+        if (!run_remote(m, sg, t, &p->post_feed, &p->post_fetch, &p->targets, s))
+            code = rill_status_code(s);
+    }
+    for (int i = 0; i < nfetches; i++) {
+        fetch_values[i] = code == RILL_OK ? rill_tensor_ref(sg->vals[sg->user_fetch_slot[i]].val) : NULL;
+        if (code == RILL_OK && !fetch_values[i]) {
+            rill_status_set(s, RILL_INTERNAL, "fetch %d was not produced", i);
+            code = RILL_INTERNAL;
+        }
+    }
+    if (code != RILL_OK)
+        for (int i = 0; i < nfetches; i++) rill_tensor_free(fetch_values[i]), fetch_values[i] = NULL;
+    for (int i = 0; i < sg->nvals; i++) rill_tensor_free(sg->vals[i].val), sg->vals[i].val = NULL;
+    pthread_mutex_unlock(&m->mu);
+    return code;
+}
+
+static void master_close(void *mp)
+{
+    master *m = mp;
+    if (!m) return;
+    for (sig *sg = m->sigs; sg;) {
+        sig *nx = sg->next;
+        sig_free(m, sg);
+        sg = nx;
+    }
+    for (int t = 0; t < m->ntasks; t++) rill__channel_close(m->tasks[t].ch);
+    rill__placement_free(&m->pl);
+    rill__free(m->tasks);
+    rill__free(m->devs);
+    rill__free(m->devp);
+    rill__free(m->dev_task);
+    pthread_mutex_destroy(&m->mu);
+    rill__free(m);
+}
+
+static void *master_open(const char *target, rill_graph *g, const rill_session_options *o,
+                         rill_status *s)
+{
+    rill_server *srv = rill__server_lookup(target);
+    if (!srv) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "No session factory registered for the given session options: {target: "
+                        "\"%s\"}: no server of this process answers it",
+                        target);
+        return NULL;
+    }
+    master *m = rill__calloc(1, sizeof *m);
+    RILL_CHECK_ALLOC(m);
+    m->srv = srv;
+    m->g = g;
+    m->opts = *o;
+    pthread_mutex_init(&m->mu, NULL);
+    if (!discover(m, s)) {
+        master_close(m);
+        return NULL;
+    }
+    if (o->log_device_placement) {
+        rill__device *const *devs = m->devp;
+        rill__log_device_mapping(devs, m->ndevs);
+    }
+    return m;
+}
+
+static const rill__remote_ops master_ops = {
+    .open = master_open,
+    .run = master_run,
+    .close = master_close,
+};
+
+void rill__master_register(void)
+{
+    rill__register_remote(&master_ops);
+}

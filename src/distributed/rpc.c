@@ -1,0 +1,148 @@
+/* rpc.c - meta writers and hostile-input readers for the worker service (see rpc.h). */
+#include "rpc.h"
+
+#include "wire.h"
+
+#include <string.h>
+
+void rill__mbuf_put(rill__mbuf *m, const void *d, size_t n)
+{
+    if (m->n + n > m->cap) {
+        size_t cap = m->cap ? m->cap : 256;
+        while (cap < m->n + n) cap *= 2;
+        uint8_t *p = rill__realloc(m->p, cap);
+        RILL_CHECK_ALLOC(p);
+        m->p = p;
+        m->cap = cap;
+    }
+    if (n) memcpy(m->p + m->n, d, n);
+    m->n += n;
+}
+
+void rill__mbuf_u32(rill__mbuf *m, uint32_t v)
+{
+    rill__mbuf_put(m, &v, 4);
+}
+
+void rill__mbuf_u64(rill__mbuf *m, uint64_t v)
+{
+    rill__mbuf_put(m, &v, 8);
+}
+
+void rill__mbuf_str(rill__mbuf *m, const char *s)
+{
+    size_t n = strlen(s);
+    rill__mbuf_u32(m, (uint32_t)n);
+    rill__mbuf_put(m, s, n);
+}
+
+bool rill__mbuf_tensor(rill__mbuf *m, const rill_tensor *t, struct iovec *iov, rill_status *s)
+{
+    if (t->dtype == RILL_STRING || t->buf->dev) {
+        rill_status_set(s, RILL_UNIMPLEMENTED,
+                        "only numeric tensors in host memory cross between tasks (got %s)",
+                        rill_dtype_name(t->dtype));
+        return false;
+    }
+    rill__tensor_desc d = {.dtype = t->dtype, .rank = t->shape.rank};
+    memcpy(d.dims, t->shape.dims, sizeof(int64_t) * (size_t)t->shape.rank);
+    uint8_t buf[8 + 8 * RILL_MAX_DIMS];
+    size_t n = rill__tensor_desc_encode(&d, buf, sizeof buf);
+    rill__mbuf_put(m, buf, n);
+    iov->iov_base = t->buf->data;
+    iov->iov_len = rill_tensor_nbytes(t);
+    return true;
+}
+
+void rill__mbuf_free(rill__mbuf *m)
+{
+    rill__free(m->p);
+    memset(m, 0, sizeof *m);
+}
+
+static bool take(rill__mread *r, void *d, size_t n)
+{
+    if (r->bad || n > r->n - r->off) {
+        r->bad = true;
+        return false;
+    }
+    memcpy(d, r->p + r->off, n);
+    r->off += n;
+    return true;
+}
+
+uint32_t rill__mread_u32(rill__mread *r)
+{
+    uint32_t v = 0;
+    take(r, &v, 4);
+    return v;
+}
+
+uint64_t rill__mread_u64(rill__mread *r)
+{
+    uint64_t v = 0;
+    take(r, &v, 8);
+    return v;
+}
+
+char *rill__mread_str(rill__mread *r)
+{
+    uint32_t n = rill__mread_u32(r);
+    if (r->bad || n > 4096 || n > r->n - r->off) {
+        r->bad = true;
+        return NULL;
+    }
+    const char *p = (const char *)r->p + r->off;
+    if (memchr(p, 0, n)) {
+        r->bad = true;
+        return NULL;
+    }
+    r->off += n;
+    return rill__strndup(p, n);
+}
+
+rill_tensor *rill__mread_tensor(rill__mread *r, const uint8_t *payload, uint64_t payload_len,
+                                uint64_t *off, rill_status *s)
+{
+    if (r->bad) return NULL;
+    /* The descriptor says how many bytes; check them against what is left of the payload. */
+    rill__tensor_desc d;
+    size_t used = 0;
+    uint64_t left = payload_len - *off;
+    /* Decode once without a payload check to learn the size, then check it fits. */
+    int64_t numel = 1;
+    uint32_t dtype = 0, rank = 0;
+    if (r->n - r->off < 8) {
+        r->bad = true;
+        return NULL;
+    }
+    memcpy(&dtype, r->p + r->off, 4);
+    memcpy(&rank, r->p + r->off + 4, 4);
+    if (rank > RILL_MAX_DIMS || r->n - r->off < 8 + 8 * (size_t)rank) {
+        r->bad = true;
+        return NULL;
+    }
+    for (uint32_t i = 0; i < rank; i++) {
+        int64_t dim;
+        memcpy(&dim, r->p + r->off + 8 + 8 * i, 8);
+        if (dim < 0 || (dim && numel > INT64_MAX / dim)) {
+            r->bad = true;
+            return NULL;
+        }
+        numel *= dim;
+    }
+    size_t es = rill_dtype_size((rill_dtype)dtype);
+    if (es == 0 || (uint64_t)numel > UINT64_MAX / es || (uint64_t)numel * es > left) {
+        r->bad = true;
+        return NULL;
+    }
+    if (!rill__tensor_desc_decode(r->p + r->off, r->n - r->off, (uint64_t)numel * es, &d, &used,
+                                  s)) {
+        r->bad = true;
+        return NULL;
+    }
+    r->off += used;
+    rill_tensor *t = rill_tensor_from_data(d.dtype, d.dims, d.rank, payload + *off);
+    *off += (uint64_t)numel * es;
+    return t;
+}

@@ -1,0 +1,46 @@
+/* rpc.h - the worker service's messages (what a session's master asks a task's server) and the
+ * helpers that write and read their meta. Every reader treats the bytes as hostile.
+ *
+ * Requests (meta starts with u32 op):
+ *   GET_DEVICES                       -> u32 n, n x {str name, str type, str kernel_key}
+ *   REGISTER  (payload: graph codec)  -> u64 handle
+ *   RUN       u64 handle, tensors(feeds: str name each), u32 nfetch {str}, u32 ntarget {str}
+ *                                     -> tensors(fetches)
+ *   DEREGISTER u64 handle             -> (empty)
+ * "tensors" = u32 n, n x {str name (requests only), tensor_desc}; the bytes of the n tensors
+ * follow each other in the payload. */
+#ifndef RILL_DISTRIBUTED_RPC_H
+#define RILL_DISTRIBUTED_RPC_H
+
+#include "../core/core.h"
+
+#include <sys/uio.h>
+
+enum { RILL__RPC_GET_DEVICES = 1, RILL__RPC_REGISTER = 2, RILL__RPC_RUN = 3, RILL__RPC_DEREGISTER = 4 };
+
+typedef struct rill__mbuf {
+    uint8_t *p;
+    size_t n, cap;
+} rill__mbuf;
+void rill__mbuf_put(rill__mbuf *m, const void *d, size_t n);
+void rill__mbuf_u32(rill__mbuf *m, uint32_t v);
+void rill__mbuf_u64(rill__mbuf *m, uint64_t v);
+void rill__mbuf_str(rill__mbuf *m, const char *s);
+/* A tensor's descriptor into the meta and its bytes as one iovec (host tensors only). */
+bool rill__mbuf_tensor(rill__mbuf *m, const rill_tensor *t, struct iovec *iov, rill_status *s);
+void rill__mbuf_free(rill__mbuf *m);
+
+typedef struct rill__mread {
+    const uint8_t *p;
+    size_t n, off;
+    bool bad;
+} rill__mread;
+uint32_t rill__mread_u32(rill__mread *r);
+uint64_t rill__mread_u64(rill__mread *r);
+/* A new NUL-terminated copy (caller frees), NULL when bad. At most 4 KiB. */
+char *rill__mread_str(rill__mread *r);
+/* Reads a descriptor and takes its bytes from payload at *off (advanced); a new host tensor. */
+rill_tensor *rill__mread_tensor(rill__mread *r, const uint8_t *payload, uint64_t payload_len,
+                                uint64_t *off, rill_status *s);
+
+#endif

@@ -1,0 +1,497 @@
+/* server.c - a task's server (tf.train.Server): binds the task's address, owns its devices and
+ * variables (one resource manager for the server's life, shared by every graph registered with
+ * it), and answers the worker service (rpc.h): list devices, register a graph partition (a
+ * session on it is made at once), run a registered partition with feeds and fetches, forget it.
+ *
+ * Requests are served inline on the transport's thread, one at a time: a ps applies the
+ * updates of several workers in turn, which is what use_locking asks for anyway. */
+#include "server_internal.h"
+
+#include <rill/device_name.h>
+
+#include "graph_codec.h"
+#include "rpc.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct reg_graph {
+    uint64_t handle;
+    rill_graph *g;
+    rill_session *sess;
+} reg_graph;
+
+struct rill_server {
+    rill_cluster_spec *cluster;
+    char job[64];
+    int task;
+    char address[256];
+    char target[300];
+    char *secret;
+    rill_server_options opts;
+    rill__tcp_server *tcp;
+    rill__resource_mgr *rm;
+    pthread_mutex_t mu;
+    rill__vec graphs;
+    uint64_t next_handle;
+    atomic_bool stopping;
+    pthread_mutex_t jmu;
+    pthread_cond_t jcv;
+};
+
+/* --- the process's servers, by target --- */
+
+#define MAX_SERVERS 16
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static rill_server *servers[MAX_SERVERS];
+
+rill_server *rill__server_lookup(const char *target)
+{
+    rill_server *found = NULL;
+    pthread_mutex_lock(&reg_mu);
+    for (int i = 0; i < MAX_SERVERS && !found; i++)
+        if (servers[i] && strcmp(servers[i]->target, target) == 0) found = servers[i];
+    pthread_mutex_unlock(&reg_mu);
+    return found;
+}
+
+const rill_cluster_spec *rill__server_cluster(const rill_server *srv)
+{
+    return srv->cluster;
+}
+
+rill__resource_mgr *rill__server_rm(rill_server *srv)
+{
+    return srv->rm;
+}
+
+const rill_server_options *rill__server_options(const rill_server *srv)
+{
+    return &srv->opts;
+}
+
+void rill__server_client_options(const rill_server *srv, rill__tcp_options *o)
+{
+    memset(o, 0, sizeof *o);
+    if (srv->secret) {
+        o->secret = srv->secret;
+        o->secret_len = strlen(srv->secret);
+    }
+}
+
+void rill__local_device_spec(const char *full, char *out, size_t len)
+{
+    rill_device_name n;
+    if (!rill_device_name_parse(full, &n, NULL)) {
+        snprintf(out, len, "%s", "");
+        return;
+    }
+    n.has_job = n.has_replica = n.has_task = false;
+    rill_device_name_str(&n, out, len);
+}
+
+int rill__server_devices(rill_server *srv, rill__device *out, int cap, rill_status *s)
+{
+    rill__device *const *devs;
+    int n = rill__devices(NULL, &devs, s);
+    if (n < 0) return -1;
+    int k = 0;
+    for (int i = 0; i < n && k < cap; i++, k++) {
+        out[k] = (rill__device){0};
+        snprintf(out[k].name, sizeof out[k].name, "/job:%s/replica:0/task:%d/device:%s:%d",
+                 srv->job, srv->task, devs[i]->type, devs[i]->id);
+        snprintf(out[k].type, sizeof out[k].type, "%s", devs[i]->type);
+        snprintf(out[k].kernel_key, sizeof out[k].kernel_key, "%s", devs[i]->kernel_key);
+        out[k].id = devs[i]->id;
+    }
+    return k;
+}
+
+/* --- the worker service --- */
+
+static reg_graph *find_graph(rill_server *srv, uint64_t h)
+{
+    for (int i = 0; i < srv->graphs.n; i++) {
+        reg_graph *r = srv->graphs.items[i];
+        if (r->handle == h) return r;
+    }
+    return NULL;
+}
+
+static void do_get_devices(rill_server *srv, rill__tcp_response *resp)
+{
+    rill__device devs[64];
+    rill_status *s = rill_status_new();
+    int n = rill__server_devices(srv, devs, 64, s);
+    if (n < 0) {
+        rill__tcp_response_set_error(resp, rill_status_code(s), "%s", rill_status_message(s));
+        rill_status_free(s);
+        return;
+    }
+    rill__mbuf m = {0};
+    rill__mbuf_u32(&m, (uint32_t)n);
+    for (int i = 0; i < n; i++) {
+        rill__mbuf_str(&m, devs[i].name);
+        rill__mbuf_str(&m, devs[i].type);
+        rill__mbuf_str(&m, devs[i].kernel_key);
+    }
+    rill__tcp_response_set_meta(resp, m.p, (uint32_t)m.n);
+    rill__mbuf_free(&m);
+    rill_status_free(s);
+}
+
+static void do_register(rill_server *srv, rill__tcp_request *req, rill__tcp_response *resp)
+{
+    rill_status *s = rill_status_new();
+    char **devs = NULL;
+    rill_graph *g = rill__graph_decode(req->payload, req->payload_len, &devs, s);
+    if (!g) {
+        rill__tcp_response_set_error(resp, rill_status_code(s), "%s", rill_status_message(s));
+        rill_status_free(s);
+        return;
+    }
+    /* Each node asks for its device within this task. */
+    for (int i = 0; i < rill_graph_num_nodes(g); i++) {
+        rill_node *n = rill_graph_node(g, i);
+        char spec[128];
+        rill__local_device_spec(devs[i], spec, sizeof spec);
+        rill__free(n->requested_device);
+        n->requested_device = rill__strdup(spec);
+        rill__free(devs[i]);
+    }
+    rill__free(devs);
+    rill_session_options *o = rill_session_options_new();
+    rill_session *sess = rill__session_new_with_rm(g, o, srv->rm, s);
+    rill_session_options_free(o);
+    if (!sess) {
+        rill__tcp_response_set_error(resp, rill_status_code(s), "%s", rill_status_message(s));
+        rill_graph_free(g);
+        rill_status_free(s);
+        return;
+    }
+    reg_graph *r = rill__calloc(1, sizeof *r);
+    RILL_CHECK_ALLOC(r);
+    r->g = g;
+    r->sess = sess;
+    pthread_mutex_lock(&srv->mu);
+    r->handle = ++srv->next_handle;
+    rill__vec_push(&srv->graphs, r);
+    pthread_mutex_unlock(&srv->mu);
+    rill__mbuf m = {0};
+    rill__mbuf_u64(&m, r->handle);
+    rill__tcp_response_set_meta(resp, m.p, (uint32_t)m.n);
+    rill__mbuf_free(&m);
+    rill_status_free(s);
+}
+
+typedef struct sent {
+    rill_tensor **t;
+    int n;
+} sent;
+
+static void free_sent(void *arg)
+{
+    sent *x = arg;
+    for (int i = 0; i < x->n; i++) rill_tensor_free(x->t[i]);
+    rill__free(x->t);
+    rill__free(x);
+}
+
+static void do_run(rill_server *srv, rill__tcp_request *req, rill__mread *r,
+                   rill__tcp_response *resp)
+{
+    rill_status *s = rill_status_new();
+    uint64_t h = rill__mread_u64(r);
+    pthread_mutex_lock(&srv->mu);
+    reg_graph *rg = find_graph(srv, h);
+    pthread_mutex_unlock(&srv->mu);
+    uint32_t nf = rill__mread_u32(r);
+    rill_output *feeds = NULL, *fetches = NULL;
+    rill_tensor **fv = NULL, **outv = NULL;
+    rill_node **targets = NULL;
+    uint32_t nfetch = 0, nt = 0;
+    uint64_t off = 0;
+    if (!rg) {
+        rill__tcp_response_set_error(resp, RILL_NOT_FOUND, "graph handle %llu is not registered",
+                                     (unsigned long long)h);
+        goto out;
+    }
+    if (r->bad || nf > 4096) goto bad;
+    feeds = rill__calloc(nf + 1, sizeof *feeds);
+    fv = rill__calloc(nf + 1, sizeof *fv);
+    RILL_CHECK_ALLOC(feeds);
+    RILL_CHECK_ALLOC(fv);
+    for (uint32_t i = 0; i < nf; i++) {
+        char *name = rill__mread_str(r);
+        if (!name) goto bad;
+        feeds[i] = rill_graph_find_output(rg->g, name, s);
+        rill__free(name);
+        if (!feeds[i].node) goto fail;
+        fv[i] = rill__mread_tensor(r, req->payload, req->payload_len, &off, s);
+        if (!fv[i]) goto bad;
+    }
+    nfetch = rill__mread_u32(r);
+    if (r->bad || nfetch > 4096) goto bad;
+    fetches = rill__calloc(nfetch + 1, sizeof *fetches);
+    outv = rill__calloc(nfetch + 1, sizeof *outv);
+    RILL_CHECK_ALLOC(fetches);
+    RILL_CHECK_ALLOC(outv);
+    for (uint32_t i = 0; i < nfetch; i++) {
+        char *name = rill__mread_str(r);
+        if (!name) goto bad;
+        fetches[i] = rill_graph_find_output(rg->g, name, s);
+        rill__free(name);
+        if (!fetches[i].node) goto fail;
+    }
+    nt = rill__mread_u32(r);
+    if (r->bad || nt > 4096) goto bad;
+    targets = rill__calloc(nt + 1, sizeof *targets);
+    RILL_CHECK_ALLOC(targets);
+    for (uint32_t i = 0; i < nt; i++) {
+        char *name = rill__mread_str(r);
+        if (!name) goto bad;
+        targets[i] = rill_graph_find_node(rg->g, name);
+        if (!targets[i]) rill_status_set(s, RILL_NOT_FOUND, "no node '%s' in the registered graph", name);
+        rill__free(name);
+        if (!targets[i]) goto fail;
+    }
+    if (off != req->payload_len) goto bad;
+    if (rill_session_run(rg->sess, feeds, fv, (int)nf, fetches, outv, (int)nfetch, targets, (int)nt,
+                         s) != RILL_OK)
+        goto fail;
+    {
+        rill__mbuf m = {0};
+        rill__mbuf_u32(&m, nfetch);
+        struct iovec *iov = rill__calloc(nfetch + 1, sizeof *iov);
+        RILL_CHECK_ALLOC(iov);
+        for (uint32_t i = 0; i < nfetch; i++)
+            if (!rill__mbuf_tensor(&m, outv[i], &iov[i], s)) {
+                rill__free(iov);
+                rill__mbuf_free(&m);
+                goto fail;
+            }
+        /* The transport sends at most 16 buffers without a copy: gather the rest. */
+        sent *x = rill__calloc(1, sizeof *x);
+        RILL_CHECK_ALLOC(x);
+        x->t = outv;
+        x->n = (int)nfetch;
+        outv = NULL;
+        if (nfetch > 16) {
+            size_t total = 0;
+            for (uint32_t i = 0; i < nfetch; i++) total += iov[i].iov_len;
+            rill_tensor *blob = rill_tensor_new(RILL_INT32, (int64_t[]){(int64_t)(total + 3) / 4}, 1);
+            size_t pos = 0;
+            for (uint32_t i = 0; i < nfetch; i++) {
+                memcpy((char *)rill_tensor_data(blob) + pos, iov[i].iov_base, iov[i].iov_len);
+                pos += iov[i].iov_len;
+            }
+            rill_tensor **all = rill__realloc(x->t, (nfetch + 1) * sizeof *all);
+            RILL_CHECK_ALLOC(all);
+            all[nfetch] = blob;
+            x->t = all;
+            x->n = (int)nfetch + 1;
+            iov[0] = (struct iovec){rill_tensor_data(blob), total};
+            rill__tcp_response_set_payload(resp, iov, 1, free_sent, x);
+        } else {
+            rill__tcp_response_set_payload(resp, iov, (int)nfetch, free_sent, x);
+        }
+        rill__tcp_response_set_meta(resp, m.p, (uint32_t)m.n);
+        rill__mbuf_free(&m);
+        rill__free(iov);
+    }
+    goto out;
+bad:
+    rill__tcp_response_set_error(resp, RILL_INVALID_ARGUMENT, "malformed RUN request from %s",
+                                 req->peer);
+    goto out;
+fail:
+    rill__tcp_response_set_error(resp, rill_status_code(s), "%s", rill_status_message(s));
+out:
+    for (uint32_t i = 0; fv && i < nf; i++) rill_tensor_free(fv[i]);
+    for (uint32_t i = 0; outv && i < nfetch; i++) rill_tensor_free(outv[i]);
+    rill__free(feeds);
+    rill__free(fv);
+    rill__free(fetches);
+    rill__free(outv);
+    rill__free(targets);
+    rill_status_free(s);
+}
+
+static void do_deregister(rill_server *srv, rill__mread *r, rill__tcp_response *resp)
+{
+    uint64_t h = rill__mread_u64(r);
+    pthread_mutex_lock(&srv->mu);
+    for (int i = 0; i < srv->graphs.n; i++) {
+        reg_graph *rg = srv->graphs.items[i];
+        if (rg->handle != h) continue;
+        srv->graphs.items[i] = srv->graphs.items[--srv->graphs.n];
+        rill_session_free(rg->sess);
+        rill_graph_free(rg->g);
+        rill__free(rg);
+        break;
+    }
+    pthread_mutex_unlock(&srv->mu);
+    (void)resp;
+}
+
+static void handle(void *arg, rill__tcp_request *req, rill__tcp_response *resp)
+{
+    rill_server *srv = arg;
+    rill__mread r = {.p = req->meta, .n = req->meta_len};
+    uint32_t op = rill__mread_u32(&r);
+    switch (r.bad ? 0 : op) {
+    case RILL__RPC_GET_DEVICES: do_get_devices(srv, resp); break;
+    case RILL__RPC_REGISTER: do_register(srv, req, resp); break;
+    case RILL__RPC_RUN: do_run(srv, req, &r, resp); break;
+    case RILL__RPC_DEREGISTER: do_deregister(srv, &r, resp); break;
+    default:
+        rill__tcp_response_set_error(resp, RILL_UNIMPLEMENTED, "unknown request %u from %s", op,
+                                     req->peer);
+    }
+}
+
+/* --- lifecycle --- */
+
+rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, int task_index,
+                             const rill_server_options *opts, rill_status *s)
+{
+    if (!cluster || !job) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "rill_server_new: cluster and job are required");
+        return NULL;
+    }
+    const char *addr = rill_cluster_spec_task_address(cluster, job, task_index, s);
+    if (!addr) return NULL;
+    rill_server *srv = rill__calloc(1, sizeof *srv);
+    RILL_CHECK_ALLOC(srv);
+    srv->cluster = rill_cluster_spec_copy(cluster);
+    snprintf(srv->job, sizeof srv->job, "%s", job);
+    srv->task = task_index;
+    if (opts) srv->opts = *opts;
+    if (srv->opts.connect_deadline_s <= 0) srv->opts.connect_deadline_s = 60;
+    if (srv->opts.step_deadline_s <= 0) srv->opts.step_deadline_s = 300;
+    if (opts && opts->secret) srv->secret = rill__strdup(opts->secret);
+    srv->opts.secret = srv->secret;
+    pthread_mutex_init(&srv->mu, NULL);
+    pthread_mutex_init(&srv->jmu, NULL);
+    pthread_cond_init(&srv->jcv, NULL);
+    srv->rm = rill__resource_mgr_new();
+    rill__tcp_options to;
+    rill__server_client_options(srv, &to);
+    srv->tcp = rill__tcp_server_new(addr, &to, handle, srv, s);
+    if (!srv->tcp) {
+        rill_server_free(srv);
+        return NULL;
+    }
+    char host[256];
+    int port;
+    if (!rill_address_parse(addr, true, host, sizeof host, &port, NULL)) snprintf(host, sizeof host, "127.0.0.1");
+    snprintf(srv->address, sizeof srv->address, "%.200s:%d",
+             strcmp(host, "localhost") == 0 ? "127.0.0.1" : host, rill__tcp_server_port(srv->tcp));
+    snprintf(srv->target, sizeof srv->target, "rill://%s", srv->address);
+    pthread_mutex_lock(&reg_mu);
+    for (int i = 0; i < MAX_SERVERS; i++)
+        if (!servers[i]) {
+            servers[i] = srv;
+            break;
+        }
+    pthread_mutex_unlock(&reg_mu);
+    rill__master_register();
+    rill__log(RILL_LOG_INFO, "Started server with target: %s (/job:%s/task:%d)", srv->target,
+              srv->job, srv->task);
+    rill_status_clear(s);
+    return srv;
+}
+
+rill_server *rill_server_create_local(rill_status *s)
+{
+    rill_cluster_spec *c = rill_cluster_spec_local();
+    rill_server *srv = rill_server_new(c, "local", 0, NULL, s);
+    rill_cluster_spec_free(c);
+    if (srv) {
+        /* The local task's own address is its bound port. */
+        rill_cluster_spec *real = rill_cluster_spec_new();
+        const char *a[] = {srv->address};
+        rill_cluster_spec_add_job(real, "local", a, 1, NULL);
+        rill_cluster_spec_free(srv->cluster);
+        srv->cluster = real;
+    }
+    return srv;
+}
+
+const char *rill_server_target(const rill_server *srv)
+{
+    return srv->target;
+}
+
+const char *rill_server_job(const rill_server *srv)
+{
+    return srv->job;
+}
+
+int rill_server_task_index(const rill_server *srv)
+{
+    return srv->task;
+}
+
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    got_signal = 1;
+}
+
+rill_code rill_server_join(rill_server *srv, rill_status *s)
+{
+    struct sigaction sa = {0}, old_term, old_int;
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGINT, &sa, &old_int);
+    pthread_mutex_lock(&srv->jmu);
+    while (!atomic_load(&srv->stopping) && !got_signal) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+        pthread_cond_timedwait(&srv->jcv, &srv->jmu, &ts);
+    }
+    pthread_mutex_unlock(&srv->jmu);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGINT, &old_int, NULL);
+    rill__log(RILL_LOG_INFO, "server /job:%s/task:%d stopping", srv->job, srv->task);
+    rill_status_clear(s);
+    return RILL_OK;
+}
+
+void rill_server_stop(rill_server *srv)
+{
+    atomic_store(&srv->stopping, true);
+    pthread_cond_broadcast(&srv->jcv);
+}
+
+void rill_server_free(rill_server *srv)
+{
+    if (!srv) return;
+    pthread_mutex_lock(&reg_mu);
+    for (int i = 0; i < MAX_SERVERS; i++)
+        if (servers[i] == srv) servers[i] = NULL;
+    pthread_mutex_unlock(&reg_mu);
+    rill__tcp_server_free(srv->tcp);
+    for (int i = 0; i < srv->graphs.n; i++) {
+        reg_graph *rg = srv->graphs.items[i];
+        rill_session_free(rg->sess);
+        rill_graph_free(rg->g);
+        rill__free(rg);
+    }
+    rill__vec_free(&srv->graphs);
+    rill__resource_mgr_free(srv->rm);
+    rill_cluster_spec_free(srv->cluster);
+    rill__free(srv->secret);
+    pthread_mutex_destroy(&srv->mu);
+    pthread_mutex_destroy(&srv->jmu);
+    pthread_cond_destroy(&srv->jcv);
+    rill__free(srv);
+}
