@@ -30,3 +30,6 @@ RILL_OPENCL_CPU_AS_GPU=1 POCL_CACHE_DIR="$B/pocl-cache" "$B/bench/bench_devices"
 echo
 echo "== transport: rill's TCP channel against raw TCP on loopback (same run)"
 "$B/bench/bench_transport"
+echo
+echo "== the seed's step on a cluster (1 ps + 1 worker on loopback) against two raw TCP round trips"
+RILL_OPENCL_CPU_AS_GPU=0 "$B/bench/bench_cluster_step" 3000 2>&1 | grep -v '^I[0-9]'
