@@ -30,7 +30,7 @@ build-asan: deps $(BUILD_SAN)/CMakeCache.txt
 	cmake --build $(BUILD_SAN) -j $(JOBS)
 
 run: build
-	$(BUILD)/examples/linear_regression --learning_rate=0.01 --train_steps=20000 --steps_to_validate=2000
+	scripts/local_cluster.sh $(BUILD) --learning_rate=0.01 --train_steps=20000 --steps_to_validate=2000
 
 test: build build-asan
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

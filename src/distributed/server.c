@@ -377,6 +377,14 @@ rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, 
     pthread_mutex_init(&srv->jmu, NULL);
     pthread_cond_init(&srv->jcv, NULL);
     srv->rm = rill__resource_mgr_new();
+    /* Enumerate the devices here, on the caller's thread: OpenCL implementations (PoCL's LLVM)
+     * may set up per-thread state such as an alternate signal stack on the first call, which the
+     * transport thread must not own when it exits. */
+    rill__device *const *devs;
+    if (rill__devices(NULL, &devs, s) < 0) {
+        rill_server_free(srv);
+        return NULL;
+    }
     rill__tcp_options to;
     rill__server_client_options(srv, &to);
     srv->tcp = rill__tcp_server_new(addr, &to, handle, srv, s);

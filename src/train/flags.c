@@ -450,7 +450,7 @@ rill_flags_result rill_flags_parse(rill_flags *f, int argc, char **argv, rill_st
  * "0.10000000000000001". */
 static void format_double(double v, char *buf, size_t n)
 {
-    for (int prec = 1; prec <= 17; prec++) {
+    for (int prec = 6; prec <= 17; prec++) { /* %g below 6 digits turns 60 into 6e+01 */
         snprintf(buf, n, "%.*g", prec, v);
         if (strtod(buf, NULL) == v) return;
     }

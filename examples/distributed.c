@@ -1,0 +1,368 @@
+/* distributed.c - the seed's distributed.py: one model trained by a cluster.
+ *
+ * Every task of the cluster runs this program. A "ps" task starts its server and joins it: it
+ * holds the variables and applies the updates the workers send. A "worker" task builds the
+ * seed's model under replica_device_setter (variables on the ps tasks, everything else on the
+ * worker), opens a session on its own server and trains asynchronously:
+ *
+ *   pred = input * weight + biase,  loss = square(label - pred)
+ *   data: y = 2x + 10 + 0.33 * noise, one sample per step, plain gradient descent
+ *
+ * printing "step: %d, weight: %f, biase: %f, loss: %f" whenever the global step it got back is a
+ * multiple of --steps_to_validate, until the global step reaches --train_steps.
+ *
+ * The cluster comes from the seed's flags (--ps_hosts, --worker_hosts, --job_name, --task_index)
+ * or, when those are not given, from TF_CONFIG, Slurm or mpirun (docs/LAUNCHING.md), so the same
+ * command line runs under each launcher. A TF_CONFIG "chief" job trains too and is the chief.
+ *
+ * Where the seed has tf.train.Supervisor, this program does its start-up part by hand: the chief
+ * runs the init op unless the variables are already initialized (a PS that outlived an earlier
+ * run), and the other workers poll until they are. The next issue's Supervisor replaces that,
+ * together with checkpoints in --logdir and --issync=1 (SyncReplicasOptimizer).
+ *
+ * Exit codes: 0 done (a ps task: stopped by SIGTERM or SIGINT), 1 a run-time failure (a task
+ * that cannot be reached, a PS lost mid-run), 2 a usage error. */
+#include <rill/rill.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Standard normal deviates for the synthetic data (Box-Muller on rand48). */
+static double randn(void)
+{
+    double u1 = drand48(), u2 = drand48();
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double sec)
+{
+    struct timespec ts = {(time_t)sec, (long)((sec - (double)(time_t)sec) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* The task's name as TF spells it, e.g. "/job:worker/task:1"; the prefix of every log line. */
+static char task_name[RILL_JOB_NAME_MAX + 32];
+
+static int fail(const char *what, const rill_status *s)
+{
+    fprintf(stderr, "%s: %s: %s: %s\n", task_name, what, rill_code_name(rill_status_code(s)),
+            rill_status_message(s));
+    return 1;
+}
+
+typedef struct options {
+    double learning_rate;
+    int64_t steps_to_validate;
+    int64_t issync;
+    int64_t train_steps;
+    double startup_deadline;
+    int64_t seed;
+} options;
+
+static bool is_uninitialized(const rill_status *s)
+{
+    return rill_status_code(s) == RILL_FAILED_PRECONDITION &&
+           strstr(rill_status_message(s), "uninitialized") != NULL;
+}
+
+/* Fetches every variable once: RILL_OK when all are initialized, FAILED_PRECONDITION
+ * "Attempting to use uninitialized value ..." when one is not, any other error as it came. */
+static rill_code variables_ready(rill_session *sess, const rill_output *vars, int nvars,
+                                 rill_status *s)
+{
+    rill_tensor *v[8] = {0};
+    rill_code c = rill_session_run(sess, NULL, NULL, 0, vars, v, nvars, NULL, 0, s);
+    for (int i = 0; i < nvars; i++) rill_tensor_free(v[i]);
+    return c;
+}
+
+/* The start-up half of tf.train.Supervisor.prepare_or_wait_for_session: the chief initializes
+ * the variables unless they already are; the others wait for the chief, logging every few
+ * seconds, up to the deadline. */
+static int prepare_variables(rill_session *sess, rill_graph *g, rill_node *init_op, bool is_chief,
+                             const char *chief, double deadline_s, rill_status *s)
+{
+    rill_output vars[8];
+    int nvars = rill_graph_global_variables(g, vars, 8);
+    if (variables_ready(sess, vars, nvars, s) == RILL_OK) {
+        if (is_chief)
+            fprintf(stderr,
+                    "%s: the variables are already initialized on the ps tasks; "
+                    "training goes on from them\n",
+                    task_name);
+        return 0;
+    }
+    if (!is_uninitialized(s)) return fail("reaching the variables", s);
+    if (is_chief) {
+        if (rill_session_run_targets(sess, &init_op, 1, s) != RILL_OK)
+            return fail("initializing the variables", s);
+        fprintf(stderr, "%s: initialized the variables\n", task_name);
+        return 0;
+    }
+    double start = now_s(), next_log = start + 3;
+    for (;;) {
+        sleep_s(0.2);
+        if (variables_ready(sess, vars, nvars, s) == RILL_OK) return 0;
+        if (!is_uninitialized(s)) return fail("reaching the variables", s);
+        double t = now_s();
+        if (t - start >= deadline_s) {
+            fprintf(
+                stderr,
+                "%s: the chief (%s) did not initialize the variables within %.0f s (last: %s)\n",
+                task_name, chief, deadline_s, rill_status_message(s));
+            return 1;
+        }
+        if (t >= next_log) {
+            fprintf(stderr, "%s: waiting for the chief (%s) to initialize the variables (%.0f s)\n",
+                    task_name, chief, t - start);
+            next_log = t + 3;
+        }
+    }
+}
+
+static int run_worker(const options *opt, const rill_task_config *cfg, rill_server *server,
+                      bool is_chief, rill_status *s)
+{
+    int rc = 1;
+    int ps_tasks = rill_cluster_spec_has_job(cfg->cluster, "ps")
+                       ? rill_cluster_spec_num_tasks(cfg->cluster, "ps", NULL)
+                       : 0;
+    char worker_device[RILL_JOB_NAME_MAX + 32];
+    snprintf(worker_device, sizeof worker_device, "/job:%s/task:%d", cfg->job_name,
+             cfg->task_index);
+    const char *chief = rill_cluster_spec_has_job(cfg->cluster, "chief") ? "/job:chief/task:0"
+                                                                         : "/job:worker/task:0";
+    rill_graph *g = rill_graph_new();
+    if (opt->seed) rill_graph_set_seed(g, opt->seed);
+    rill_optimizer *optimizer = rill_gradient_descent_optimizer_new(opt->learning_rate);
+    rill_session_options *so = rill_session_options_new();
+    rill_session *sess = NULL;
+    rill_tensor *x = NULL, *y = NULL;
+
+    /* with tf.device(tf.train.replica_device_setter(worker_device=..., cluster=cluster)) */
+    rill_replica_device_setter *setter = rill_replica_device_setter_new(
+        ps_tasks, "/job:ps", worker_device, true, RILL_PS_ROUND_ROBIN, s);
+    if (!rill_status_ok(s)) {
+        rc = fail("replica_device_setter", s);
+        goto out;
+    }
+    if (setter)
+        rill_graph_push_device_fn(g, rill_replica_device_setter_fn, setter);
+    else
+        rill_graph_push_device(g, worker_device); /* no ps job: everything on this worker */
+    rill_output global_step = rill_train_get_or_create_global_step(g);
+    rill_output input = rill_placeholder(g, RILL_FLOAT, rill_shape_unknown(), "input");
+    rill_output label = rill_placeholder(g, RILL_FLOAT, rill_shape_unknown(), "label");
+    rill_output weight = rill_get_variable(g, "weight", RILL_FLOAT, rill_shape_vector(1),
+                                           rill_random_normal_initializer(0, 1, 0), true);
+    rill_output biase = rill_get_variable(g, "biase", RILL_FLOAT, rill_shape_vector(1),
+                                          rill_random_normal_initializer(0, 1, 0), true);
+    rill_output pred = rill_add(g, rill_mul(g, input, weight, NULL), biase, NULL);
+    rill_output loss = rill_square(g, rill_sub(g, label, pred, NULL), NULL);
+    rill_grad_and_var gv[2];
+    int ngv = rill_optimizer_compute_gradients(optimizer, g, loss, NULL, 0, gv, 2);
+    rill_node *train_op =
+        rill_optimizer_apply_gradients(optimizer, g, gv, ngv < 0 ? 0 : ngv, global_step, NULL);
+    rill_node *init_op = rill_global_variables_initializer(g, NULL);
+    rill_graph_pop_device(g);
+    if (!rill_graph_ok(g)) {
+        rc = fail("building the graph", rill_graph_status(g));
+        goto out;
+    }
+
+    rill_session_options_set_target(so, rill_server_target(server));
+    sess = rill_session_new(g, so, s);
+    if (!sess) {
+        rc = fail("creating the session", s);
+        goto out;
+    }
+    if ((rc = prepare_variables(sess, g, init_op, is_chief, chief, opt->startup_deadline, s)) != 0)
+        goto out;
+    fprintf(stderr, "%s: training%s\n", task_name, is_chief ? " (chief)" : "");
+
+    x = rill_tensor_new(RILL_FLOAT, (int64_t[]){1}, 1);
+    y = rill_tensor_new(RILL_FLOAT, (int64_t[]){1}, 1);
+    float *xp = rill_tensor_data(x), *yp = rill_tensor_data(y);
+    rill_output feeds[] = {input, label};
+    rill_tensor *feed_values[] = {x, y};
+    /* train_op's output is the global step it produced (global_step += 1 after the updates):
+     * the seed's [train_op, loss, global_step] without a second, racy read of the step. */
+    rill_output fetches[] = {loss, rill_node_output(train_op, 0)};
+    rill_output wb[] = {weight, biase};
+    int64_t step = 0, local_steps = 0;
+    double start = now_s();
+    while (step < opt->train_steps) {
+        xp[0] = (float)randn();
+        yp[0] = (float)(2 * xp[0] + randn() * 0.33 + 10);
+        rill_tensor *out[2];
+        if (rill_session_run(sess, feeds, feed_values, 2, fetches, out, 2, NULL, 0, s) != RILL_OK) {
+            rc = fail("training step", s);
+            goto out;
+        }
+        float loss_v = *(float *)rill_tensor_data(out[0]);
+        step = *(int64_t *)rill_tensor_data(out[1]);
+        rill_tensor_free(out[0]);
+        rill_tensor_free(out[1]);
+        local_steps++;
+        if (step % opt->steps_to_validate == 0) {
+            rill_tensor *v[2];
+            if (rill_session_run(sess, NULL, NULL, 0, wb, v, 2, NULL, 0, s) != RILL_OK) {
+                rc = fail("reading the variables", s);
+                goto out;
+            }
+            printf("step: %lld, weight: %f, biase: %f, loss: %f\n", (long long)step,
+                   *(float *)rill_tensor_data(v[0]), *(float *)rill_tensor_data(v[1]), loss_v);
+            rill_tensor_free(v[0]);
+            rill_tensor_free(v[1]);
+        }
+    }
+    double elapsed = now_s() - start;
+    rill_tensor *v[2];
+    if (rill_session_run(sess, NULL, NULL, 0, wb, v, 2, NULL, 0, s) != RILL_OK) {
+        rc = fail("reading the variables", s);
+        goto out;
+    }
+    /* steps/s counts this worker's own steps. */
+    printf("final: global_step %lld, weight %f, biase %f, %.0f steps/s\n", (long long)step,
+           *(float *)rill_tensor_data(v[0]), *(float *)rill_tensor_data(v[1]),
+           elapsed > 0 ? (double)local_steps / elapsed : 0.0);
+    rill_tensor_free(v[0]);
+    rill_tensor_free(v[1]);
+    rc = 0;
+out:
+    rill_tensor_free(x);
+    rill_tensor_free(y);
+    rill_session_free(sess);
+    rill_session_options_free(so);
+    rill_optimizer_free(optimizer);
+    rill_graph_free(g);
+    rill_replica_device_setter_free(setter);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    options opt;
+    const char *ps_hosts, *worker_hosts, *job_name, *logdir;
+    int64_t task_index;
+    rill_flags *flags = rill_flags_new(
+        argv[0], "The seed's distributed.py: trains y = 2x + 10 on a cluster of ps and worker "
+                 "tasks. Without --ps_hosts/--worker_hosts the cluster comes from TF_CONFIG, "
+                 "Slurm or mpirun (docs/LAUNCHING.md).");
+    rill_flags_define_float(flags, "learning_rate", &opt.learning_rate, 0.00003,
+                            "Initial learning rate.");
+    rill_flags_define_int(flags, "steps_to_validate", &opt.steps_to_validate, 1000,
+                          "Steps to validate and print loss");
+    rill_flags_define_string(flags, "ps_hosts", &ps_hosts, "",
+                             "Comma-separated list of hostname:port pairs");
+    rill_flags_define_string(flags, "worker_hosts", &worker_hosts, "",
+                             "Comma-separated list of hostname:port pairs");
+    rill_flags_define_string(flags, "job_name", &job_name, "", "One of 'ps', 'worker'");
+    rill_flags_define_int(flags, "task_index", &task_index, 0, "Index of task within the job");
+    rill_flags_define_int(flags, "issync", &opt.issync, 0,
+                          "1: synchronous mode, 0: asynchronous mode. Synchronous training "
+                          "comes with the next issue; 1 is accepted and trains asynchronously.");
+    rill_flags_define_int(flags, "train_steps", &opt.train_steps, 1000000,
+                          "Train until the global step reaches this (the seed's loop bound).");
+    rill_flags_define_string(flags, "logdir", &logdir, "./checkpoint/",
+                             "Checkpoint directory. Accepted but unused: checkpoints (the seed's "
+                             "Saver and Supervisor) come with the next issue.");
+    rill_flags_define_float(flags, "startup_deadline", &opt.startup_deadline, 60,
+                            "Seconds to wait for the other tasks to come up and, on a non-chief "
+                            "worker, for the chief to initialize the variables.");
+    rill_flags_define_int(flags, "seed", &opt.seed, 0,
+                          "Random seed of the data and initial values (0: from the clock).");
+    int rc = rill_flags_parse_or_exit_code(flags, argc, argv);
+    if (rc >= 0) {
+        rill_flags_free(flags);
+        return rc;
+    }
+    (void)logdir;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress lines show up at once in a launcher's log */
+    snprintf(task_name, sizeof task_name, "distributed");
+    rc = 2;
+    rill_status *s = rill_status_new();
+    rill_task_config cfg = {0};
+    rill_server *server = NULL;
+    if (opt.steps_to_validate <= 0) opt.steps_to_validate = 1;
+    if (opt.issync != 0 && opt.issync != 1) {
+        fprintf(stderr, "--issync must be 0 (asynchronous) or 1 (synchronous), not %lld\n",
+                (long long)opt.issync);
+        goto out;
+    }
+
+    rill_launch_options lo = RILL_LAUNCH_OPTIONS_INIT;
+    lo.ps_hosts = ps_hosts;
+    lo.worker_hosts = worker_hosts;
+    lo.job_name = job_name;
+    lo.task_index = (int)task_index;
+    if (!rill_task_config_resolve(&lo, &cfg, s)) {
+        if (!rill_status_ok(s)) goto usage_error;
+        fprintf(stderr, "No cluster: give --ps_hosts and --worker_hosts with --job_name and "
+                        "--task_index, or run under TF_CONFIG, Slurm or mpirun "
+                        "(docs/LAUNCHING.md).\n");
+        goto out;
+    }
+    if (!rill_status_ok(s)) goto usage_error;
+    snprintf(task_name, sizeof task_name, "/job:%s/task:%d", cfg.job_name, cfg.task_index);
+    bool is_ps = strcmp(cfg.job_name, "ps") == 0;
+    bool is_chief_job = strcmp(cfg.job_name, "chief") == 0;
+    if (!is_ps && !is_chief_job && strcmp(cfg.job_name, "worker") != 0) {
+        fprintf(stderr, "%s: this program runs 'ps', 'worker' and 'chief' tasks, not '%s'\n",
+                task_name, cfg.job_name);
+        goto out;
+    }
+    /* The chief initializes the variables: the "chief" task when the cluster has one (TF_CONFIG),
+     * else worker 0, as the seed's is_chief=(task_index == 0). */
+    bool is_chief = is_chief_job || (!is_ps && cfg.task_index == 0 &&
+                                     !rill_cluster_spec_has_job(cfg.cluster, "chief"));
+    if (opt.issync == 1 && !is_ps)
+        fprintf(stderr,
+                "%s: --issync=1: synchronous training (SyncReplicasOptimizer) is not "
+                "implemented yet, it comes with the next issue; this run trains "
+                "asynchronously\n",
+                task_name);
+
+    rc = 1;
+    rill_server_options so = {0};
+    so.connect_deadline_s = opt.startup_deadline > 0 ? opt.startup_deadline : 60;
+    server = rill_server_new(cfg.cluster, cfg.job_name, cfg.task_index, &so, s);
+    if (!server) {
+        rc = fail("starting the server", s);
+        goto out;
+    }
+    char spec[1024];
+    rill_cluster_spec_to_string(cfg.cluster, spec, sizeof spec);
+    fprintf(stderr, "%s: cluster from %s: %s\n", task_name, cfg.source, spec);
+    if (is_ps) {
+        /* server.join(): serve until SIGTERM or SIGINT */
+        rc = rill_server_join(server, s) == RILL_OK ? 0 : fail("serving", s);
+        if (rc == 0) fprintf(stderr, "%s: stopped\n", task_name);
+    } else {
+        srand48(opt.seed ? (long)(opt.seed * 1000003 + cfg.task_index)
+                         : (long)time(NULL) ^ ((long)getpid() << 16));
+        rc = run_worker(&opt, &cfg, server, is_chief, s);
+    }
+    goto out;
+usage_error:
+    fprintf(stderr, "%s: %s\n", rill_code_name(rill_status_code(s)), rill_status_message(s));
+    rc = 2;
+out:
+    rill_server_free(server);
+    rill_task_config_clear(&cfg);
+    rill_status_free(s);
+    rill_flags_free(flags);
+    return rc;
+}

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# local_cluster.sh - the seed's distributed.py on one machine: 1 ps and 2 workers on loopback.
+#
+#   scripts/local_cluster.sh BUILD_DIR [flags for the workers...]
+#   scripts/local_cluster.sh build --learning_rate=0.01 --train_steps=20000 --steps_to_validate=2000
+#
+# Starts BUILD_DIR/examples/distributed as every task of a cluster on free loopback ports (ports
+# in 20000-40000 that nothing answers on; started again on fresh ports when one turns out to be
+# taken), streams the tasks' output prefixed with their names, waits for the workers, stops the
+# ps with SIGTERM, and prints each worker's final line. Exits 0 only when every worker exited 0
+# and the ps stopped cleanly; the logs are kept (and their folder printed) when something failed.
+#
+# Environment: RILL_LOCAL_PS (ps tasks, default 1), RILL_LOCAL_WORKERS (workers, default 2),
+# RILL_LOCAL_HOST (default 127.0.0.1).
+set -u
+B=${1:?usage: scripts/local_cluster.sh BUILD_DIR [flags for the workers...]}
+shift
+P="$B/examples/distributed"
+NPS=${RILL_LOCAL_PS:-1}
+NW=${RILL_LOCAL_WORKERS:-2}
+HOST=${RILL_LOCAL_HOST:-127.0.0.1}
+say() { echo "local_cluster: $*"; }
+
+[ -x "$P" ] || { say "$P not found: build first (make build)"; exit 2; }
+LOGS=$(mktemp -d "${TMPDIR:-/tmp}/rill-local-cluster.XXXXXX") || exit 2
+
+pids=()   # every task still running
+tails=()  # the streams of their output
+cleanup() {
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    for p in "${tails[@]}"; do kill "$p" 2>/dev/null; done
+}
+trap 'cleanup; say "interrupted; logs in $LOGS"; exit 130' INT TERM
+
+# Sets PORT to a port in 20000-40000 that nothing listens on and that this cluster has not
+# taken yet (a connect through bash's /dev/tcp succeeds only when something listens).
+taken=" "
+free_port() {
+    local p
+    for _ in $(seq 200); do
+        p=$((20000 + (RANDOM * 32768 + RANDOM) % 20001))
+        case "$taken" in *" $p "*) continue ;; esac
+        if ! (exec 3<>"/dev/tcp/$HOST/$p") 2>/dev/null; then
+            taken="$taken$p "
+            PORT=$p
+            return 0
+        fi
+    done
+    say "no free port on $HOST in 20000-40000"
+    exit 2
+}
+
+# Starts task $2 of job $1 with its output in $LOGS/<job><index>.log and streamed with a prefix.
+start_task() {
+    local job=$1 i=$2 log="$LOGS/$1$2.log"
+    shift 2
+    : >"$log" # before the stream below opens it
+    "$P" --ps_hosts="$ps_hosts" --worker_hosts="$worker_hosts" --job_name="$job" \
+        --task_index="$i" "$@" >"$log" 2>&1 &
+    local pid=$!
+    pids+=("$pid")
+    tail -n +1 -f --pid="$pid" "$log" 2>/dev/null | sed -u "s/^/[$job $i] /" &
+    tails+=($!)
+}
+
+start=$(date +%s)
+for attempt in 1 2 3 4 5; do
+    ps_hosts="" worker_hosts="" taken=" " pids=() tails=()
+    for i in $(seq 0 $((NPS - 1))); do
+        free_port
+        ps_hosts="$ps_hosts${ps_hosts:+,}$HOST:$PORT"
+    done
+    for i in $(seq 0 $((NW - 1))); do
+        free_port
+        worker_hosts="$worker_hosts${worker_hosts:+,}$HOST:$PORT"
+    done
+    say "ps $ps_hosts, workers $worker_hosts (logs in $LOGS)"
+    for i in $(seq 0 $((NPS - 1))); do start_task ps "$i"; done
+    for i in $(seq 0 $((NW - 1))); do start_task worker "$i" "$@"; done
+    # A port taken between the probe and the bind shows within a moment: start again elsewhere.
+    sleep 0.5
+    if ! grep -qs "already in use" "$LOGS"/*.log; then break; fi
+    say "a port was taken meanwhile; starting again on other ports"
+    cleanup
+    wait 2>/dev/null
+    rm -f "$LOGS"/*.log
+    [ "$attempt" -eq 5 ] && { say "no free ports after 5 attempts"; exit 1; }
+done
+
+failed=0
+declare -A wrc
+for i in $(seq 0 $((NW - 1))); do
+    wait "${pids[$((NPS + i))]}"
+    wrc[$i]=$?
+    [ "${wrc[$i]}" -eq 0 ] || failed=1
+done
+say "workers done; stopping the ps (SIGTERM)"
+psrc=0
+for i in $(seq 0 $((NPS - 1))); do
+    pid=${pids[$i]}
+    kill -TERM "$pid" 2>/dev/null
+    # join returns on SIGTERM; a ps that is still up after 10 s did not stop cleanly.
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then
+        say "ps $i did not stop within 10 s of SIGTERM; killing it"
+        kill -KILL "$pid" 2>/dev/null
+    fi
+    wait "$pid"
+    rc=$?
+    say "ps $i exited $rc"
+    [ "$rc" -eq 0 ] || psrc=1
+done
+for t in "${tails[@]}"; do wait "$t" 2>/dev/null; done
+
+for i in $(seq 0 $((NW - 1))); do
+    final=$(grep '^final:' "$LOGS/worker$i.log" | tail -1)
+    if [ "${wrc[$i]}" -eq 0 ]; then
+        say "worker $i exited 0: ${final:-(no final line)}"
+    else
+        say "worker $i FAILED (exit ${wrc[$i]}); its last lines:"
+        tail -5 "$LOGS/worker$i.log" | sed "s/^/    /"
+    fi
+done
+say "$((NPS)) ps + $NW workers in $(($(date +%s) - start)) s"
+if [ $failed -ne 0 ] || [ $psrc -ne 0 ]; then
+    say "FAILED; logs in $LOGS"
+    exit 1
+fi
+rm -rf "$LOGS"
+exit 0
