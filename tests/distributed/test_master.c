@@ -10,8 +10,18 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static int free_port(void)
 {
@@ -244,11 +254,63 @@ static void test_local_server(void)
     rill_status_free(s);
 }
 
+/* A ps that hangs (alive but silent: SIGSTOP) mid-run is caught by the step deadline, and the
+ * error names it; when it resumes, the next step reconnects and goes on. */
+static void test_hung_ps(void)
+{
+    rill_status *s = rill_status_new();
+    char ps[32], wk[32];
+    snprintf(ps, sizeof ps, "127.0.0.1:%d", free_port());
+    snprintf(wk, sizeof wk, "127.0.0.1:%d", free_port());
+    rill_cluster_spec *c = rill_cluster_spec_from_hosts(ps, wk, s);
+    pid_t child = fork();
+    if (child == 0) {
+        rill_status *cs = rill_status_new();
+        rill_server *sp = rill_server_new(c, "ps", 0, NULL, cs);
+        if (!sp) _exit(3);
+        rill_server_join(sp, cs);
+        rill_server_free(sp);
+        _exit(0);
+    }
+    rill_server_options o = {.connect_deadline_s = 10, .step_deadline_s = 1};
+    rill_server *sw = rill_server_new(c, "worker", 0, &o, s);
+    model m;
+    build(&m, 0);
+    rill_session *sess = sw ? session_on(sw, m.g, s) : NULL;
+    if (CHECK(sess != NULL)) {
+        CHECK(rill_session_run_targets(sess, &m.init, 1, s) == RILL_OK);
+        CHECK(train(sess, &m, 20, 3) == 20);
+        kill(child, SIGSTOP);
+        double t0 = mono_now();
+        rill_tensor *t = NULL;
+        rill_code code = rill_session_run(sess, NULL, NULL, 0, &m.w, &t, 1, NULL, 0, s);
+        double took = mono_now() - t0;
+        CHECK_EQ_INT(code, RILL_DEADLINE_EXCEEDED);
+        CHECK_STR_CONTAINS(rill_status_message(s), "/job:ps/replica:0/task:0");
+        CHECK(took < 8);
+        kill(child, SIGCONT);
+        /* The peer is back: the next step reconnects. */
+        code = rill_session_run(sess, NULL, NULL, 0, &m.w, &t, 1, NULL, 0, s);
+        CHECK_EQ_INT(code, RILL_OK);
+        rill_tensor_free(t);
+    }
+    rill_session_free(sess);
+    unbuild(&m);
+    rill_server_free(sw);
+    kill(child, SIGTERM);
+    int st;
+    waitpid(child, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    rill_cluster_spec_free(c);
+    rill_status_free(s);
+}
+
 int main(void)
 {
     setenv("RILL_OPENCL_CPU_AS_GPU", "0", 1);
     test_local_server();
     test_unreachable_ps();
     test_async_two_workers();
+    test_hung_ps();
     TEST_MAIN_END();
 }
