@@ -2,7 +2,16 @@
  *
  * Reads the gzipped IDX files that Debian's dataset-fashion-mnist package installs, trains in
  * shuffled mini-batches with softmax cross-entropy, and prints per epoch the mean training loss,
- * the accuracy on the 10,000 test images and the training throughput in examples/s. */
+ * the accuracy on the 10,000 test images and the training throughput in examples/s.
+ *
+ * Given a cluster (the flags of examples/distributed.c: --ps_hosts, --worker_hosts, --job_name,
+ * --task_index; or TF_CONFIG, Slurm or mpirun, docs/LAUNCHING.md) it trains data-parallel and
+ * asynchronously: a "ps" task starts its server and joins it; worker i of n trains on its shard
+ * of the training set (examples i, i+n, ...; shuffled within the shard each epoch) with the
+ * model's variables on the ps tasks (replica_device_setter, spread by size), each worker's
+ * update applied on the ps as it arrives. The chief (worker 0, or the TF_CONFIG "chief")
+ * initializes the variables and evaluates the test set after each of its epochs; the other
+ * workers print their training loss and examples/s. Without a cluster it runs in one process. */
 #include <rill/rill.h>
 
 #include <math.h>
@@ -10,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct mlp {
     rill_output x, y, logits, loss;
@@ -69,12 +79,96 @@ static void standardize(rill_tensor *train, rill_tensor *test)
     }
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* --- cluster mode: the start-up part of examples/distributed.c --- */
+
+/* The task's name as TF spells it, e.g. "/job:worker/task:1" ("fashion_mnist" without a
+ * cluster); the prefix of the cluster mode's log lines. */
+static char task_name[RILL_JOB_NAME_MAX + 32] = "fashion_mnist";
+
+static int fail(const char *what, const rill_status *s)
+{
+    fprintf(stderr, "%s: %s: %s: %s\n", task_name, what, rill_code_name(rill_status_code(s)),
+            rill_status_message(s));
+    return 1;
+}
+
+static bool is_uninitialized(const rill_status *s)
+{
+    return rill_status_code(s) == RILL_FAILED_PRECONDITION &&
+           strstr(rill_status_message(s), "uninitialized") != NULL;
+}
+
+#define MAX_VARS 64
+
+/* Fetches every variable once: RILL_OK when all are initialized. */
+static rill_code variables_ready(rill_session *sess, const rill_output *vars, int nvars,
+                                 rill_status *s)
+{
+    rill_tensor *v[MAX_VARS] = {0};
+    rill_code c = rill_session_run(sess, NULL, NULL, 0, vars, v, nvars, NULL, 0, s);
+    for (int i = 0; i < nvars; i++) rill_tensor_free(v[i]);
+    return c;
+}
+
+/* As examples/distributed.c: the chief initializes the variables unless they already are; the
+ * others wait for the chief, logging every few seconds, up to the deadline. */
+static int prepare_variables(rill_session *sess, rill_graph *g, rill_node *init_op, bool is_chief,
+                             double deadline_s, rill_status *s)
+{
+    rill_output vars[MAX_VARS];
+    int nvars = rill_graph_global_variables(g, vars, MAX_VARS);
+    if (nvars > MAX_VARS) nvars = MAX_VARS;
+    if (variables_ready(sess, vars, nvars, s) == RILL_OK) {
+        if (is_chief)
+            fprintf(stderr,
+                    "%s: the variables are already initialized on the ps tasks; "
+                    "training goes on from them\n",
+                    task_name);
+        return 0;
+    }
+    if (!is_uninitialized(s)) return fail("reaching the variables", s);
+    if (is_chief) {
+        if (rill_session_run_targets(sess, &init_op, 1, s) != RILL_OK)
+            return fail("initializing the variables", s);
+        fprintf(stderr, "%s: initialized the variables\n", task_name);
+        return 0;
+    }
+    double start = now_s(), next_log = start + 3;
+    for (;;) {
+        nanosleep(&(struct timespec){0, 200000000}, NULL);
+        if (variables_ready(sess, vars, nvars, s) == RILL_OK) return 0;
+        if (!is_uninitialized(s)) return fail("reaching the variables", s);
+        double t = now_s();
+        if (t - start >= deadline_s) {
+            fprintf(stderr,
+                    "%s: the chief did not initialize the variables within %.0f s (last: %s)\n",
+                    task_name, deadline_s, rill_status_message(s));
+            return 1;
+        }
+        if (t >= next_log) {
+            fprintf(stderr, "%s: waiting for the chief to initialize the variables (%.0f s)\n",
+                    task_name, t - start);
+            next_log = t + 3;
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
-    int64_t batch_size, epochs, hidden, seed;
-    double learning_rate, decay;
-    const char *optimizer_name, *data_dir;
-    rill_flags *flags = rill_flags_new(argv[0], "Trains a 784-512-512-10 MLP on Fashion-MNIST.");
+    int64_t batch_size, epochs, hidden, seed, task_index, max_steps;
+    double learning_rate, decay, startup_deadline;
+    const char *optimizer_name, *data_dir, *ps_hosts, *worker_hosts, *job_name;
+    rill_flags *flags = rill_flags_new(
+        argv[0], "Trains a 784-512-512-10 MLP on Fashion-MNIST; data-parallel on a cluster of ps "
+                 "and worker tasks when given one (--ps_hosts/--worker_hosts, or TF_CONFIG, "
+                 "Slurm or mpirun: docs/LAUNCHING.md).");
     rill_flags_define_int(flags, "batch_size", &batch_size, 100, "Examples per training step.");
     rill_flags_define_int(flags, "epochs", &epochs, 5, "Passes over the training set.");
     rill_flags_define_float(flags, "learning_rate", &learning_rate, 0.001, "Learning rate.");
@@ -86,6 +180,18 @@ int main(int argc, char **argv)
     rill_flags_define_string(flags, "data_dir", &data_dir, RILL_FASHION_MNIST_DIR,
                              "Folder with the four *-idx*-ubyte.gz files.");
     rill_flags_define_int(flags, "seed", &seed, 0, "Random seed (0: from the clock).");
+    rill_flags_define_int(flags, "max_steps_per_epoch", &max_steps, 0,
+                          "At most this many training steps per epoch (0: the whole training "
+                          "set, or on a cluster this worker's shard of it).");
+    rill_flags_define_string(flags, "ps_hosts", &ps_hosts, "",
+                             "Comma-separated list of hostname:port pairs");
+    rill_flags_define_string(flags, "worker_hosts", &worker_hosts, "",
+                             "Comma-separated list of hostname:port pairs");
+    rill_flags_define_string(flags, "job_name", &job_name, "", "One of 'ps', 'worker'");
+    rill_flags_define_int(flags, "task_index", &task_index, 0, "Index of task within the job");
+    rill_flags_define_float(flags, "startup_deadline", &startup_deadline, 60,
+                            "Seconds to wait for the other tasks to come up and, on a non-chief "
+                            "worker, for the chief to initialize the variables.");
     int rc = rill_flags_parse_or_exit_code(flags, argc, argv);
     if (rc >= 0) {
         rill_flags_free(flags);
@@ -95,18 +201,82 @@ int main(int argc, char **argv)
     rill_optimizer *opt = NULL;
     rill_graph *g = NULL;
     rill_session *sess = NULL;
+    rill_session_options *so = NULL;
     rill_tensor *train_x = NULL, *train_y = NULL, *test_x = NULL, *test_y = NULL;
     rill_tensor *bx = NULL, *by = NULL, *lr_value = NULL;
+    rill_task_config cfg = {0};
+    rill_server *server = NULL;
+    rill_replica_device_setter *setter = NULL;
     int *order = NULL;
     rc = 1;
-    if (batch_size <= 0 || epochs < 0 || hidden <= 0) {
-        fprintf(stderr, "%s: --batch_size and --hidden must be positive, --epochs >= 0\n", argv[0]);
+    if (batch_size <= 0 || epochs < 0 || hidden <= 0 || max_steps < 0) {
+        fprintf(stderr,
+                "%s: --batch_size and --hidden must be positive, --epochs and "
+                "--max_steps_per_epoch >= 0\n",
+                argv[0]);
         goto out;
     }
     opt = make_optimizer(optimizer_name, learning_rate, s);
     if (!opt) {
         fprintf(stderr, "%s: %s\n", argv[0], rill_status_message(s));
         goto out;
+    }
+
+    /* The cluster, if any: from the flags, else TF_CONFIG, Slurm or mpirun. */
+    rill_launch_options lo = RILL_LAUNCH_OPTIONS_INIT;
+    lo.ps_hosts = ps_hosts;
+    lo.worker_hosts = worker_hosts;
+    lo.job_name = job_name;
+    lo.task_index = (int)task_index;
+    bool clustered = rill_task_config_resolve(&lo, &cfg, s);
+    if (!rill_status_ok(s)) {
+        fprintf(stderr, "%s: %s\n", rill_code_name(rill_status_code(s)), rill_status_message(s));
+        rc = 2;
+        goto out;
+    }
+    bool is_ps = false, is_chief = true;
+    int num_workers = 1, worker_index = 0, ps_tasks = 0;
+    char worker_device[RILL_JOB_NAME_MAX + 32] = "";
+    if (clustered) {
+        setvbuf(stdout, NULL, _IOLBF, 0); /* progress lines show at once in a launcher's log */
+        snprintf(task_name, sizeof task_name, "/job:%s/task:%d", cfg.job_name, cfg.task_index);
+        snprintf(worker_device, sizeof worker_device, "%s", task_name);
+        is_ps = strcmp(cfg.job_name, "ps") == 0;
+        bool is_chief_job = strcmp(cfg.job_name, "chief") == 0;
+        if (!is_ps && !is_chief_job && strcmp(cfg.job_name, "worker") != 0) {
+            fprintf(stderr, "%s: this program runs 'ps', 'worker' and 'chief' tasks, not '%s'\n",
+                    task_name, cfg.job_name);
+            rc = 2;
+            goto out;
+        }
+        bool has_chief = rill_cluster_spec_has_job(cfg.cluster, "chief");
+        is_chief = is_chief_job || (!is_ps && cfg.task_index == 0 && !has_chief);
+        /* The training set is split among the training tasks: the chief job (when there is
+         * one) first, then the workers. */
+        int nw = rill_cluster_spec_has_job(cfg.cluster, "worker")
+                     ? rill_cluster_spec_num_tasks(cfg.cluster, "worker", NULL)
+                     : 0;
+        num_workers = nw + (has_chief ? 1 : 0);
+        worker_index = is_chief_job ? 0 : cfg.task_index + (has_chief ? 1 : 0);
+        ps_tasks = rill_cluster_spec_has_job(cfg.cluster, "ps")
+                       ? rill_cluster_spec_num_tasks(cfg.cluster, "ps", NULL)
+                       : 0;
+        rill_server_options sopt = {0};
+        sopt.connect_deadline_s = startup_deadline > 0 ? startup_deadline : 60;
+        server = rill_server_new(cfg.cluster, cfg.job_name, cfg.task_index, &sopt, s);
+        if (!server) {
+            rc = fail("starting the server", s);
+            goto out;
+        }
+        char spec[1024];
+        rill_cluster_spec_to_string(cfg.cluster, spec, sizeof spec);
+        fprintf(stderr, "%s: cluster from %s: %s\n", task_name, cfg.source, spec);
+        if (is_ps) {
+            /* server.join(): serve until SIGTERM or SIGINT */
+            rc = rill_server_join(server, s) == RILL_OK ? 0 : fail("serving", s);
+            if (rc == 0) fprintf(stderr, "%s: stopped\n", task_name);
+            goto out;
+        }
     }
 
     char path[4][1024];
@@ -126,9 +296,30 @@ int main(int argc, char **argv)
            "lr %g\n",
            (long long)ntrain, (long long)ntest, (long long)width, (long long)batch_size,
            optimizer_name, learning_rate);
+    /* This worker's shard: examples worker_index, worker_index + num_workers, ... (all of them
+     * without a cluster). */
+    int64_t nshard =
+        ntrain > worker_index ? (ntrain - worker_index + num_workers - 1) / num_workers : 0;
+    if (clustered)
+        printf("%s: %d ps task(s); worker %d of %d trains on %lld examples (%d, %d + %d, ...)%s\n",
+               task_name, ps_tasks, worker_index, num_workers, (long long)nshard, worker_index,
+               worker_index, num_workers, is_chief ? "; the chief evaluates the test set" : "");
 
     g = rill_graph_new();
     rill_graph_set_seed(g, seed ? seed : (int64_t)time(NULL));
+    if (clustered) {
+        /* with tf.device(tf.train.replica_device_setter(..., ps_strategy=greedy by bytes)) */
+        setter = rill_replica_device_setter_new(ps_tasks, "/job:ps", worker_device, true,
+                                                RILL_PS_GREEDY_BY_BYTES, s);
+        if (!rill_status_ok(s)) {
+            rc = fail("replica_device_setter", s);
+            goto out;
+        }
+        if (setter)
+            rill_graph_push_device_fn(g, rill_replica_device_setter_fn, setter);
+        else
+            rill_graph_push_device(g, worker_device); /* no ps job: everything on this worker */
+    }
     mlp m;
     m.x = rill_placeholder(g, RILL_FLOAT, rill_shape_matrix(-1, width), "images");
     m.y = rill_placeholder(g, RILL_INT32, rill_shape_vector(-1), "labels");
@@ -142,27 +333,44 @@ int main(int argc, char **argv)
     rill_output gs = rill_train_get_or_create_global_step(g);
     m.train = rill_optimizer_minimize(opt, g, m.loss, gs, "train");
     m.init = rill_global_variables_initializer(g, NULL);
+    if (clustered) rill_graph_pop_device(g);
     if (!rill_graph_ok(g)) {
         fprintf(stderr, "%s: building the model: %s\n", argv[0],
                 rill_status_message(rill_graph_status(g)));
         goto out;
     }
-    sess = rill_session_new(g, NULL, s);
-    if (!sess || rill_session_run_targets(sess, &m.init, 1, s) != RILL_OK) {
-        fprintf(stderr, "%s: %s\n", argv[0], rill_status_message(s));
-        goto out;
+    if (clustered) {
+        so = rill_session_options_new();
+        rill_session_options_set_target(so, rill_server_target(server));
+        sess = rill_session_new(g, so, s);
+        if (!sess) {
+            rc = fail("creating the session", s);
+            goto out;
+        }
+        if (prepare_variables(sess, g, m.init, is_chief, startup_deadline, s) != 0) goto out;
+        fprintf(stderr, "%s: training%s\n", task_name, is_chief ? " (chief)" : "");
+    } else {
+        sess = rill_session_new(g, NULL, s);
+        if (!sess || rill_session_run_targets(sess, &m.init, 1, s) != RILL_OK) {
+            fprintf(stderr, "%s: %s\n", argv[0], rill_status_message(s));
+            goto out;
+        }
     }
 
-    order = malloc((size_t)ntrain * sizeof *order);
-    for (int64_t i = 0; i < ntrain; i++) order[i] = (int)i;
-    srand48(seed ? seed : (long)time(NULL));
+    order = malloc((size_t)(nshard ? nshard : 1) * sizeof *order);
+    for (int64_t i = 0; i < nshard; i++) order[i] = (int)(worker_index + i * num_workers);
+    if (clustered)
+        srand48(seed ? (long)(seed * 1000003 + worker_index)
+                     : (long)time(NULL) ^ ((long)getpid() << 16));
+    else
+        srand48(seed ? seed : (long)time(NULL));
     standardize(train_x, test_x);
     bx = rill_tensor_new(RILL_FLOAT, (int64_t[]){batch_size, width}, 2);
     lr_value = rill_tensor_scalar_float((float)learning_rate);
     by = rill_tensor_new(RILL_INT32, (int64_t[]){batch_size}, 1);
-    double best = 0;
+    double best = 0, acc = 0, total_examples = 0, total_secs = 0;
     for (int64_t epoch = 1; epoch <= epochs; epoch++) {
-        for (int64_t i = ntrain - 1; i > 0; i--) { /* Fisher-Yates */
+        for (int64_t i = nshard - 1; i > 0; i--) { /* Fisher-Yates */
             int64_t j = (int64_t)(drand48() * (double)(i + 1));
             int t = order[i];
             order[i] = order[j];
@@ -171,7 +379,8 @@ int main(int argc, char **argv)
         struct timespec ts0, ts1;
         clock_gettime(CLOCK_MONOTONIC, &ts0);
         double loss_sum = 0;
-        int64_t nbatches = ntrain / batch_size;
+        int64_t nbatches = nshard / batch_size;
+        if (max_steps > 0 && nbatches > max_steps) nbatches = max_steps;
         for (int64_t bi = 0; bi < nbatches; bi++) {
             gather(train_x, order + bi * batch_size, (int)batch_size, bx, (size_t)width, 4);
             gather(train_y, order + bi * batch_size, (int)batch_size, by, 1, 4);
@@ -179,7 +388,10 @@ int main(int argc, char **argv)
             rill_tensor *fv[] = {bx, by, lr_value};
             rill_tensor *lv;
             if (rill_session_run(sess, feeds, fv, 3, &m.loss, &lv, 1, &m.train, 1, s) != RILL_OK) {
-                fprintf(stderr, "%s: training step: %s\n", argv[0], rill_status_message(s));
+                if (clustered)
+                    fail("training step", s);
+                else
+                    fprintf(stderr, "%s: training step: %s\n", argv[0], rill_status_message(s));
                 goto out;
             }
             loss_sum += *(float *)rill_tensor_data(lv);
@@ -188,13 +400,25 @@ int main(int argc, char **argv)
         clock_gettime(CLOCK_MONOTONIC, &ts1);
         double secs =
             (double)(ts1.tv_sec - ts0.tv_sec) + (double)(ts1.tv_nsec - ts0.tv_nsec) * 1e-9;
+        total_examples += (double)(nbatches * batch_size);
+        total_secs += secs;
+        *(float *)rill_tensor_data(lr_value) *= (float)decay;
+        double mean_loss = loss_sum / (double)(nbatches ? nbatches : 1);
+        if (!is_chief) { /* a worker other than the chief: no evaluation */
+            printf("epoch %lld: training loss %.4f, %.0f examples/s\n", (long long)epoch, mean_loss,
+                   (double)(nbatches * batch_size) / secs);
+            continue;
+        }
 
         /* Test accuracy: logits for the whole test set in one run, argmax on the host. */
         rill_output feeds[] = {m.x};
         rill_tensor *fv[] = {test_x};
         rill_tensor *logits;
         if (rill_session_run(sess, feeds, fv, 1, &m.logits, &logits, 1, NULL, 0, s) != RILL_OK) {
-            fprintf(stderr, "%s: evaluation: %s\n", argv[0], rill_status_message(s));
+            if (clustered)
+                fail("evaluation", s);
+            else
+                fprintf(stderr, "%s: evaluation: %s\n", argv[0], rill_status_message(s));
             goto out;
         }
         const float *lg = rill_tensor_data(logits);
@@ -207,15 +431,31 @@ int main(int argc, char **argv)
             correct += arg == ty[i];
         }
         rill_tensor_free(logits);
-        *(float *)rill_tensor_data(lr_value) *= (float)decay;
-        double acc = (double)correct / (double)ntest;
+        acc = (double)correct / (double)ntest;
         if (acc > best) best = acc;
         printf("epoch %lld: training loss %.4f, test accuracy %.2f%%, %.0f examples/s\n",
-               (long long)epoch, loss_sum / (double)(nbatches ? nbatches : 1), acc * 100,
-               (double)(nbatches * batch_size) / secs);
+               (long long)epoch, mean_loss, acc * 100, (double)(nbatches * batch_size) / secs);
         fflush(stdout);
     }
-    printf("best test accuracy: %.2f%%\n", best * 100);
+    if (!clustered) {
+        printf("best test accuracy: %.2f%%\n", best * 100);
+    } else {
+        /* The global step the ps tasks hold now (every worker's steps together). */
+        rill_tensor *gsv = NULL;
+        if (rill_session_run(sess, NULL, NULL, 0, &gs, &gsv, 1, NULL, 0, s) != RILL_OK) {
+            fail("reading the global step", s);
+            goto out;
+        }
+        long long step = (long long)*(int64_t *)rill_tensor_data(gsv);
+        rill_tensor_free(gsv);
+        double eps = total_secs > 0 ? total_examples / total_secs : 0;
+        if (is_chief)
+            printf("final: global_step %lld, test accuracy %.2f%% (best %.2f%%), %.0f "
+                   "examples/s\n",
+                   step, acc * 100, best * 100, eps);
+        else
+            printf("final: global_step %lld, %.0f examples/s\n", step, eps);
+    }
     rc = 0;
 out:
     free(order);
@@ -227,8 +467,12 @@ out:
     rill_tensor_free(test_x);
     rill_tensor_free(test_y);
     rill_session_free(sess);
+    rill_session_options_free(so);
     rill_graph_free(g);
+    rill_replica_device_setter_free(setter);
     rill_optimizer_free(opt);
+    rill_server_free(server);
+    rill_task_config_clear(&cfg);
     rill_status_free(s);
     rill_flags_free(flags);
     return rc;

@@ -4,18 +4,21 @@
 #   scripts/local_cluster.sh BUILD_DIR [flags for the workers...]
 #   scripts/local_cluster.sh build --learning_rate=0.01 --train_steps=20000 --steps_to_validate=2000
 #
-# Starts BUILD_DIR/examples/distributed as every task of a cluster on free loopback ports (ports
-# in 20000-40000 that nothing answers on; started again on fresh ports when one turns out to be
-# taken), streams the tasks' output prefixed with their names, waits for the workers, stops the
-# ps with SIGTERM, and prints each worker's final line. Exits 0 only when every worker exited 0
-# and the ps stopped cleanly; the logs are kept (and their folder printed) when something failed.
+# Starts BUILD_DIR/examples/distributed (or $RILL_LOCAL_PROGRAM) as every task of a cluster on
+# free loopback ports (ports in 20000-40000 that nothing answers on; started again on fresh ports
+# when one turns out to be taken), streams the tasks' output prefixed with their names, waits for
+# the workers, stops the ps with SIGTERM, and prints each worker's final line. Exits 0 only when
+# every worker exited 0 and the ps stopped cleanly; the logs are kept (and their folder printed)
+# when something failed.
 #
 # Environment: RILL_LOCAL_PS (ps tasks, default 1), RILL_LOCAL_WORKERS (workers, default 2),
-# RILL_LOCAL_HOST (default 127.0.0.1).
+# RILL_LOCAL_HOST (default 127.0.0.1), RILL_LOCAL_PROGRAM (the example every task runs, default
+# distributed; e.g. fashion_mnist: scripts/local_cluster.sh build --epochs=5). The program must
+# take the cluster flags and print a line starting "final:" when a worker is done.
 set -u
 B=${1:?usage: scripts/local_cluster.sh BUILD_DIR [flags for the workers...]}
 shift
-P="$B/examples/distributed"
+P="$B/examples/${RILL_LOCAL_PROGRAM:-distributed}"
 NPS=${RILL_LOCAL_PS:-1}
 NW=${RILL_LOCAL_WORKERS:-2}
 HOST=${RILL_LOCAL_HOST:-127.0.0.1}
