@@ -66,6 +66,7 @@ typedef struct rill__buffer {
     void (*dev_free)(struct rill__device *dev, void *data, size_t size);
     rill_dtype dtype; /* RILL_STRING buffers own their strings */
     int64_t nstrings;
+    struct rill__buffer *parent; /* a view: data lies inside parent's, which this holds */
 } rill__buffer;
 
 typedef struct rill__tstring {
@@ -83,6 +84,11 @@ struct rill_tensor {
 
 rill__buffer *rill__buffer_new(rill_dtype t, int64_t numel);
 void rill__buffer_unref(rill__buffer *b);
+/* Takes ownership of a block from rill__aligned_alloc (size bytes) as a host buffer. */
+rill__buffer *rill__buffer_adopt(void *data, size_t size);
+/* A host tensor viewing bytes [off, off + nbytes of shape) of parent, without a copy; it holds a
+ * reference to parent. */
+rill_tensor *rill__tensor_view(rill__buffer *parent, size_t off, rill_dtype t, const rill_shape *s);
 /* A tensor header sharing b (takes one buffer reference). */
 rill_tensor *rill__tensor_wrap(rill_dtype t, const rill_shape *s, rill__buffer *b);
 /* True when this holder is the only one of tensor and buffer: updating in place is invisible to

@@ -122,9 +122,18 @@ static void scratch_free(void *p)
     rill_status_free(p);
 }
 
+/* Key destructors do not run for the thread that calls exit(): free its status then. */
+static void scratch_free_at_exit(void)
+{
+    rill_status *s = pthread_getspecific(scratch_key);
+    pthread_setspecific(scratch_key, NULL);
+    rill_status_free(s);
+}
+
 static void scratch_init(void)
 {
     pthread_key_create(&scratch_key, scratch_free);
+    atexit(scratch_free_at_exit);
 }
 
 rill_status *rill__scratch_status(void)

@@ -205,6 +205,7 @@ rill__buffer *rill__buffer_new(rill_dtype t, int64_t numel)
     atomic_init(&b->refs, 1);
     b->dev = NULL;
     b->dev_free = NULL;
+    b->parent = NULL;
     b->dtype = t;
     b->nstrings = 0;
     if (t == RILL_STRING) {
@@ -223,7 +224,9 @@ void rill__buffer_unref(rill__buffer *b)
 {
     if (!b) return;
     if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
-    if (b->dtype == RILL_STRING) {
+    if (b->parent) {
+        rill__buffer_unref(b->parent);
+    } else if (b->dtype == RILL_STRING) {
         rill__tstring *ss = b->data;
         for (int64_t i = 0; i < b->nstrings; i++) rill__free(ss[i].ptr);
         rill__free(b->data);
@@ -233,6 +236,30 @@ void rill__buffer_unref(rill__buffer *b)
         rill__aligned_free(b->data, b->size);
     }
     rill__free(b);
+}
+
+rill__buffer *rill__buffer_adopt(void *data, size_t size)
+{
+    rill__buffer *b = rill__calloc(1, sizeof *b);
+    RILL_CHECK_ALLOC(b);
+    atomic_init(&b->refs, 1);
+    b->data = data;
+    b->size = size;
+    b->dtype = RILL_INT32; /* plain bytes: anything but RILL_STRING */
+    return b;
+}
+
+rill_tensor *rill__tensor_view(rill__buffer *parent, size_t off, rill_dtype t, const rill_shape *s)
+{
+    rill__buffer *b = rill__calloc(1, sizeof *b);
+    RILL_CHECK_ALLOC(b);
+    atomic_init(&b->refs, 1);
+    atomic_fetch_add(&parent->refs, 1);
+    b->parent = parent;
+    b->data = (char *)parent->data + off;
+    b->size = (size_t)rill_shape_num_elements(s) * rill_dtype_size(t);
+    b->dtype = t;
+    return rill__tensor_wrap(t, s, b);
 }
 
 /* --- tensors --- */

@@ -578,33 +578,39 @@ static bool run_remote(master *m, sig *sg, int t, const io *feeds, const io *fet
     int nf = feeds ? feeds->n : 0;
     struct iovec iovs[16];
     rill__mbuf blob = {0};
+    rill_tensor **fv = rill__calloc((size_t)nf + 1, sizeof *fv);
+    RILL_CHECK_ALLOC(fv);
     bool ok = false;
+    int niov = 0;
     for (int i = 0; i < nf; i++) {
-        rill_tensor *v = sg->vals[feeds->slot[i]].val;
+        fv[i] = sg->vals[feeds->slot[i]].val;
         rill__mbuf_str(&q, feeds->names[i]);
-        struct iovec iv;
-        if (!v || !rill__mbuf_tensor(&q, v, &iv, s)) {
-            if (!v) rill_status_set(s, RILL_INTERNAL, "no value for '%s'", feeds->names[i]);
+        if (!fv[i] || !rill__mbuf_tensor(&q, fv[i], s)) {
+            if (!fv[i]) rill_status_set(s, RILL_INTERNAL, "no value for '%s'", feeds->names[i]);
             goto out;
         }
-        if (nf <= 16)
-            iovs[i] = iv;
-        else
-            rill__mbuf_put(&blob, iv.iov_base, iv.iov_len);
     }
+    niov = rill__payload_iovecs(fv, nf, iovs, 16, &blob);
     rill__mbuf_u32(&q, fetches ? (uint32_t)fetches->n : 0);
     for (int i = 0; fetches && i < fetches->n; i++) rill__mbuf_str(&q, fetches->names[i]);
     rill__mbuf_u32(&q, targets ? (uint32_t)targets->n : 0);
     for (int i = 0; targets && i < targets->n; i++) rill__mbuf_str(&q, targets->names[i]);
-    if (nf > 16) iovs[0] = (struct iovec){blob.p, blob.n};
     rill__reply rep = {0};
-    if (!call(m, &m->tasks[t], &q, iovs, nf > 16 ? 1 : nf, &rep, s)) goto out;
+    if (!call(m, &m->tasks[t], &q, iovs, niov, &rep, s)) goto out;
     rill__mread r = {.p = rep.meta, .n = rep.meta_len};
     uint32_t n = rill__mread_u32(&r);
     uint64_t off = 0;
     ok = !r.bad && fetches && n == (uint32_t)fetches->n;
+    /* The fetched tensors are views of the reply's payload (no copy). */
+    rill__buffer *pay = NULL;
+    if (rep.payload_owned) {
+        pay = rill__buffer_adopt(rep.payload, rep.payload_len);
+        rep.payload_owned = false;
+    } else if (rep.payload_len) {
+        ok = false;
+    }
     for (uint32_t i = 0; ok && i < n; i++) {
-        rill_tensor *v = rill__mread_tensor(&r, rep.payload, rep.payload_len, &off, s);
+        rill_tensor *v = rill__mread_tensor(&r, pay, rep.payload_len, &off, s);
         if (!v) {
             ok = false;
             break;
@@ -615,10 +621,11 @@ static bool run_remote(master *m, sig *sg, int t, const io *feeds, const io *fet
     if (!ok && rill_status_ok(s))
         rill_status_set(s, RILL_DATA_LOSS, "task /job:%s/task:%d sent a malformed RUN reply",
                         m->tasks[t].job, m->tasks[t].index);
-    if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+    rill__buffer_unref(pay);
 out:
     rill__mbuf_free(&q);
     rill__mbuf_free(&blob);
+    rill__free(fv);
     return ok;
 }
 

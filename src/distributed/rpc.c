@@ -36,7 +36,7 @@ void rill__mbuf_str(rill__mbuf *m, const char *s)
     rill__mbuf_put(m, s, n);
 }
 
-bool rill__mbuf_tensor(rill__mbuf *m, const rill_tensor *t, struct iovec *iov, rill_status *s)
+bool rill__mbuf_tensor(rill__mbuf *m, const rill_tensor *t, rill_status *s)
 {
     if (t->dtype == RILL_STRING || t->buf->dev) {
         rill_status_set(s, RILL_UNIMPLEMENTED,
@@ -49,9 +49,36 @@ bool rill__mbuf_tensor(rill__mbuf *m, const rill_tensor *t, struct iovec *iov, r
     uint8_t buf[8 + 8 * RILL_MAX_DIMS];
     size_t n = rill__tensor_desc_encode(&d, buf, sizeof buf);
     rill__mbuf_put(m, buf, n);
-    iov->iov_base = t->buf->data;
-    iov->iov_len = rill_tensor_nbytes(t);
     return true;
+}
+
+static const uint8_t zeros[RILL__RPC_ALIGN];
+
+int rill__payload_iovecs(rill_tensor *const *ts, int n, struct iovec *iov, int cap,
+                         rill__mbuf *blob)
+{
+    int k = 0;
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        size_t pad = (RILL__RPC_ALIGN - off % RILL__RPC_ALIGN) % RILL__RPC_ALIGN;
+        size_t len = rill_tensor_nbytes(ts[i]);
+        if (pad && k < cap) iov[k] = (struct iovec){(void *)zeros, pad};
+        if (pad) k++;
+        if (k < cap) iov[k] = (struct iovec){ts[i]->buf->data, len};
+        k++;
+        off += pad + len;
+    }
+    if (k <= cap) return k;
+    /* Too many pieces for one writev: gather them (same layout). */
+    off = 0;
+    for (int i = 0; i < n; i++) {
+        size_t pad = (RILL__RPC_ALIGN - off % RILL__RPC_ALIGN) % RILL__RPC_ALIGN;
+        rill__mbuf_put(blob, zeros, pad);
+        rill__mbuf_put(blob, ts[i]->buf->data, rill_tensor_nbytes(ts[i]));
+        off += pad + rill_tensor_nbytes(ts[i]);
+    }
+    iov[0] = (struct iovec){blob->p, blob->n};
+    return 1;
 }
 
 void rill__mbuf_free(rill__mbuf *m)
@@ -101,10 +128,17 @@ char *rill__mread_str(rill__mread *r)
     return rill__strndup(p, n);
 }
 
-rill_tensor *rill__mread_tensor(rill__mread *r, const uint8_t *payload, uint64_t payload_len,
+rill_tensor *rill__mread_tensor(rill__mread *r, rill__buffer *payload, uint64_t payload_len,
                                 uint64_t *off, rill_status *s)
 {
     if (r->bad) return NULL;
+    /* Each tensor starts at the next aligned offset (see rill__payload_iovecs). */
+    uint64_t aligned = (*off + RILL__RPC_ALIGN - 1) / RILL__RPC_ALIGN * RILL__RPC_ALIGN;
+    if (aligned > payload_len) {
+        r->bad = true;
+        return NULL;
+    }
+    *off = aligned;
     /* The descriptor says how many bytes; check them against what is left of the payload. */
     rill__tensor_desc d;
     size_t used = 0;
@@ -142,7 +176,8 @@ rill_tensor *rill__mread_tensor(rill__mread *r, const uint8_t *payload, uint64_t
         return NULL;
     }
     r->off += used;
-    rill_tensor *t = rill_tensor_from_data(d.dtype, d.dims, d.rank, payload + *off);
+    rill_shape sh = rill_shape_make(d.rank, d.dims);
+    rill_tensor *t = rill__tensor_view(payload, (size_t)*off, d.dtype, &sh);
     *off += (uint64_t)numel * es;
     return t;
 }

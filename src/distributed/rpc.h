@@ -26,8 +26,15 @@ void rill__mbuf_put(rill__mbuf *m, const void *d, size_t n);
 void rill__mbuf_u32(rill__mbuf *m, uint32_t v);
 void rill__mbuf_u64(rill__mbuf *m, uint64_t v);
 void rill__mbuf_str(rill__mbuf *m, const char *s);
-/* A tensor's descriptor into the meta and its bytes as one iovec (host tensors only). */
-bool rill__mbuf_tensor(rill__mbuf *m, const rill_tensor *t, struct iovec *iov, rill_status *s);
+/* Tensors in a payload start at multiples of RILL__RPC_ALIGN, so a receiver can use them in
+ * place (views of the payload) with every element aligned. */
+#define RILL__RPC_ALIGN 64
+/* A tensor's descriptor into the meta (host, numeric tensors only). */
+bool rill__mbuf_tensor(rill__mbuf *m, const rill_tensor *t, rill_status *s);
+/* The payload of n tensors as iovecs (at most cap, padding between them); when more would be
+ * needed, the bytes are gathered into blob and one iovec points at it. Returns the count. */
+int rill__payload_iovecs(rill_tensor *const *ts, int n, struct iovec *iov, int cap,
+                         rill__mbuf *blob);
 void rill__mbuf_free(rill__mbuf *m);
 
 typedef struct rill__mread {
@@ -39,8 +46,9 @@ uint32_t rill__mread_u32(rill__mread *r);
 uint64_t rill__mread_u64(rill__mread *r);
 /* A new NUL-terminated copy (caller frees), NULL when bad. At most 4 KiB. */
 char *rill__mread_str(rill__mread *r);
-/* Reads a descriptor and takes its bytes from payload at *off (advanced); a new host tensor. */
-rill_tensor *rill__mread_tensor(rill__mread *r, const uint8_t *payload, uint64_t payload_len,
+/* Reads a descriptor and takes its bytes from payload at *off (advanced): a new host tensor
+ * viewing the payload in place (no copy) — payload is the adopted block of the message. */
+rill_tensor *rill__mread_tensor(rill__mread *r, rill__buffer *payload, uint64_t payload_len,
                                 uint64_t *off, rill_status *s);
 
 #endif

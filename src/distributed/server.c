@@ -189,6 +189,7 @@ static void do_register(rill_server *srv, rill__tcp_request *req, rill__tcp_resp
 typedef struct sent {
     rill_tensor **t;
     int n;
+    rill__mbuf blob;
 } sent;
 
 static void free_sent(void *arg)
@@ -196,6 +197,7 @@ static void free_sent(void *arg)
     sent *x = arg;
     for (int i = 0; i < x->n; i++) rill_tensor_free(x->t[i]);
     rill__free(x->t);
+    rill__mbuf_free(&x->blob);
     rill__free(x);
 }
 
@@ -208,6 +210,9 @@ static void do_run(rill_server *srv, rill__tcp_request *req, rill__mread *r,
     reg_graph *rg = find_graph(srv, h);
     pthread_mutex_unlock(&srv->mu);
     uint32_t nf = rill__mread_u32(r);
+    /* The feeds are views of the request's payload: take it over from the transport. */
+    rill__buffer *pay = rill__buffer_adopt(req->payload, req->payload_len);
+    req->payload = NULL;
     rill_output *feeds = NULL, *fetches = NULL;
     rill_tensor **fv = NULL, **outv = NULL;
     rill_node **targets = NULL;
@@ -229,7 +234,7 @@ static void do_run(rill_server *srv, rill__tcp_request *req, rill__mread *r,
         feeds[i] = rill_graph_find_output(rg->g, name, s);
         rill__free(name);
         if (!feeds[i].node) goto fail;
-        fv[i] = rill__mread_tensor(r, req->payload, req->payload_len, &off, s);
+        fv[i] = rill__mread_tensor(r, pay, req->payload_len, &off, s);
         if (!fv[i]) goto bad;
     }
     nfetch = rill__mread_u32(r);
@@ -264,42 +269,23 @@ static void do_run(rill_server *srv, rill__tcp_request *req, rill__mread *r,
     {
         rill__mbuf m = {0};
         rill__mbuf_u32(&m, nfetch);
-        struct iovec *iov = rill__calloc(nfetch + 1, sizeof *iov);
-        RILL_CHECK_ALLOC(iov);
         for (uint32_t i = 0; i < nfetch; i++)
-            if (!rill__mbuf_tensor(&m, outv[i], &iov[i], s)) {
-                rill__free(iov);
+            if (!rill__mbuf_tensor(&m, outv[i], s)) {
                 rill__mbuf_free(&m);
                 goto fail;
             }
-        /* The transport sends at most 16 buffers without a copy: gather the rest. */
+        /* The fetched tensors are sent from their own buffers (gathered only past 16 pieces);
+         * they live until the transport has sent them. */
         sent *x = rill__calloc(1, sizeof *x);
         RILL_CHECK_ALLOC(x);
         x->t = outv;
         x->n = (int)nfetch;
         outv = NULL;
-        if (nfetch > 16) {
-            size_t total = 0;
-            for (uint32_t i = 0; i < nfetch; i++) total += iov[i].iov_len;
-            rill_tensor *blob = rill_tensor_new(RILL_INT32, (int64_t[]){(int64_t)(total + 3) / 4}, 1);
-            size_t pos = 0;
-            for (uint32_t i = 0; i < nfetch; i++) {
-                memcpy((char *)rill_tensor_data(blob) + pos, iov[i].iov_base, iov[i].iov_len);
-                pos += iov[i].iov_len;
-            }
-            rill_tensor **all = rill__realloc(x->t, (nfetch + 1) * sizeof *all);
-            RILL_CHECK_ALLOC(all);
-            all[nfetch] = blob;
-            x->t = all;
-            x->n = (int)nfetch + 1;
-            iov[0] = (struct iovec){rill_tensor_data(blob), total};
-            rill__tcp_response_set_payload(resp, iov, 1, free_sent, x);
-        } else {
-            rill__tcp_response_set_payload(resp, iov, (int)nfetch, free_sent, x);
-        }
+        struct iovec iov[16];
+        int niov = rill__payload_iovecs(x->t, x->n, iov, 16, &x->blob);
+        rill__tcp_response_set_payload(resp, iov, niov, free_sent, x);
         rill__tcp_response_set_meta(resp, m.p, (uint32_t)m.n);
         rill__mbuf_free(&m);
-        rill__free(iov);
     }
     goto out;
 bad:
@@ -316,6 +302,7 @@ out:
     rill__free(fetches);
     rill__free(outv);
     rill__free(targets);
+    rill__buffer_unref(pay);
     rill_status_free(s);
 }
 
