@@ -25,6 +25,9 @@ typedef struct rill_server_options {
     double connect_deadline_s;
     /* How long one remote step may take before DEADLINE_EXCEEDED names the task [300 s]. */
     double step_deadline_s;
+    /* A connection idle this long gets a heartbeat before its next call, answered within
+     * min(5 s, step deadline), so a peer that hung meanwhile is found at once [10 s]. */
+    double heartbeat_idle_s;
 } rill_server_options;
 
 /* Starts the server of task task_index of job in cluster (copied) on that task's address. opts

@@ -30,6 +30,7 @@ typedef struct task {
     char addr[256];
     bool local;
     rill__channel *ch;
+    double last_used; /* when the channel last carried a call */
 } task;
 
 /* One cross-task value in a step: produced by `task` (or fed by the user), consumed elsewhere. */
@@ -116,10 +117,23 @@ static bool connect_task(master *m, task *t, rill_status *s)
 
 /* A call to task t; a transport failure drops the channel (reconnected next time) and names the
  * task. */
+
 static bool call(master *m, task *t, const rill__mbuf *meta, const struct iovec *iov, int niov,
                  rill__reply *rep, rill_status *s)
 {
+    /* A channel idle for a while gets a heartbeat first: a peer that hung or went away while we
+     * were not talking is found in seconds, not at the step deadline, and reconnected. */
+    const rill_server_options *so = rill__server_options(m->srv);
+    double hb_deadline = so->step_deadline_s < 5 ? so->step_deadline_s : 5;
+    if (t->ch && now() - t->last_used > so->heartbeat_idle_s &&
+        !rill__channel_ping(t->ch, hb_deadline, s)) {
+        rill__log(RILL_LOG_WARNING, "task /job:%s/replica:0/task:%d (%s) missed a heartbeat: %s",
+                  t->job, t->index, t->addr, rill_status_message(s));
+        rill__channel_close(t->ch);
+        t->ch = NULL;
+    }
     if (!connect_task(m, t, s)) return false;
+    t->last_used = now();
     if (rill__channel_call(t->ch, RILL__MSG_REQUEST, meta->p, (uint32_t)meta->n, iov, niov, rep,
                            rill__server_options(m->srv)->step_deadline_s, s))
         return true;

@@ -358,6 +358,7 @@ rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, 
     if (opts) srv->opts = *opts;
     if (srv->opts.connect_deadline_s <= 0) srv->opts.connect_deadline_s = 60;
     if (srv->opts.step_deadline_s <= 0) srv->opts.step_deadline_s = 300;
+    if (srv->opts.heartbeat_idle_s <= 0) srv->opts.heartbeat_idle_s = 10;
     if (opts && opts->secret) srv->secret = rill__strdup(opts->secret);
     srv->opts.secret = srv->secret;
     pthread_mutex_init(&srv->mu, NULL);

@@ -272,7 +272,7 @@ static void test_hung_ps(void)
         rill_server_free(sp);
         _exit(0);
     }
-    rill_server_options o = {.connect_deadline_s = 10, .step_deadline_s = 1};
+    rill_server_options o = {.connect_deadline_s = 2, .step_deadline_s = 1, .heartbeat_idle_s = 1};
     rill_server *sw = rill_server_new(c, "worker", 0, &o, s);
     model m;
     build(&m, 0);
@@ -290,6 +290,20 @@ static void test_hung_ps(void)
         CHECK(took < 8);
         kill(child, SIGCONT);
         /* The peer is back: the next step reconnects. */
+        code = rill_session_run(sess, NULL, NULL, 0, &m.w, &t, 1, NULL, 0, s);
+        CHECK_EQ_INT(code, RILL_OK);
+        rill_tensor_free(t);
+        t = NULL;
+        /* Hung while the connection sat idle: the heartbeat before the next call finds it. */
+        kill(child, SIGSTOP);
+        usleep(1500 * 1000);
+        t0 = mono_now();
+        code = rill_session_run(sess, NULL, NULL, 0, &m.w, &t, 1, NULL, 0, s);
+        took = mono_now() - t0;
+        CHECK(code == RILL_UNAVAILABLE || code == RILL_DEADLINE_EXCEEDED);
+        CHECK_STR_CONTAINS(rill_status_message(s), "/job:ps/replica:0/task:0");
+        CHECK(took < 15);
+        kill(child, SIGCONT);
         code = rill_session_run(sess, NULL, NULL, 0, &m.w, &t, 1, NULL, 0, s);
         CHECK_EQ_INT(code, RILL_OK);
         rill_tensor_free(t);
