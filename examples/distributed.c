@@ -46,12 +46,6 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void sleep_s(double sec)
-{
-    struct timespec ts = {(time_t)sec, (long)((sec - (double)(time_t)sec) * 1e9)};
-    nanosleep(&ts, NULL);
-}
-
 /* The task's name as TF spells it, e.g. "/job:worker/task:1"; the prefix of every log line. */
 static char task_name[RILL_JOB_NAME_MAX + 32];
 
@@ -71,65 +65,24 @@ typedef struct options {
     int64_t seed;
 } options;
 
-static bool is_uninitialized(const rill_status *s)
-{
-    return rill_status_code(s) == RILL_FAILED_PRECONDITION &&
-           strstr(rill_status_message(s), "uninitialized") != NULL;
-}
-
-/* Fetches every variable once: RILL_OK when all are initialized, FAILED_PRECONDITION
- * "Attempting to use uninitialized value ..." when one is not, any other error as it came. */
-static rill_code variables_ready(rill_session *sess, const rill_output *vars, int nvars,
-                                 rill_status *s)
-{
-    rill_tensor *v[8] = {0};
-    rill_code c = rill_session_run(sess, NULL, NULL, 0, vars, v, nvars, NULL, 0, s);
-    for (int i = 0; i < nvars; i++) rill_tensor_free(v[i]);
-    return c;
-}
-
-/* The start-up half of tf.train.Supervisor.prepare_or_wait_for_session: the chief initializes
- * the variables unless they already are; the others wait for the chief, logging every few
- * seconds, up to the deadline. */
+/* The chief initializes the variables unless they already are; the others wait for it (see
+ * rill_session_prepare_variables; the Supervisor of the next issue will own this). */
 static int prepare_variables(rill_session *sess, rill_graph *g, rill_node *init_op, bool is_chief,
                              const char *chief, double deadline_s, rill_status *s)
 {
-    rill_output vars[8];
-    int nvars = rill_graph_global_variables(g, vars, 8);
-    if (variables_ready(sess, vars, nvars, s) == RILL_OK) {
-        if (is_chief)
-            fprintf(stderr,
-                    "%s: the variables are already initialized on the ps tasks; "
-                    "training goes on from them\n",
-                    task_name);
-        return 0;
-    }
-    if (!is_uninitialized(s)) return fail("reaching the variables", s);
-    if (is_chief) {
-        if (rill_session_run_targets(sess, &init_op, 1, s) != RILL_OK)
-            return fail("initializing the variables", s);
-        fprintf(stderr, "%s: initialized the variables\n", task_name);
-        return 0;
-    }
-    double start = now_s(), next_log = start + 3;
-    for (;;) {
-        sleep_s(0.2);
-        if (variables_ready(sess, vars, nvars, s) == RILL_OK) return 0;
-        if (!is_uninitialized(s)) return fail("reaching the variables", s);
-        double t = now_s();
-        if (t - start >= deadline_s) {
-            fprintf(
-                stderr,
-                "%s: the chief (%s) did not initialize the variables within %.0f s (last: %s)\n",
-                task_name, chief, deadline_s, rill_status_message(s));
-            return 1;
-        }
-        if (t >= next_log) {
-            fprintf(stderr, "%s: waiting for the chief (%s) to initialize the variables (%.0f s)\n",
-                    task_name, chief, t - start);
-            next_log = t + 3;
-        }
-    }
+    bool ran = false;
+    char what[160];
+    snprintf(what, sizeof what,
+             is_chief ? "initializing the variables" : "waiting for the chief (%s)", chief);
+    if (rill_session_prepare_variables(sess, g, init_op, is_chief, deadline_s, &ran, s) != RILL_OK)
+        return fail(what, s);
+    if (is_chief)
+        fprintf(stderr,
+                ran ? "%s: initialized the variables\n"
+                    : "%s: the variables are already initialized on the ps tasks; training goes "
+                      "on from them\n",
+                task_name);
+    return 0;
 }
 
 static int run_worker(const options *opt, const rill_task_config *cfg, rill_server *server,

@@ -8,6 +8,7 @@
 #define RILL_TRAIN_H
 
 #include <rill/ops.h>
+#include <rill/session.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -51,6 +52,15 @@ rill_node *rill_optimizer_apply_gradients(rill_optimizer *o, rill_graph *g,
 /* compute_gradients then apply_gradients over the trainable variables. */
 rill_node *rill_optimizer_minimize(rill_optimizer *o, rill_graph *g, rill_output loss,
                                    rill_output global_step, const char *name);
+
+/* The start-up half of tf.train.Supervisor.prepare_or_wait_for_session: when every global
+ * variable of g is initialized already, returns at once; otherwise the chief runs init_op, and
+ * any other task polls (every 0.2 s, a log line every 3 s) until the chief has, up to
+ * deadline_s, then DEADLINE_EXCEEDED. *ran_init (may be NULL) says whether this call ran
+ * init_op. Any other error (an unreachable task) comes back as it is. */
+rill_code rill_session_prepare_variables(rill_session *sess, rill_graph *g, rill_node *init_op,
+                                         bool is_chief, double deadline_s, bool *ran_init,
+                                         rill_status *s);
 
 /* --- tf.train.replica_device_setter --- */
 typedef enum rill_ps_strategy {
