@@ -5,7 +5,7 @@
 #   scripts/local_cluster.sh build --learning_rate=0.01 --train_steps=20000 --steps_to_validate=2000
 #
 # Starts BUILD_DIR/examples/distributed (or $RILL_LOCAL_PROGRAM) as every task of a cluster on
-# free loopback ports (ports in 20000-40000 that nothing answers on; started again on fresh ports
+# free loopback ports (ports in 20000-32000 that nothing answers on; started again on fresh ports
 # when one turns out to be taken), streams the tasks' output prefixed with their names, waits for
 # the workers, stops the ps with SIGTERM, and prints each worker's final line. Exits 0 only when
 # every worker exited 0 and the ps stopped cleanly; the logs are kept (and their folder printed)
@@ -35,13 +35,13 @@ cleanup() {
 }
 trap 'cleanup; say "interrupted; logs in $LOGS"; exit 130' INT TERM
 
-# Sets PORT to a port in 20000-40000 that nothing listens on and that this cluster has not
+# Sets PORT to a port in 20000-32000 that nothing listens on and that this cluster has not
 # taken yet (a connect through bash's /dev/tcp succeeds only when something listens).
 taken=" "
 free_port() {
     local p
     for _ in $(seq 200); do
-        p=$((20000 + (RANDOM * 32768 + RANDOM) % 20001))
+        p=$((20000 + (RANDOM * 32768 + RANDOM) % 12001))
         case "$taken" in *" $p "*) continue ;; esac
         if ! (exec 3<>"/dev/tcp/$HOST/$p") 2>/dev/null; then
             taken="$taken$p "
@@ -49,7 +49,7 @@ free_port() {
             return 0
         fi
     done
-    say "no free port on $HOST in 20000-40000"
+    say "no free port on $HOST in 20000-32000"
     exit 2
 }
 

@@ -18,10 +18,11 @@ T=$(mktemp -d)
 bg=()
 trap 'for p in "${bg[@]}"; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
 
-# A loopback port in 20000-40000 that nothing answers on, in PORT.
+# A loopback port in 20000-32000 (below the kernel's ephemeral range, so no outgoing
+# connection holds it) that nothing answers on, in PORT.
 free_port() {
     while :; do
-        PORT=$((20000 + (RANDOM * 32768 + RANDOM) % 20001))
+        PORT=$((20000 + (RANDOM * 32768 + RANDOM) % 12001))
         (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null || return 0
     done
 }
@@ -93,7 +94,8 @@ free_port; ps=$PORT; free_port; w=$PORT
 hosts="--ps_hosts=127.0.0.1:$ps --worker_hosts=127.0.0.1:$w"
 "$P" $hosts --job_name=ps --task_index=0 >"$T/ps1.log" 2>&1 & pp=$!
 bg+=($pp)
-sleep 0.5
+for _ in $(seq 100); do grep -q 'Started server' "$T/ps1.log" && break; sleep 0.1; done
+check "kill -0 $pp 2>/dev/null" "the ps started: $(tail -n 2 "$T/ps1.log")"
 err=$(timeout 10 "$P" $hosts --job_name=ps --task_index=0 2>&1); rc=$?
 check "[ $rc -eq 1 ]" "second ps on the same port: exit 1 (got $rc): $err"
 check "echo \"\$err\" | grep -q 'already in use'" "second ps on the same port: 'already in use': $err"
