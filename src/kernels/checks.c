@@ -49,3 +49,46 @@ bool rill__check_labels(rill__kctx *ctx, const rill_tensor *labels, int64_t clas
                     (long long)(is64 ? l64[bad] : l32[bad]), (long long)classes, list);
     return false;
 }
+
+bool rill__check_axes(rill__kctx *ctx, int rank, bool *mask)
+{
+    const rill__attr *ax = rill__node_attr(ctx->node, "axes");
+    for (int i = 0; i < RILL_MAX_DIMS; i++) mask[i] = ax == NULL && i < rank;
+    if (!ax) return true;
+    for (int k = 0; k < ax->v.ints.n; k++) {
+        int64_t a = ax->v.ints.v[k];
+        if (a < -rank || a >= rank) {
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                            "Invalid reduction dimension (%lld for input with %d dimension(s)",
+                            (long long)a, rank);
+            return false;
+        }
+        mask[a < 0 ? a + rank : a] = true;
+    }
+    return true;
+}
+
+bool rill__check_sparse_xent_shapes(rill__kctx *ctx, const rill_tensor *logits,
+                                    const rill_tensor *labels)
+{
+    char sl[96], sp[96];
+    if (logits->shape.rank != 2) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "logits must be 2-D, but got shape %s",
+                        rill_shape_str(&logits->shape, sl, sizeof sl));
+        return false;
+    }
+    if (labels->shape.rank != 1) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "labels must be 1-D, but got shape %s",
+                        rill_shape_str(&labels->shape, sp, sizeof sp));
+        return false;
+    }
+    if (labels->shape.dims[0] != logits->shape.dims[0]) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "logits and labels must have the same first dimension, got logits shape "
+                        "%s and labels shape %s",
+                        rill_shape_str(&logits->shape, sl, sizeof sl),
+                        rill_shape_str(&labels->shape, sp, sizeof sp));
+        return false;
+    }
+    return true;
+}

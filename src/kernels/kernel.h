@@ -82,6 +82,11 @@ void rill__kctx_rng_free(void *state);
 bool rill__check_matmul(rill__kctx *ctx, const rill_tensor *a, const rill_tensor *b, int64_t *m,
                         int64_t *k, int64_t *n);
 bool rill__check_labels(rill__kctx *ctx, const rill_tensor *labels, int64_t classes);
+/* Reductions: the node's "axes" as a mask over rank dims (all when absent). */
+bool rill__check_axes(rill__kctx *ctx, int rank, bool *mask);
+/* Sparse softmax cross-entropy: logits [batch, classes], labels [batch]. */
+bool rill__check_sparse_xent_shapes(rill__kctx *ctx, const rill_tensor *logits,
+                                    const rill_tensor *labels);
 
 /* Converts n elements between numeric dtypes. */
 void rill__convert(rill_dtype to, void *dst, rill_dtype from, const void *src, int64_t n);

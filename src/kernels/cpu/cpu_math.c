@@ -339,24 +339,6 @@ void rill__cpu_add_n(rill__kctx *ctx)
  * Sum into a double accumulator per output element: in[i] goes to out[map(i)] where map drops
  * (or keeps as 1) the reduced axes. Mean divides by the reduced count. */
 
-static bool norm_mask(rill__kctx *ctx, int rank, bool *mask)
-{
-    const rill__attr *ax = rill__node_attr(ctx->node, "axes");
-    for (int i = 0; i < RILL_MAX_DIMS; i++) mask[i] = ax == NULL && i < rank;
-    if (!ax) return true;
-    for (int k = 0; k < ax->v.ints.n; k++) {
-        int64_t a = ax->v.ints.v[k];
-        if (a < -rank || a >= rank) {
-            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                            "Invalid reduction dimension (%lld for input with %d dimension(s)",
-                            (long long)a, rank);
-            return false;
-        }
-        mask[a < 0 ? a + rank : a] = true;
-    }
-    return true;
-}
-
 /* Sums src (shape in) over mask into acc (double, zeroed) laid out as the kept dims. */
 static void reduce_into(const rill_tensor *src, const bool *mask, double *acc)
 {
@@ -384,7 +366,7 @@ void rill__cpu_reduce(rill__kctx *ctx)
 {
     const rill_tensor *x = ctx->inputs[0];
     bool mask[RILL_MAX_DIMS];
-    if (!norm_mask(ctx, x->shape.rank, mask)) return;
+    if (!rill__check_axes(ctx, x->shape.rank, mask)) return;
     bool keep = rill__attr_bool(ctx->node, "keep_dims", false);
     rill_shape out_shape = {.rank = 0};
     int64_t count = 1;
@@ -472,7 +454,7 @@ void rill__cpu_reduce_grad(rill__kctx *ctx)
     rill_shape xs;
     if (!read_shape(ctx, ctx->inputs[1], &xs)) return;
     bool mask[RILL_MAX_DIMS];
-    if (!norm_mask(ctx, xs.rank, mask)) return;
+    if (!rill__check_axes(ctx, xs.rank, mask)) return;
     int64_t count = 1, kept = 1;
     int64_t istride[RILL_MAX_DIMS], s = 1;
     for (int d = xs.rank - 1; d >= 0; d--) {

@@ -591,31 +591,11 @@ static void add_n_kernel(rill__kctx *ctx)
 
 /* --- reductions --- */
 
-/* The node's axes as a mask over rank dims (all when absent); false (ctx failed) when out of
- * range. The CPU kernel's check and message. */
-static bool axes_mask(rill__kctx *ctx, int rank, bool *mask)
-{
-    const rill__attr *ax = rill__node_attr(ctx->node, "axes");
-    for (int i = 0; i < RILL_MAX_DIMS; i++) mask[i] = ax == NULL && i < rank;
-    if (!ax) return true;
-    for (int k = 0; k < ax->v.ints.n; k++) {
-        int64_t a = ax->v.ints.v[k];
-        if (a < -rank || a >= rank) {
-            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                            "Invalid reduction dimension (%lld for input with %d dimension(s)",
-                            (long long)a, rank);
-            return false;
-        }
-        mask[a < 0 ? a + rank : a] = true;
-    }
-    return true;
-}
-
 static void reduce_kernel(rill__kctx *ctx)
 {
     const rill_tensor *x = ctx->inputs[0];
     bool mask[RILL_MAX_DIMS];
-    if (!axes_mask(ctx, x->shape.rank, mask)) return;
+    if (!rill__check_axes(ctx, x->shape.rank, mask)) return;
     if (!dtype_ok(ctx, x->dtype) || !on_device(ctx, 0)) return;
     bool keep = rill__attr_bool(ctx->node, "keep_dims", false);
     rill_shape os = {.rank = 0};
@@ -686,7 +666,7 @@ static void reduce_grad_kernel(rill__kctx *ctx)
     rill_shape xs;
     if (!read_shape(ctx, ctx->inputs[1], &xs)) return;
     bool mask[RILL_MAX_DIMS];
-    if (!axes_mask(ctx, xs.rank, mask)) return;
+    if (!rill__check_axes(ctx, xs.rank, mask)) return;
     int64_t count = 1, kept = 1, s = 1;
     int64_t istride[RILL_MAX_DIMS], zero[RILL_MAX_DIMS] = {0};
     for (int d = xs.rank - 1; d >= 0; d--) {

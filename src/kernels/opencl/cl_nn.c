@@ -401,7 +401,6 @@ static cl_mem upload_labels(rill__kctx *ctx, const rill_tensor *labels)
 static void sparse_softmax_ce_kernel(rill__kctx *ctx)
 {
     const rill_tensor *logits = ctx->inputs[0], *labels = ctx->inputs[1];
-    char sl[96], sp[96];
     if (!check_input(ctx, 0)) return;
     if (labels->dtype != RILL_INT32 && labels->dtype != RILL_INT64) {
         rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "labels must be int32 or int64, got %s",
@@ -413,24 +412,7 @@ static void sparse_softmax_ce_kernel(rill__kctx *ctx)
                         ctx->node->op->name);
         return;
     }
-    if (logits->shape.rank != 2) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "logits must be 2-D, but got shape %s",
-                        rill_shape_str(&logits->shape, sl, sizeof sl));
-        return;
-    }
-    if (labels->shape.rank != 1) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "labels must be 1-D, but got shape %s",
-                        rill_shape_str(&labels->shape, sp, sizeof sp));
-        return;
-    }
-    if (labels->shape.dims[0] != logits->shape.dims[0]) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                        "logits and labels must have the same first dimension, got logits shape "
-                        "%s and labels shape %s",
-                        rill_shape_str(&logits->shape, sl, sizeof sl),
-                        rill_shape_str(&labels->shape, sp, sizeof sp));
-        return;
-    }
+    if (!rill__check_sparse_xent_shapes(ctx, logits, labels)) return;
     if (!check_classes(ctx, logits) || !rill__check_labels(ctx, labels, logits->shape.dims[1]))
         return;
     rill_tensor *outs[2];
