@@ -52,6 +52,11 @@ rill_code rill_session_run(rill_session *sess, const rill_output *feeds,
 rill_code rill_session_run_targets(rill_session *sess, rill_node *const *targets, int n,
                                    rill_status *s);
 
+/* Cancels the steps running in this session now, from any thread: a step waiting in a queue
+ * dequeue or an accumulator take fails with CANCELLED (on a cluster the tasks running its
+ * pieces are told). Later steps are not affected. */
+void rill_session_cancel(rill_session *sess);
+
 /* Number of plans in the cache (for tests and tools). */
 int rill_session_num_plans(const rill_session *sess);
 

@@ -11,10 +11,13 @@
  * the master (a ps that only serves reads):
  *   1. pre:  each remote task computes what does not depend on the master (variable reads);
  *   2. the master runs its piece with those values;
- *   3. post: each remote task gets the master's tensors (gradients) and runs the rest (updates).
- * A graph that needs a value computed after step 3 back on the master in the same step is
- * UNIMPLEMENTED (it would need a third round trip); so is a remote-to-remote edge whose value
- * depends on the master. Connecting to a task that is not up yet is retried, with a log line
+ *   3. post: each remote task gets the master's tensors (gradients) and runs the rest (updates);
+ *   4. tail: what of the master's piece needs values from step 3 (SyncReplicasOptimizer's
+ *      token, a saver's index of the ps tasks' shards) runs last, locally.
+ * Remote tasks run in an order that respects the control edges between them (an update on one
+ * ps before the global step on another). A remote value that depends on the master's tail, or a
+ * remote-to-remote edge whose value depends on the master, is UNIMPLEMENTED (it would need
+ * another round trip). Connecting to a task that is not up yet is retried, with a log line
  * naming it every few seconds, until the server's connect deadline: then UNAVAILABLE. */
 #include "server_internal.h"
 
@@ -56,6 +59,7 @@ typedef struct piece {
     uint64_t handle;       /* remote */
     rill_session *sess;    /* local */
     io pre_fetch, post_feed, post_fetch, targets;
+    io tail_feed, tail_fetch, tail_targets; /* local: step 4 */
     bool has_feeds;
 } piece;
 
@@ -66,6 +70,7 @@ typedef struct sig {
     xval *vals;
     int nvals, capvals;
     int *user_fetch_slot; /* per user fetch */
+    int *order;           /* tasks in the order their remote runs go */
     struct sig *next;
 } sig;
 
@@ -82,6 +87,7 @@ typedef struct master {
     rill__placement pl;
     pthread_mutex_t mu;
     sig *sigs;
+    uint64_t owner; /* this master's id on the servers (REGISTER, CANCEL) */
 } master;
 
 static double now(void)
@@ -294,7 +300,11 @@ static void sig_free(master *m, sig *sg)
         io_free(&p->post_feed);
         io_free(&p->post_fetch);
         io_free(&p->targets);
+        io_free(&p->tail_feed);
+        io_free(&p->tail_fetch);
+        io_free(&p->tail_targets);
     }
+    rill__free(sg->order);
     for (int i = 0; i < sg->nvals; i++) rill_tensor_free(sg->vals[i].val);
     rill__free(sg->vals);
     rill__free(sg->pieces);
@@ -306,6 +316,154 @@ static void sig_free(master *m, sig *sg)
 static char *out_name(const rill_node *n, int idx)
 {
     return rill__asprintf("%s:%d", n->name, idx);
+}
+
+/* Moves what of the master's piece needs a remote post value to step 4 (the tail): the
+ * placeholders of post values and everything after them. Values the tail needs from the rest
+ * of the piece are fetched in step 2 and fed in step 4 (bridges), so nothing runs twice; a
+ * control edge into the tail from the rest is met by running its source in step 2. */
+static bool split_tail(master *m, sig *sg, rill_status *s)
+{
+    piece *lp = &sg->pieces[m->self];
+    int ln = rill_graph_num_nodes(lp->g);
+    char *tail = rill__calloc((size_t)ln + 1, 1);
+    RILL_CHECK_ALLOC(tail);
+    bool any = false;
+    for (int k = 0; k < lp->post_feed.n; k++) {
+        xval *v = &sg->vals[lp->post_feed.slot[k]];
+        if (v->task >= 0 && v->task != m->self && v->post)
+            tail[lp->post_feed.outs[k].node->id] = 1, any = true;
+    }
+    for (bool changed = any; changed;) { /* control edges may point forward: to a fixpoint */
+        changed = false;
+        for (int i = 0; i < ln; i++) {
+            rill_node *n = rill_graph_node(lp->g, i);
+            if (tail[i]) continue;
+            for (int k = 0; k < n->ninputs && !tail[i]; k++) tail[i] = tail[n->inputs[k].node->id];
+            for (int k = 0; k < n->ncontrol && !tail[i]; k++)
+                tail[i] = tail[n->control_inputs[k]->id];
+            changed |= tail[i];
+        }
+    }
+    if (!any) {
+        rill__free(tail);
+        return true;
+    }
+    /* Feeds: post values go to the tail; other placeholders that the tail reads go to both. */
+    io keep = {0};
+    for (int k = 0; k < lp->post_feed.n; k++) {
+        rill_node *ph = lp->post_feed.outs[k].node;
+        bool tail_reads = tail[ph->id];
+        for (int i = 0; i < ln && !tail_reads; i++) {
+            rill_node *n = rill_graph_node(lp->g, i);
+            for (int j = 0; tail[i] && j < n->ninputs; j++)
+                if (n->inputs[j].node == ph) tail_reads = true;
+        }
+        if (tail_reads) io_add(&lp->tail_feed, NULL, lp->post_feed.outs[k], NULL, lp->post_feed.slot[k]);
+        if (!tail[ph->id]) io_add(&keep, NULL, lp->post_feed.outs[k], NULL, lp->post_feed.slot[k]);
+    }
+    io_free(&lp->post_feed);
+    lp->post_feed = keep;
+    /* Fetches and targets of tail nodes move to step 4. */
+    io fk = {0}, tk = {0};
+    for (int k = 0; k < lp->post_fetch.n; k++) {
+        io *to = tail[lp->post_fetch.outs[k].node->id] ? &lp->tail_fetch : &fk;
+        io_add(to, NULL, lp->post_fetch.outs[k], NULL, lp->post_fetch.slot[k]);
+    }
+    for (int k = 0; k < lp->targets.n; k++) {
+        io *to = tail[lp->targets.nodes[k]->id] ? &lp->tail_targets : &tk;
+        io_add(to, lp->targets.names[k], (rill_output){NULL, 0}, lp->targets.nodes[k], -1);
+    }
+    io_free(&lp->post_fetch);
+    io_free(&lp->targets);
+    lp->post_fetch = fk;
+    lp->targets = tk;
+    /* Bridges and control sources. */
+    for (int i = 0; i < ln; i++) {
+        rill_node *n = rill_graph_node(lp->g, i);
+        if (!tail[i]) continue;
+        for (int k = 0; k < n->ninputs; k++) {
+            rill_output in = n->inputs[k];
+            bool ref = n->op->ref_inputs & (1u << k);
+            if (tail[in.node->id] || ref || strcmp(in.node->op->name, "VariableV2") == 0 ||
+                strcmp(in.node->op->name, "Placeholder") == 0)
+                continue;
+            int before = sg->nvals;
+            int slot = val_slot(sg, in.node, in.index, m->self, -1);
+            if (slot < before) continue;
+            io_add(&lp->post_fetch, NULL, in, NULL, slot);
+            io_add(&lp->tail_feed, NULL, in, NULL, slot);
+        }
+        int kept = 0;
+        for (int k = 0; k < n->ncontrol; k++) {
+            rill_node *c = n->control_inputs[k];
+            if (tail[c->id]) n->control_inputs[kept++] = c;
+            else io_add(&lp->targets, c->name, (rill_output){NULL, 0}, c, -1);
+        }
+        n->ncontrol = kept;
+    }
+    /* A remote task needing a tail value would need another round trip. */
+    for (int k = 0; k < lp->tail_fetch.n; k++) {
+        int slot = lp->tail_fetch.slot[k];
+        for (int t = 0; t < m->ntasks; t++) {
+            if (t == m->self) continue;
+            for (int j = 0; j < sg->pieces[t].post_feed.n; j++) {
+                if (sg->pieces[t].post_feed.slot[j] != slot) continue;
+                rill_status_set(s, RILL_UNIMPLEMENTED,
+                                "'%s:%d' needs values from the ps tasks' updates and is needed by "
+                                "/job:%s/task:%d in the same step: rill runs at most two round "
+                                "trips per task and step",
+                                sg->vals[slot].src->name, sg->vals[slot].idx, m->tasks[t].job,
+                                m->tasks[t].index);
+                rill__free(tail);
+                return false;
+            }
+        }
+    }
+    rill__free(tail);
+    return true;
+}
+
+/* The order of the remote runs: a task whose nodes others depend on through control edges
+ * goes first (Kahn's algorithm over tasks; ties and cycles in task order). */
+static bool order_tasks(master *m, sig *sg, const char *need, rill_status *s)
+{
+    (void)s;
+    int nt = m->ntasks, nn = rill_graph_num_nodes(m->g);
+    char *edge = rill__calloc((size_t)nt * (size_t)nt + 1, 1);
+    int *indeg = rill__calloc((size_t)nt + 1, sizeof *indeg);
+    sg->order = rill__calloc((size_t)nt + 1, sizeof *sg->order);
+    char *done = rill__calloc((size_t)nt + 1, 1);
+    RILL_CHECK_ALLOC(edge);
+    RILL_CHECK_ALLOC(indeg);
+    RILL_CHECK_ALLOC(sg->order);
+    RILL_CHECK_ALLOC(done);
+    for (int i = 0; i < nn; i++) {
+        if (!need[i]) continue;
+        rill_node *n = rill_graph_node(m->g, i);
+        int to = task_of(m, n);
+        for (int k = 0; k < n->ncontrol; k++) {
+            int from = task_of(m, n->control_inputs[k]);
+            if (from == to || from == m->self || to == m->self || edge[from * nt + to]) continue;
+            edge[from * nt + to] = 1;
+            indeg[to]++;
+        }
+    }
+    for (int k = 0; k < nt; k++) {
+        int pick = -1;
+        for (int t = 0; t < nt && pick < 0; t++)
+            if (!done[t] && indeg[t] == 0) pick = t;
+        for (int t = 0; t < nt && pick < 0; t++) /* a cycle: task order */
+            if (!done[t]) pick = t;
+        done[pick] = 1;
+        sg->order[k] = pick;
+        for (int t = 0; t < nt; t++)
+            if (edge[pick * nt + t]) indeg[t]--;
+    }
+    rill__free(edge);
+    rill__free(indeg);
+    rill__free(done);
+    return true;
 }
 
 /* Builds the pieces of one signature. */
@@ -528,7 +686,7 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
         piece *p = &sg->pieces[t];
         for (int k = 0; k < p->post_feed.n; k++) {
             xval *v = &sg->vals[p->post_feed.slot[k]];
-            if (v->task >= 0 && v->task != m->self && v->post) {
+            if (t != m->self && v->task >= 0 && v->task != m->self && v->post) {
                 rill_status_set(s, RILL_UNIMPLEMENTED,
                                 "'%s:%d' on /job:%s/task:%d depends on this task's values and is "
                                 "needed by /job:%s/task:%d in the same step: rill runs at most "
@@ -539,6 +697,7 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
             }
         }
     }
+    if (!split_tail(m, sg, s) || !order_tasks(m, sg, need, s)) goto out;
     /* Register the remote pieces; make the local one's session. */
     for (int t = 0; t < m->ntasks; t++) {
         piece *p = &sg->pieces[t];
@@ -556,6 +715,7 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
         if (!rill__graph_encode(p->g, &bytes, &len, s)) goto out;
         rill__mbuf q = {0};
         rill__mbuf_u32(&q, RILL__RPC_REGISTER);
+        rill__mbuf_u64(&q, m->owner);
         struct iovec iov = {bytes, len};
         rill__reply rep = {0};
         bool okc = call(m, &m->tasks[t], &q, &iov, 1, &rep, s);
@@ -643,6 +803,26 @@ out:
     return ok;
 }
 
+/* Runs the master's piece with feeds from slots, fetched values into slots. */
+static rill_code run_local(sig *sg, piece *lp, const io *feeds, const io *fetches,
+                           const io *targets, rill_status *s)
+{
+    rill_tensor **fv = rill__calloc((size_t)feeds->n + 1, sizeof *fv);
+    rill_tensor **out = rill__calloc((size_t)fetches->n + 1, sizeof *out);
+    RILL_CHECK_ALLOC(fv);
+    RILL_CHECK_ALLOC(out);
+    for (int i = 0; i < feeds->n; i++) fv[i] = sg->vals[feeds->slot[i]].val;
+    rill_code code = rill_session_run(lp->sess, feeds->outs, fv, feeds->n, fetches->outs, out,
+                                      fetches->n, targets->nodes, targets->n, s);
+    for (int i = 0; code == RILL_OK && i < fetches->n; i++) {
+        rill_tensor_free(sg->vals[fetches->slot[i]].val);
+        sg->vals[fetches->slot[i]].val = out[i];
+    }
+    rill__free(fv);
+    rill__free(out);
+    return code;
+}
+
 static rill_code master_run(void *mp, const rill_output *feeds, rill_tensor *const *feed_values,
                             int nfeeds, const rill_output *fetches, rill_tensor **fetch_values,
                             int nfetches, rill_node *const *targets, int ntargets, rill_status *s)
@@ -687,7 +867,8 @@ static rill_code master_run(void *mp, const rill_output *feeds, rill_tensor *con
         sg->vals[i].val = sg->vals[i].task < 0 ? rill_tensor_ref(feed_values[sg->vals[i].user_feed]) : NULL;
     }
     /* 1. pre runs */
-    for (int t = 0; t < m->ntasks && code == RILL_OK; t++) {
+    for (int k = 0; k < m->ntasks && code == RILL_OK; k++) {
+        int t = sg->order[k];
         piece *p = &sg->pieces[t];
         if (t == m->self || !p->handle) continue;
         bool all_now = !p->has_feeds;
@@ -697,29 +878,19 @@ static rill_code master_run(void *mp, const rill_output *feeds, rill_tensor *con
     }
     /* 2. the master's own piece */
     piece *lp = &sg->pieces[m->self];
-    if (code == RILL_OK && (lp->post_fetch.n || lp->targets.n)) {
-        rill_tensor **fv = rill__calloc((size_t)lp->post_feed.n + 1, sizeof *fv);
-        rill_tensor **out = rill__calloc((size_t)lp->post_fetch.n + 1, sizeof *out);
-        RILL_CHECK_ALLOC(fv);
-        RILL_CHECK_ALLOC(out);
-        for (int i = 0; i < lp->post_feed.n; i++) fv[i] = sg->vals[lp->post_feed.slot[i]].val;
-        code = rill_session_run(lp->sess, lp->post_feed.outs, fv, lp->post_feed.n,
-                                lp->post_fetch.outs, out, lp->post_fetch.n, lp->targets.nodes,
-                                lp->targets.n, s);
-        for (int i = 0; code == RILL_OK && i < lp->post_fetch.n; i++) {
-            rill_tensor_free(sg->vals[lp->post_fetch.slot[i]].val);
-            sg->vals[lp->post_fetch.slot[i]].val = out[i];
-        }
-        rill__free(fv);
-        rill__free(out);
-    }
+    if (code == RILL_OK && (lp->post_fetch.n || lp->targets.n))
+        code = run_local(sg, lp, &lp->post_feed, &lp->post_fetch, &lp->targets, s);
     /* 3. post runs */
-    for (int t = 0; t < m->ntasks && code == RILL_OK; t++) {
+    for (int k = 0; k < m->ntasks && code == RILL_OK; k++) {
+        int t = sg->order[k];
         piece *p = &sg->pieces[t];
         if (t == m->self || !p->handle || !p->has_feeds) continue;
         if (!run_remote(m, sg, t, &p->post_feed, &p->post_fetch, &p->targets, s))
             code = rill_status_code(s);
     }
+    /* 4. the master's tail */
+    if (code == RILL_OK && (lp->tail_fetch.n || lp->tail_targets.n))
+        code = run_local(sg, lp, &lp->tail_feed, &lp->tail_fetch, &lp->tail_targets, s);
     for (int i = 0; i < nfetches; i++) {
         fetch_values[i] = code == RILL_OK ? rill_tensor_ref(sg->vals[sg->user_fetch_slot[i]].val) : NULL;
         if (code == RILL_OK && !fetch_values[i]) {
@@ -769,6 +940,7 @@ static void *master_open(const char *target, rill_graph *g, const rill_session_o
     m->srv = srv;
     m->g = g;
     m->opts = *o;
+    m->owner = rill__random_seed() ^ (uint64_t)(uintptr_t)m;
     pthread_mutex_init(&m->mu, NULL);
     if (!discover(m, s)) {
         master_close(m);
@@ -781,10 +953,36 @@ static void *master_open(const char *target, rill_graph *g, const rill_session_o
     return m;
 }
 
+/* Cancels this master's steps on every remote task, over connections of its own (the step's
+ * thread holds the master's; this may run on any thread while it waits). */
+static void master_cancel(void *mp)
+{
+    master *m = mp;
+    rill__tcp_options o;
+    rill__server_client_options(m->srv, &o);
+    for (int t = 0; t < m->ntasks; t++) {
+        if (m->tasks[t].local) continue;
+        rill_status *s = rill_status_new();
+        rill__channel *ch = rill__tcp_connect(m->tasks[t].addr, &o, 5, s);
+        if (ch) {
+            rill__mbuf q = {0};
+            rill__mbuf_u32(&q, RILL__RPC_CANCEL);
+            rill__mbuf_u64(&q, m->owner);
+            rill__reply rep = {0};
+            rill__channel_call(ch, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, NULL, 0, &rep, 5, s);
+            if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+            rill__mbuf_free(&q);
+            rill__channel_close(ch);
+        }
+        rill_status_free(s);
+    }
+}
+
 static const rill__remote_ops master_ops = {
     .open = master_open,
     .run = master_run,
     .close = master_close,
+    .cancel = master_cancel,
 };
 
 void rill__master_register(void)

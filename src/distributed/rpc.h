@@ -7,6 +7,8 @@
  *   RUN       u64 handle, tensors(feeds: str name each), u32 nfetch {str}, u32 ntarget {str}
  *                                     -> tensors(fetches)
  *   DEREGISTER u64 handle             -> (empty)
+ *   CANCEL    u64 owner               -> (empty): cancels the running steps of owner's graphs
+ * REGISTER's meta carries u64 owner after the op: the id of the master that registers.
  * "tensors" = u32 n, n x {str name (requests only), tensor_desc}; the bytes of the n tensors
  * follow each other in the payload. */
 #ifndef RILL_DISTRIBUTED_RPC_H
@@ -16,7 +18,8 @@
 
 #include <sys/uio.h>
 
-enum { RILL__RPC_GET_DEVICES = 1, RILL__RPC_REGISTER = 2, RILL__RPC_RUN = 3, RILL__RPC_DEREGISTER = 4 };
+enum { RILL__RPC_GET_DEVICES = 1, RILL__RPC_REGISTER = 2, RILL__RPC_RUN = 3, RILL__RPC_DEREGISTER = 4,
+       RILL__RPC_CANCEL = 5 };
 
 typedef struct rill__mbuf {
     uint8_t *p;

@@ -4,7 +4,10 @@
  * session on it is made at once), run a registered partition with feeds and fetches, forget it.
  *
  * Requests are served inline on the transport's thread, one at a time: a ps applies the
- * updates of several workers in turn, which is what use_locking asks for anyway. */
+ * updates of several workers in turn, which is what use_locking asks for anyway. A RUN of a
+ * graph that holds a blocking op (a queue dequeue, an accumulator take: SyncReplicasOptimizer)
+ * runs on a thread of its own and answers when done, so that the steps it waits for can reach
+ * the server meanwhile; if its client hangs up, the step is cancelled. */
 #include "server_internal.h"
 
 #include <rill/device_name.h>
@@ -19,8 +22,11 @@
 
 typedef struct reg_graph {
     uint64_t handle;
+    uint64_t owner; /* the master that registered it */
     rill_graph *g;
     rill_session *sess;
+    bool blocking; /* holds an op that may wait: run off the transport thread */
+    atomic_int refs;
 } reg_graph;
 
 struct rill_server {
@@ -39,6 +45,8 @@ struct rill_server {
     atomic_bool stopping;
     pthread_mutex_t jmu;
     pthread_cond_t jcv;
+    int running; /* blocking runs in flight (under mu) */
+    pthread_cond_t run_cv;
 };
 
 /* --- the process's servers, by target --- */
@@ -111,13 +119,26 @@ int rill__server_devices(rill_server *srv, rill__device *out, int cap, rill_stat
 
 /* --- the worker service --- */
 
+/* The registered graph with handle h, with a reference the caller drops (NULL if none). */
 static reg_graph *find_graph(rill_server *srv, uint64_t h)
 {
-    for (int i = 0; i < srv->graphs.n; i++) {
+    reg_graph *found = NULL;
+    pthread_mutex_lock(&srv->mu);
+    for (int i = 0; i < srv->graphs.n && !found; i++) {
         reg_graph *r = srv->graphs.items[i];
-        if (r->handle == h) return r;
+        if (r->handle == h) found = r;
     }
-    return NULL;
+    if (found) atomic_fetch_add(&found->refs, 1);
+    pthread_mutex_unlock(&srv->mu);
+    return found;
+}
+
+static void graph_unref(reg_graph *r)
+{
+    if (!r || atomic_fetch_sub(&r->refs, 1) != 1) return;
+    rill_session_free(r->sess);
+    rill_graph_free(r->g);
+    rill__free(r);
 }
 
 static void do_get_devices(rill_server *srv, rill__tcp_response *resp)
@@ -142,8 +163,10 @@ static void do_get_devices(rill_server *srv, rill__tcp_response *resp)
     rill_status_free(s);
 }
 
-static void do_register(rill_server *srv, rill__tcp_request *req, rill__tcp_response *resp)
+static void do_register(rill_server *srv, rill__tcp_request *req, rill__mread *rd,
+                        rill__tcp_response *resp)
 {
+    uint64_t owner = rill__mread_u64(rd);
     rill_status *s = rill_status_new();
     char **devs = NULL;
     rill_graph *g = rill__graph_decode(req->payload, req->payload_len, &devs, s);
@@ -175,6 +198,10 @@ static void do_register(rill_server *srv, rill__tcp_request *req, rill__tcp_resp
     RILL_CHECK_ALLOC(r);
     r->g = g;
     r->sess = sess;
+    r->owner = owner;
+    atomic_init(&r->refs, 1);
+    for (int i = 0; i < rill_graph_num_nodes(g); i++)
+        if (rill_graph_node(g, i)->op->blocking) r->blocking = true;
     pthread_mutex_lock(&srv->mu);
     r->handle = ++srv->next_handle;
     rill__vec_push(&srv->graphs, r);
@@ -206,9 +233,7 @@ static void do_run(rill_server *srv, rill__tcp_request *req, rill__mread *r,
 {
     rill_status *s = rill_status_new();
     uint64_t h = rill__mread_u64(r);
-    pthread_mutex_lock(&srv->mu);
     reg_graph *rg = find_graph(srv, h);
-    pthread_mutex_unlock(&srv->mu);
     uint32_t nf = rill__mread_u32(r);
     /* The feeds are views of the request's payload: take it over from the transport. */
     rill__buffer *pay = rill__buffer_adopt(req->payload, req->payload_len);
@@ -304,6 +329,94 @@ out:
     rill__free(targets);
     rill__buffer_unref(pay);
     rill_status_free(s);
+    graph_unref(rg);
+}
+
+/* --- runs that may block: a thread each, answered through a deferred response --- */
+
+typedef struct blocking_run {
+    rill_server *srv;
+    reg_graph *rg;
+    rill__tcp_deferred *d;
+    rill__tcp_request req; /* meta and payload owned */
+    char peer[64];
+} blocking_run;
+
+static void on_hangup(void *arg)
+{
+    blocking_run *b = arg;
+    rill_session_cancel(b->rg->sess);
+}
+
+static void *blocking_main(void *arg)
+{
+    blocking_run *b = arg;
+    rill__mread r = {.p = b->req.meta, .n = b->req.meta_len};
+    rill__mread_u32(&r); /* the op */
+    do_run(b->srv, &b->req, &r, rill__tcp_deferred_response(b->d));
+    if (b->req.payload) rill__aligned_free(b->req.payload, b->req.payload_len);
+    rill__free((void *)b->req.meta);
+    rill_server *srv = b->srv;
+    rill__tcp_deferred_finish(b->d); /* b is released on the server thread after this */
+    pthread_mutex_lock(&srv->mu);
+    srv->running--;
+    pthread_cond_broadcast(&srv->run_cv);
+    pthread_mutex_unlock(&srv->mu);
+    return NULL;
+}
+
+static void on_release(void *arg)
+{
+    blocking_run *b = arg;
+    graph_unref(b->rg);
+    rill__free(b);
+}
+
+/* A RUN whose graph may block goes to a thread of its own; false: serve it inline. */
+static bool run_off_thread(rill_server *srv, rill__tcp_request *req, rill__mread *r,
+                           rill__tcp_response *resp)
+{
+    rill__mread peek = *r;
+    reg_graph *rg = find_graph(srv, rill__mread_u64(&peek));
+    if (!rg || !rg->blocking || peek.bad) {
+        graph_unref(rg);
+        return false;
+    }
+    blocking_run *b = rill__calloc(1, sizeof *b);
+    RILL_CHECK_ALLOC(b);
+    b->srv = srv;
+    b->rg = rg;
+    uint8_t *meta = rill__malloc(req->meta_len ? req->meta_len : 1);
+    RILL_CHECK_ALLOC(meta);
+    memcpy(meta, req->meta, req->meta_len);
+    b->req = *req;
+    b->req.meta = meta;
+    snprintf(b->peer, sizeof b->peer, "%s", req->peer);
+    b->req.peer = b->peer;
+    req->payload = NULL; /* the thread owns it */
+    b->d = rill__tcp_response_defer(resp, on_hangup, on_release, b);
+    pthread_mutex_lock(&srv->mu);
+    srv->running++;
+    pthread_mutex_unlock(&srv->mu);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_t th;
+    if (pthread_create(&th, &at, blocking_main, b) != 0) blocking_main(b);
+    pthread_attr_destroy(&at);
+    return true;
+}
+
+static void do_cancel(rill_server *srv, rill__mread *r)
+{
+    uint64_t owner = rill__mread_u64(r);
+    if (r->bad) return;
+    pthread_mutex_lock(&srv->mu);
+    for (int i = 0; i < srv->graphs.n; i++) {
+        reg_graph *rg = srv->graphs.items[i];
+        if (rg->owner == owner) rill_session_cancel(rg->sess);
+    }
+    pthread_mutex_unlock(&srv->mu);
 }
 
 static void do_deregister(rill_server *srv, rill__mread *r, rill__tcp_response *resp)
@@ -314,10 +427,9 @@ static void do_deregister(rill_server *srv, rill__mread *r, rill__tcp_response *
         reg_graph *rg = srv->graphs.items[i];
         if (rg->handle != h) continue;
         srv->graphs.items[i] = srv->graphs.items[--srv->graphs.n];
-        rill_session_free(rg->sess);
-        rill_graph_free(rg->g);
-        rill__free(rg);
-        break;
+        pthread_mutex_unlock(&srv->mu);
+        graph_unref(rg);
+        return;
     }
     pthread_mutex_unlock(&srv->mu);
     (void)resp;
@@ -330,8 +442,11 @@ static void handle(void *arg, rill__tcp_request *req, rill__tcp_response *resp)
     uint32_t op = rill__mread_u32(&r);
     switch (r.bad ? 0 : op) {
     case RILL__RPC_GET_DEVICES: do_get_devices(srv, resp); break;
-    case RILL__RPC_REGISTER: do_register(srv, req, resp); break;
-    case RILL__RPC_RUN: do_run(srv, req, &r, resp); break;
+    case RILL__RPC_REGISTER: do_register(srv, req, &r, resp); break;
+    case RILL__RPC_RUN:
+        if (!run_off_thread(srv, req, &r, resp)) do_run(srv, req, &r, resp);
+        break;
+    case RILL__RPC_CANCEL: do_cancel(srv, &r); break;
     case RILL__RPC_DEREGISTER: do_deregister(srv, &r, resp); break;
     default:
         rill__tcp_response_set_error(resp, RILL_UNIMPLEMENTED, "unknown request %u from %s", op,
@@ -363,6 +478,7 @@ rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, 
     srv->opts.secret = srv->secret;
     pthread_mutex_init(&srv->mu, NULL);
     pthread_mutex_init(&srv->jmu, NULL);
+    pthread_cond_init(&srv->run_cv, NULL);
     pthread_cond_init(&srv->jcv, NULL);
     srv->rm = rill__resource_mgr_new();
     /* Enumerate the devices here, on the caller's thread: OpenCL implementations (PoCL's LLVM)
@@ -475,13 +591,20 @@ void rill_server_free(rill_server *srv)
     for (int i = 0; i < MAX_SERVERS; i++)
         if (servers[i] == srv) servers[i] = NULL;
     pthread_mutex_unlock(&reg_mu);
-    rill__tcp_server_free(srv->tcp);
-    for (int i = 0; i < srv->graphs.n; i++) {
-        reg_graph *rg = srv->graphs.items[i];
-        rill_session_free(rg->sess);
-        rill_graph_free(rg->g);
-        rill__free(rg);
+    /* Blocking runs in flight are cancelled and finish before the transport goes. */
+    pthread_mutex_lock(&srv->mu);
+    while (srv->running > 0) {
+        for (int i = 0; i < srv->graphs.n; i++)
+            rill_session_cancel(((reg_graph *)srv->graphs.items[i])->sess);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&srv->run_cv, &srv->mu, &ts);
     }
+    pthread_mutex_unlock(&srv->mu);
+    rill__tcp_server_free(srv->tcp);
+    for (int i = 0; i < srv->graphs.n; i++) graph_unref(srv->graphs.items[i]);
     rill__vec_free(&srv->graphs);
     rill__resource_mgr_free(srv->rm);
     rill_cluster_spec_free(srv->cluster);
@@ -489,5 +612,6 @@ void rill_server_free(rill_server *srv)
     pthread_mutex_destroy(&srv->mu);
     pthread_mutex_destroy(&srv->jmu);
     pthread_cond_destroy(&srv->jcv);
+    pthread_cond_destroy(&srv->run_cv);
     rill__free(srv);
 }

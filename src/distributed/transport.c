@@ -591,6 +591,7 @@ typedef struct conn {
     int wiov_n, wiov_i;
     void (*wdone)(void *);
     void *wdone_arg;
+    struct rill__tcp_deferred *pending; /* a deferred request in flight: read nothing more */
     size_t rpos, rlen;
     uint8_t rbuf[RBUF_SIZE];
 } conn;
@@ -609,10 +610,17 @@ struct rill__tcp_server {
     atomic_int open_conns;
     double next_deadline; /* 0: none */
     char address[256];
+    int done_fd;                   /* eventfd: deferred responses are ready */
+    pthread_mutex_t done_mu;
+    struct rill__tcp_deferred *done; /* finished deferred requests, to send */
 };
 
 struct rill__tcp_response {
-    conn *c;
+    conn *c;          /* NULL for a deferred response, which keeps its own meta */
+    rill__tcp_server *srv;
+    uint64_t request_id;
+    uint8_t *own_meta;
+    bool deferred;
     uint32_t meta_len;
     struct iovec iov[MAX_RESP_IOV];
     int niov;
@@ -620,6 +628,17 @@ struct rill__tcp_response {
     void *done_arg;
     rill_code err;
     char *errmsg;
+};
+
+struct rill__tcp_deferred {
+    rill__tcp_server *srv;
+    conn *c; /* NULL once the client hung up (server thread only) */
+    uint64_t request_id;
+    rill__tcp_response resp;
+    void (*on_hangup)(void *);
+    void (*on_release)(void *);
+    void *arg;
+    struct rill__tcp_deferred *next;
 };
 
 static void ensure_wmeta(conn *c, uint32_t n)
@@ -638,8 +657,16 @@ void rill__tcp_response_set_meta(rill__tcp_response *r, const void *meta, uint32
                                      (unsigned)meta_len, (unsigned)RILL__WIRE_MAX_META);
         return;
     }
-    ensure_wmeta(r->c, meta_len);
-    if (meta_len) memcpy(r->c->wmeta, meta, meta_len);
+    uint8_t *dst;
+    if (r->c) {
+        ensure_wmeta(r->c, meta_len);
+        dst = r->c->wmeta;
+    } else {
+        dst = rill__realloc(r->own_meta, meta_len ? meta_len : 1);
+        RILL_CHECK_ALLOC(dst);
+        r->own_meta = dst;
+    }
+    if (meta_len) memcpy(dst, meta, meta_len);
     r->meta_len = meta_len;
 }
 
@@ -679,6 +706,7 @@ static void srv_set_deadline(rill__tcp_server *srv, conn *c, double d)
 
 static void conn_free(rill__tcp_server *srv, conn *c)
 {
+    if (c->pending) c->pending->c = NULL; /* its response will be dropped */
     close(c->fd);
     if (c->wdone) c->wdone(c->wdone_arg);
     if (c->payload) rill__aligned_free(c->payload, c->h.payload_len);
@@ -774,6 +802,98 @@ static bool conn_send_error(rill__tcp_server *srv, conn *c, uint64_t id, rill_co
     return conn_send(srv, c, RILL__MSG_ERROR, id, (uint32_t)len, NULL, 0, NULL, NULL);
 }
 
+rill__tcp_deferred *rill__tcp_response_defer(rill__tcp_response *r, void (*on_hangup)(void *),
+                                             void (*on_release)(void *), void *arg)
+{
+    rill__tcp_deferred *d = rill__calloc(1, sizeof *d);
+    RILL_CHECK_ALLOC(d);
+    d->c = r->c;
+    d->srv = r->srv;
+    d->request_id = r->request_id;
+    d->on_hangup = on_hangup;
+    d->on_release = on_release;
+    d->arg = arg;
+    d->resp.deferred = true;
+    r->deferred = true;
+    r->c->pending = d;
+    return d;
+}
+
+rill__tcp_response *rill__tcp_deferred_response(rill__tcp_deferred *d)
+{
+    return &d->resp;
+}
+
+void rill__tcp_deferred_finish(rill__tcp_deferred *d)
+{
+    rill__tcp_server *srv = d->srv;
+    pthread_mutex_lock(&srv->done_mu);
+    d->next = srv->done;
+    srv->done = d;
+    pthread_mutex_unlock(&srv->done_mu);
+    uint64_t one = 1;
+    ssize_t w = write(srv->done_fd, &one, sizeof one);
+    (void)w;
+}
+
+static void deferred_free(rill__tcp_deferred *d)
+{
+    if (d->resp.done) d->resp.done(d->resp.done_arg);
+    if (d->on_release) d->on_release(d->arg);
+    rill__free(d->resp.errmsg);
+    rill__free(d->resp.own_meta);
+    rill__free(d);
+}
+
+static bool conn_pump(rill__tcp_server *srv, conn *c);
+
+/* Sends what finished deferred requests answered (server thread). */
+static void srv_send_deferred(rill__tcp_server *srv)
+{
+    uint64_t v;
+    ssize_t r = read(srv->done_fd, &v, sizeof v);
+    (void)r;
+    pthread_mutex_lock(&srv->done_mu);
+    rill__tcp_deferred *d = srv->done;
+    srv->done = NULL;
+    pthread_mutex_unlock(&srv->done_mu);
+    while (d) {
+        rill__tcp_deferred *next = d->next;
+        conn *c = d->c;
+        if (c) {
+            c->pending = NULL;
+            conn_interest(srv, c, EPOLLIN);
+            rill__tcp_response *rs = &d->resp;
+            bool ok;
+            if (rs->err != RILL_OK) {
+                ok = conn_send_error(srv, c, d->request_id, rs->err, rs->errmsg);
+            } else {
+                ensure_wmeta(c, rs->meta_len);
+                if (rs->meta_len) memcpy(c->wmeta, rs->own_meta, rs->meta_len);
+                ok = conn_send(srv, c, RILL__MSG_RESPONSE, d->request_id, rs->meta_len, rs->iov,
+                               rs->niov, rs->done, rs->done_arg);
+                rs->done = NULL; /* the connection runs it once sent */
+            }
+            if (ok) ok = conn_pump(srv, c);
+            if (!ok) conn_free(srv, c);
+        }
+        deferred_free(d);
+        d = next;
+    }
+}
+
+/* The client of a connection with a deferred request in flight hung up (server thread). */
+static void conn_hangup_pending(rill__tcp_server *srv, conn *c)
+{
+    rill__tcp_deferred *d = c->pending;
+    c->pending = NULL;
+    d->c = NULL;
+    if (d->on_hangup) d->on_hangup(d->arg);
+    rill__log(RILL_LOG_DEBUG, "server %s: %s hung up while its request was in flight",
+              srv->address, c->peer);
+    conn_free(srv, c);
+}
+
 static bool serve_request(rill__tcp_server *srv, conn *c)
 {
     rill__tcp_request req = {.request_id = c->h.request_id,
@@ -782,10 +902,18 @@ static bool serve_request(rill__tcp_server *srv, conn *c)
                              .payload = c->payload,
                              .payload_len = c->h.payload_len,
                              .peer = c->peer};
-    rill__tcp_response resp = {.c = c};
+    rill__tcp_response resp = {.c = c, .srv = srv, .request_id = req.request_id};
     c->payload = NULL; /* the request owns it now */
     srv->handler(srv->arg, &req, &resp);
     if (req.payload) rill__aligned_free(req.payload, req.payload_len);
+    if (resp.deferred) {
+        /* Answered later from another thread; meanwhile only a hang-up is of interest. */
+        if (resp.done) resp.done(resp.done_arg);
+        rill__free(resp.errmsg);
+        conn_interest(srv, c, EPOLLRDHUP);
+        c->deadline = 0;
+        return true;
+    }
     if (resp.err != RILL_OK) {
         if (resp.done) resp.done(resp.done_arg);
         bool ok = conn_send_error(srv, c, req.request_id, resp.err, resp.errmsg);
@@ -885,7 +1013,7 @@ static size_t take(conn *c, void *dst, size_t n)
 static bool conn_pump(rill__tcp_server *srv, conn *c)
 {
     for (;;) {
-        if (c->writing) return true;
+        if (c->writing || c->pending) return true;
         bool have = c->rpos < c->rlen;
         if (!have) {
             /* A big payload bypasses the buffer. */
@@ -1014,12 +1142,20 @@ static void *srv_main(void *arg)
         for (int i = 0; i < n; i++) {
             void *p = ev[i].data.ptr;
             if (p == &srv->wake_fd) return NULL;
+            if (p == &srv->done_fd) {
+                srv_send_deferred(srv);
+                continue;
+            }
             if (p == &srv->listen_fd) {
                 srv_accept(srv);
                 continue;
             }
             conn *c = p;
             bool ok = true;
+            if (c->pending) {
+                if (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) conn_hangup_pending(srv, c);
+                continue;
+            }
             if (c->writing) {
                 if (ev[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) ok = conn_flush(srv, c);
                 if (ok && !c->writing) ok = conn_pump(srv, c);
@@ -1098,6 +1234,10 @@ rill__tcp_server *rill__tcp_server_new(const char *address, const rill__tcp_opti
     srv->epfd = epoll_create1(EPOLL_CLOEXEC);
     srv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     srv->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    srv->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    pthread_mutex_init(&srv->done_mu, NULL);
+    struct epoll_event ed = {.events = EPOLLIN, .data.ptr = &srv->done_fd};
+    if (srv->done_fd >= 0) epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->done_fd, &ed);
     struct epoll_event el = {.events = EPOLLIN, .data.ptr = &srv->listen_fd};
     struct epoll_event ew = {.events = EPOLLIN, .data.ptr = &srv->wake_fd};
     if (srv->epfd < 0 || srv->wake_fd < 0 || epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &el) != 0 ||
@@ -1135,6 +1275,13 @@ void rill__tcp_server_free(rill__tcp_server *srv)
     (void)w;
     pthread_join(srv->thread, NULL);
     while (srv->nconns > 0) conn_free(srv, srv->conns[srv->nconns - 1]);
+    for (rill__tcp_deferred *d = srv->done; d;) { /* finished but never sent */
+        rill__tcp_deferred *next = d->next;
+        deferred_free(d);
+        d = next;
+    }
+    pthread_mutex_destroy(&srv->done_mu);
+    if (srv->done_fd >= 0) close(srv->done_fd);
     close(srv->listen_fd);
     close(srv->epfd);
     close(srv->wake_fd);

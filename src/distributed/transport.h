@@ -129,8 +129,23 @@ void rill__tcp_response_set_payload(rill__tcp_response *r, const struct iovec *i
 void rill__tcp_response_set_error(rill__tcp_response *r, rill_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* A request taken off the server's thread: the handler returns at once, the connection reads
+ * nothing more meanwhile, and the response goes out when rill__tcp_deferred_finish is called
+ * from any thread. If the client hangs up first, on_hangup(arg) runs once on the server thread
+ * (so that the work can be cancelled) and the response, when it comes, is dropped. Used for
+ * requests that may block (a queue dequeue, an accumulator take). on_release(arg) runs on the
+ * server thread once the response was sent or dropped: after it, on_hangup is never called. */
+typedef struct rill__tcp_deferred rill__tcp_deferred;
+rill__tcp_deferred *rill__tcp_response_defer(rill__tcp_response *r, void (*on_hangup)(void *arg),
+                                             void (*on_release)(void *arg), void *arg);
+/* The response to fill (set_meta, set_payload, set_error) before finishing. */
+rill__tcp_response *rill__tcp_deferred_response(rill__tcp_deferred *d);
+/* Hands the response to the server thread, which sends it; d is freed there. Every deferred
+ * request must be finished before rill__tcp_server_free. */
+void rill__tcp_deferred_finish(rill__tcp_deferred *d);
+
 /* Serves one REQUEST, inline on the server's thread: it must not block for long, since every
- * other connection waits meanwhile. Leaving the response untouched answers an empty RESPONSE. */
+ * other connection waits meanwhile (defer what may block). Leaving the response untouched answers an empty RESPONSE. */
 typedef void (*rill__tcp_handler)(void *arg, rill__tcp_request *req, rill__tcp_response *resp);
 
 typedef struct rill__tcp_server rill__tcp_server;

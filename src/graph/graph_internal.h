@@ -94,6 +94,8 @@ struct rill__op_def {
     int min_inputs, max_inputs; /* max -1: variadic */
     int noutputs;
     bool stateful;       /* never pruned as duplicate, never constant-folded */
+    bool blocking;       /* may wait on other steps (queues, accumulators): a server runs a
+                          * graph holding one off its transport thread */
     uint32_t ref_inputs; /* bit i: input i must be a Variable output (updated in place) */
     rill__shape_fn shape;
     rill__grad_fn grad;    /* NULL: not differentiable (gradient stops) */

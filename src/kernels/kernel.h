@@ -34,9 +34,26 @@ typedef struct rill__kctx {
     rill__threadpool *pool;       /* intra-op pool (may be NULL: run inline) */
     rill__device *device;         /* the device the node runs on (CPU:0 for host kernels) */
     uint32_t host_memory_outputs; /* from the kernel def: outputs allocated in host memory */
+    struct rill__resource_mgr *rm; /* the session's resources (queues, accumulators) */
+    const atomic_uint *cancel;     /* the session's cancel counter (NULL: never cancelled) */
+    unsigned cancel_gen;           /* its value when the step began */
 } rill__kctx;
 
+/* True once the session was cancelled after this step began (rill_session_cancel): a kernel
+ * that waits checks it and fails with CANCELLED. */
+static inline bool rill__kctx_cancelled(const rill__kctx *ctx)
+{
+    return ctx->cancel && atomic_load(ctx->cancel) != ctx->cancel_gen;
+}
+
 typedef void (*rill__kernel_fn)(rill__kctx *ctx);
+
+/* Named resources other than variables (queues, gradient accumulators), kept by the resource
+ * manager (runtime/resource_mgr.c) for as long as it lives: the one of kind and name, made by
+ * create(arg) on first lookup; free_fn frees it with the manager. NULL when create fails. */
+typedef struct rill__resource_mgr rill__resource_mgr;
+void *rill__resource_lookup(rill__resource_mgr *rm, const char *kind, const char *name,
+                            void *(*create)(void *arg), void *arg, void (*free_fn)(void *));
 /* Frees a kernel's per-session state. */
 typedef void (*rill__state_free_fn)(void *state);
 

@@ -43,6 +43,7 @@ typedef struct pnode {
 
 typedef struct step {
     rill__plan *plan;
+    unsigned cancel_gen; /* the session's cancel counter when the step began */
     rill_tensor **slots;
     rill_tensor **cache; /* last step's output tensors, for recycling */
     atomic_int *slot_refs;
@@ -82,6 +83,8 @@ struct rill__plan {
     rill__node_states *states;
     rill__threadpool *inter;
     rill__threadpool *intra;
+    rill__resource_mgr *rm;
+    const atomic_uint *cancel;
     pthread_mutex_t mu;
     step *cached; /* NULL while a step runs on it */
 };
@@ -273,6 +276,8 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
     p->states = a->states;
     p->inter = a->inter_op_pool;
     p->intra = a->intra_op_pool;
+    p->rm = a->rm;
+    p->cancel = a->cancel;
     for (int i = 0; i < nn; i++) pidx[i] = -1;
     int nslots = 0;
     for (int i = 0; i < np; i++) {
@@ -608,6 +613,9 @@ static void execute(step *st, int i)
             .pool = p->intra,
             .device = pn->device,
             .host_memory_outputs = pn->kernel->host_memory_outputs,
+            .rm = p->rm,
+            .cancel = p->cancel,
+            .cancel_gen = st->cancel_gen,
         };
         if (pn->kernel->state_free) {
             pthread_mutex_lock(&pn->state->mu);
@@ -752,6 +760,7 @@ rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_te
 
     rill_status_clear(st->status);
     atomic_store(&st->failed, false);
+    st->cancel_gen = p->cancel ? atomic_load(p->cancel) : 0;
     for (int i = 0; i < p->nslots; i++)
         atomic_store_explicit(&st->slot_refs[i], p->slot_consumers[i], memory_order_relaxed);
     for (int i = 0; i < p->n; i++)

@@ -4,11 +4,40 @@
 
 #include <string.h>
 
+typedef struct resource {
+    void *obj;
+    void (*free_fn)(void *);
+} resource;
+
 struct rill__resource_mgr {
     pthread_mutex_t mu;
     rill__strmap vars;
     rill__vec all;
+    rill__strmap others; /* "<kind>\n<name>" -> resource */
+    rill__vec all_others;
 };
+
+void *rill__resource_lookup(rill__resource_mgr *rm, const char *kind, const char *name,
+                            void *(*create)(void *arg), void *arg, void (*free_fn)(void *))
+{
+    char *key = rill__asprintf("%s\n%s", kind, name);
+    pthread_mutex_lock(&rm->mu);
+    resource *r = rill__strmap_get(&rm->others, key);
+    if (!r) {
+        void *obj = create(arg);
+        if (obj) {
+            r = rill__calloc(1, sizeof *r);
+            RILL_CHECK_ALLOC(r);
+            r->obj = obj;
+            r->free_fn = free_fn;
+            rill__strmap_put(&rm->others, key, r);
+            rill__vec_push(&rm->all_others, r);
+        }
+    }
+    pthread_mutex_unlock(&rm->mu);
+    rill__free(key);
+    return r ? r->obj : NULL;
+}
 
 rill__resource_mgr *rill__resource_mgr_new(void)
 {
@@ -30,6 +59,13 @@ void rill__resource_mgr_free(rill__resource_mgr *rm)
     }
     rill__vec_free(&rm->all);
     rill__strmap_free(&rm->vars);
+    for (int i = 0; i < rm->all_others.n; i++) {
+        resource *r = rm->all_others.items[i];
+        if (r->free_fn) r->free_fn(r->obj);
+        rill__free(r);
+    }
+    rill__vec_free(&rm->all_others);
+    rill__strmap_free(&rm->others);
     pthread_mutex_destroy(&rm->mu);
     rill__free(rm);
 }

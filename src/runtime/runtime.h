@@ -97,6 +97,8 @@ typedef struct rill__remote_ops {
                      int nfeeds, const rill_output *fetches, rill_tensor **fetch_values,
                      int nfetches, rill_node *const *targets, int ntargets, rill_status *s);
     void (*close)(void *master);
+    /* Cancels the steps in flight (another thread may call it while run blocks). */
+    void (*cancel)(void *master);
 } rill__remote_ops;
 void rill__register_remote(const rill__remote_ops *ops);
 
@@ -117,6 +119,7 @@ typedef struct rill__plan_args {
     rill__node_states *states;
     rill__threadpool *inter_op_pool; /* may be NULL */
     rill__threadpool *intra_op_pool; /* may be NULL */
+    const atomic_uint *cancel;       /* the session's cancel counter (may be NULL) */
 } rill__plan_args;
 
 /* Prunes, checks and prepares. NULL with s set on failure (cycle, missing kernel, ...). */

@@ -89,6 +89,7 @@ struct rill_session {
     rill__placement placement;
     bool own_rm;
     void *remote; /* a session on a server's target: the distributed master runs it */
+    atomic_uint cancel; /* bumped by rill_session_cancel */
 };
 
 rill_session *rill_session_new(rill_graph *g, const rill_session_options *o, rill_status *s)
@@ -291,6 +292,7 @@ rill_code rill_session_run(rill_session *sess, const rill_output *feeds,
                 .states = sess->states,
                 .inter_op_pool = sess->inter,
                 .intra_op_pool = rill__default_pool(),
+                .cancel = &sess->cancel,
             };
             p = rill__plan_new(&a, s);
             if (!p) rill__xgraph_free(&xg);
@@ -323,4 +325,11 @@ rill_code rill_session_run_targets(rill_session *sess, rill_node *const *targets
                                    rill_status *s)
 {
     return rill_session_run(sess, NULL, NULL, 0, NULL, NULL, 0, targets, n, s);
+}
+
+void rill_session_cancel(rill_session *sess)
+{
+    if (!sess) return;
+    atomic_fetch_add(&sess->cancel, 1);
+    if (sess->remote && remote_ops->cancel) remote_ops->cancel(sess->remote);
 }
