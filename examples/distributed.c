@@ -103,6 +103,8 @@ static int run_worker(const options *opt, const rill_task_config *cfg, rill_serv
     rill_session_options *so = rill_session_options_new();
     rill_session *sess = NULL;
     rill_tensor *x = NULL, *y = NULL;
+    rill_sync_replicas_optimizer *sync = NULL;
+    rill_queue_runner *qr = NULL;
 
     /* with tf.device(tf.train.replica_device_setter(worker_device=..., cluster=cluster)) */
     rill_replica_device_setter *setter = rill_replica_device_setter_new(
@@ -126,9 +128,19 @@ static int run_worker(const options *opt, const rill_task_config *cfg, rill_serv
     rill_output loss = rill_square(g, rill_sub(g, label, pred, NULL), NULL);
     rill_grad_and_var gv[2];
     int ngv = rill_optimizer_compute_gradients(optimizer, g, loss, NULL, 0, gv, 2);
-    rill_node *train_op =
-        rill_optimizer_apply_gradients(optimizer, g, gv, ngv < 0 ? 0 : ngv, global_step, NULL);
+    int nworkers = rill_cluster_spec_num_tasks(cfg->cluster, "worker", NULL) +
+                   (rill_cluster_spec_has_job(cfg->cluster, "chief") ? 1 : 0);
+    rill_node *train_op, *init_tokens = NULL, *sync_op = NULL;
+    if (opt->issync) {
+        sync = rill_sync_replicas_optimizer_new(optimizer, nworkers, nworkers);
+        train_op = rill_sync_replicas_apply_gradients(sync, g, gv, ngv < 0 ? 0 : ngv, global_step, NULL);
+        init_tokens = rill_sync_replicas_get_init_tokens_op(sync, -1, s);
+        sync_op = rill_sync_replicas_chief_queue_runner_op(sync, s);
+    } else {
+        train_op = rill_optimizer_apply_gradients(optimizer, g, gv, ngv < 0 ? 0 : ngv, global_step, NULL);
+    }
     rill_node *init_op = rill_global_variables_initializer(g, NULL);
+    rill_node *local_init = rill_local_variables_initializer(g, NULL);
     rill_graph_pop_device(g);
     if (!rill_graph_ok(g)) {
         rc = fail("building the graph", rill_graph_status(g));
@@ -143,6 +155,25 @@ static int run_worker(const options *opt, const rill_task_config *cfg, rill_serv
     }
     if ((rc = prepare_variables(sess, g, init_op, is_chief, chief, opt->startup_deadline, s)) != 0)
         goto out;
+    if (rill_session_run_targets(sess, &local_init, 1, s) != RILL_OK) {
+        rc = fail("local init", s);
+        goto out;
+    }
+    if (sync) {
+        rill_node *si = is_chief ? rill_sync_replicas_chief_init_op(sync)
+                                 : rill_sync_replicas_local_step_init_op(sync);
+        if (rill_session_run_targets(sess, &si, 1, s) != RILL_OK) {
+            rc = fail("sync init", s);
+            goto out;
+        }
+        if (is_chief) {
+            qr = rill_queue_runner_start(sess, sync_op, s);
+            if (!qr || rill_session_run_targets(sess, &init_tokens, 1, s) != RILL_OK) {
+                rc = fail("starting the chief's queue runner", s);
+                goto out;
+            }
+        }
+    }
     fprintf(stderr, "%s: training%s\n", task_name, is_chief ? " (chief)" : "");
 
     x = rill_tensor_new(RILL_FLOAT, (int64_t[]){1}, 1);
@@ -197,6 +228,8 @@ static int run_worker(const options *opt, const rill_task_config *cfg, rill_serv
 out:
     rill_tensor_free(x);
     rill_tensor_free(y);
+    rill_queue_runner_stop(qr, s);
+    rill_sync_replicas_optimizer_free(sync);
     rill_session_free(sess);
     rill_session_options_free(so);
     rill_optimizer_free(optimizer);

@@ -133,6 +133,12 @@ void rill_graph_pop_variable_scope(rill_graph *g);
 rill_node *rill_variable_initializer(rill_output var);
 /* A group of every variable initializer, named "init" by default. */
 rill_node *rill_global_variables_initializer(rill_graph *g, const char *name);
+/* A local variable (tf.compat.v1 LOCAL_VARIABLES): per task, never saved, never shared through
+ * a ps; initialised by rill_local_variables_initializer (the Supervisor's local_init_op). */
+rill_output rill_local_variable(rill_graph *g, rill_dtype t, rill_shape shape,
+                                rill_initializer init, const char *name);
+rill_node *rill_local_variables_initializer(rill_graph *g, const char *name);
+int rill_graph_local_variables(const rill_graph *g, rill_output *out, int cap);
 /* Copies up to cap variables into out; returns the count. */
 int rill_graph_global_variables(const rill_graph *g, rill_output *out, int cap);
 int rill_graph_trainable_variables(const rill_graph *g, rill_output *out, int cap);

@@ -18,6 +18,8 @@ static const char *const known_attrs[] = {
     "dtype",       "host_memory", "keep_dims", "mean",         "out_type",   "recv_device",
     "seed",        "send_device", "shape",     "tensor_name",  "transpose_a", "transpose_b",
     "use_nesterov", "value",
+    /* queues, accumulators, savers, summaries */
+    "shared_name", "timeout_ms", "capacity", "names", "shard", "num_shards", "dtypes", "tag",
 };
 
 static const char *intern(const char *name, size_t len)

@@ -300,9 +300,11 @@ static rill_output init_value(rill_graph *g, rill_dtype t, rill_shape shape, ril
 }
 
 /* Creates the VariableV2 node, then its initializer under "<name>/". */
+static int vars_in(const rill_graph *g, const char *key, rill_output *out, int cap);
+
 static rill_output make_variable(rill_graph *g, rill_dtype t, rill_shape shape,
                                  rill_initializer *init, rill_output init_val, bool trainable,
-                                 const char *name)
+                                 const char *name, bool local)
 {
     rill__attr a[] = {RILL__A_TYPE("dtype", t), RILL__A_SHAPE("shape", shape)};
     /* The variable and its initializer stand alone, as TF's init_scope: no control
@@ -326,16 +328,28 @@ static rill_output make_variable(rill_graph *g, rill_dtype t, rill_shape shape,
     rill_graph_pop_name_scope(g);
     if (!as.node) return (rill_output){NULL, 0};
     v->initializer = as.node;
-    rill_graph_add_to_collection(g, "variables", v);
-    if (trainable) rill_graph_add_to_collection(g, "trainable_variables", v);
+    rill_graph_add_to_collection(g, local ? "local_variables" : "variables", v);
+    if (trainable && !local) rill_graph_add_to_collection(g, "trainable_variables", v);
     return (rill_output){v, 0};
+}
+
+rill_output rill_local_variable(rill_graph *g, rill_dtype t, rill_shape shape,
+                                rill_initializer init, const char *name)
+{
+    if (!rill_graph_ok(g)) return (rill_output){NULL, 0};
+    return make_variable(g, t, shape, &init, (rill_output){NULL, 0}, false, name, true);
+}
+
+int rill_graph_local_variables(const rill_graph *g, rill_output *out, int cap)
+{
+    return vars_in(g, "local_variables", out, cap);
 }
 
 rill_output rill_variable(rill_graph *g, rill_dtype t, rill_shape shape, rill_initializer init,
                           bool trainable, const char *name)
 {
     if (!rill_graph_ok(g)) return (rill_output){NULL, 0};
-    return make_variable(g, t, shape, &init, (rill_output){NULL, 0}, trainable, name);
+    return make_variable(g, t, shape, &init, (rill_output){NULL, 0}, trainable, name, false);
 }
 
 rill_output rill_variable_from(rill_graph *g, rill_output initial_value, bool trainable,
@@ -350,7 +364,7 @@ rill_output rill_variable_from(rill_graph *g, rill_output initial_value, bool tr
         return (rill_output){NULL, 0};
     }
     return make_variable(g, rill_output_dtype(initial_value), s, NULL, initial_value, trainable,
-                         name);
+                         name, false);
 }
 
 rill_output rill_get_variable(rill_graph *g, const char *name, rill_dtype t, rill_shape shape,
@@ -405,18 +419,28 @@ rill_node *rill_variable_initializer(rill_output var)
     return rill__is_variable(var) ? var.node->initializer : NULL;
 }
 
-rill_node *rill_global_variables_initializer(rill_graph *g, const char *name)
+static rill_node *initializer_of(rill_graph *g, const char *key, const char *name)
 {
     if (!rill_graph_ok(g)) return NULL;
     rill_node *vars[1];
-    int n = rill_graph_get_collection(g, "variables", vars, 0);
+    int n = rill_graph_get_collection(g, key, vars, 0);
     rill_node **all = rill__malloc((size_t)(n ? n : 1) * sizeof *all);
     RILL_CHECK_ALLOC(all);
-    rill_graph_get_collection(g, "variables", all, n);
+    rill_graph_get_collection(g, key, all, n);
     for (int i = 0; i < n; i++) all[i] = all[i]->initializer;
-    rill_node *grp = rill_group(g, all, n, name ? name : "init");
+    rill_node *grp = rill_group(g, all, n, name);
     rill__free(all);
     return grp;
+}
+
+rill_node *rill_global_variables_initializer(rill_graph *g, const char *name)
+{
+    return initializer_of(g, "variables", name ? name : "init");
+}
+
+rill_node *rill_local_variables_initializer(rill_graph *g, const char *name)
+{
+    return initializer_of(g, "local_variables", name ? name : "init_1");
 }
 
 static int vars_in(const rill_graph *g, const char *key, rill_output *out, int cap)

@@ -87,6 +87,11 @@ struct rill_session_options {
 rill_session *rill__session_new_with_rm(rill_graph *g, const rill_session_options *o,
                                         rill__resource_mgr *rm, rill_status *s);
 
+/* A session on sess's graph that shares its variables (a local session: the same resource
+ * manager; a cluster session: a master of its own on the same servers), so that a thread can
+ * block in it (a queue runner) without holding up sess. */
+rill_session *rill__session_sibling(rill_session *sess, rill_status *s);
+
 /* Sessions on a server's target are run by the distributed layer, which registers these hooks
  * when a server starts (the runtime layer does not depend on it). */
 typedef struct rill__remote_ops {

@@ -327,6 +327,14 @@ rill_code rill_session_run_targets(rill_session *sess, rill_node *const *targets
     return rill_session_run(sess, NULL, NULL, 0, NULL, NULL, 0, targets, n, s);
 }
 
+rill_session *rill__session_sibling(rill_session *sess, rill_status *s)
+{
+    if (sess->remote) return rill_session_new(sess->graph, &sess->opts, s);
+    rill_session_options o = sess->opts;
+    o.log_device_placement = false;
+    return rill__session_new_with_rm(sess->graph, &o, sess->rm, s);
+}
+
 void rill_session_cancel(rill_session *sess)
 {
     if (!sess) return;
