@@ -63,27 +63,11 @@ typedef struct options {
     int64_t train_steps;
     double startup_deadline;
     int64_t seed;
+    const char *logdir;
+    double save_model_secs;
+    double sync_timeout;
+    int64_t summary_steps;
 } options;
-
-/* The chief initializes the variables unless they already are; the others wait for it (see
- * rill_session_prepare_variables; the Supervisor of the next issue will own this). */
-static int prepare_variables(rill_session *sess, rill_graph *g, rill_node *init_op, bool is_chief,
-                             const char *chief, double deadline_s, rill_status *s)
-{
-    bool ran = false;
-    char what[160];
-    snprintf(what, sizeof what,
-             is_chief ? "initializing the variables" : "waiting for the chief (%s)", chief);
-    if (rill_session_prepare_variables(sess, g, init_op, is_chief, deadline_s, &ran, s) != RILL_OK)
-        return fail(what, s);
-    if (is_chief)
-        fprintf(stderr,
-                ran ? "%s: initialized the variables\n"
-                    : "%s: the variables are already initialized on the ps tasks; training goes "
-                      "on from them\n",
-                task_name);
-    return 0;
-}
 
 static int run_worker(const options *opt, const rill_task_config *cfg, rill_server *server,
                       bool is_chief, rill_status *s)
@@ -92,19 +76,21 @@ static int run_worker(const options *opt, const rill_task_config *cfg, rill_serv
     int ps_tasks = rill_cluster_spec_has_job(cfg->cluster, "ps")
                        ? rill_cluster_spec_num_tasks(cfg->cluster, "ps", NULL)
                        : 0;
+    int nworkers = rill_cluster_spec_num_tasks(cfg->cluster, "worker", NULL) +
+                   (rill_cluster_spec_has_job(cfg->cluster, "chief") ? 1 : 0);
     char worker_device[RILL_JOB_NAME_MAX + 32];
     snprintf(worker_device, sizeof worker_device, "/job:%s/task:%d", cfg->job_name,
              cfg->task_index);
-    const char *chief = rill_cluster_spec_has_job(cfg->cluster, "chief") ? "/job:chief/task:0"
-                                                                         : "/job:worker/task:0";
     rill_graph *g = rill_graph_new();
     if (opt->seed) rill_graph_set_seed(g, opt->seed);
     rill_optimizer *optimizer = rill_gradient_descent_optimizer_new(opt->learning_rate);
+    rill_sync_replicas_optimizer *sync = NULL;
+    rill_saver *saver = NULL;
+    rill_supervisor *sv = NULL;
     rill_session_options *so = rill_session_options_new();
     rill_session *sess = NULL;
     rill_tensor *x = NULL, *y = NULL;
-    rill_sync_replicas_optimizer *sync = NULL;
-    rill_queue_runner *qr = NULL;
+    rill_node *train_op, *init_tokens = NULL, *release_tokens = NULL, *sync_op = NULL;
 
     /* with tf.device(tf.train.replica_device_setter(worker_device=..., cluster=cluster)) */
     rill_replica_device_setter *setter = rill_replica_device_setter_new(
@@ -128,77 +114,99 @@ static int run_worker(const options *opt, const rill_task_config *cfg, rill_serv
     rill_output loss = rill_square(g, rill_sub(g, label, pred, NULL), NULL);
     rill_grad_and_var gv[2];
     int ngv = rill_optimizer_compute_gradients(optimizer, g, loss, NULL, 0, gv, 2);
-    int nworkers = rill_cluster_spec_num_tasks(cfg->cluster, "worker", NULL) +
-                   (rill_cluster_spec_has_job(cfg->cluster, "chief") ? 1 : 0);
-    rill_node *train_op, *init_tokens = NULL, *sync_op = NULL;
+    if (ngv < 0) ngv = 0;
     if (opt->issync) {
+        /* tf.train.SyncReplicasOptimizer(optimizer, replicas_to_aggregate=len(worker_hosts),
+         * total_num_replicas=len(worker_hosts)) */
         sync = rill_sync_replicas_optimizer_new(optimizer, nworkers, nworkers);
-        train_op = rill_sync_replicas_apply_gradients(sync, g, gv, ngv < 0 ? 0 : ngv, global_step, NULL);
+        rill_sync_replicas_set_timeout(sync, opt->sync_timeout);
+        train_op = rill_sync_replicas_apply_gradients(sync, g, gv, ngv, global_step, NULL);
         init_tokens = rill_sync_replicas_get_init_tokens_op(sync, -1, s);
+        /* Beyond the seed: the chief leaves tokens for the others when it is done, so that a
+         * worker waiting for one sees the final step instead of its token deadline. */
+        release_tokens = rill_sync_replicas_get_init_tokens_op(sync, nworkers, s);
         sync_op = rill_sync_replicas_chief_queue_runner_op(sync, s);
     } else {
-        train_op = rill_optimizer_apply_gradients(optimizer, g, gv, ngv < 0 ? 0 : ngv, global_step, NULL);
+        train_op = rill_optimizer_apply_gradients(optimizer, g, gv, ngv, global_step, NULL);
     }
     rill_node *init_op = rill_global_variables_initializer(g, NULL);
-    rill_node *local_init = rill_local_variables_initializer(g, NULL);
+    saver = rill_saver_new(g, NULL, 0, 5, 10000, s);
+    /* tf.summary.scalar('cost', loss_value); summary_op = tf.summary.merge_all() */
+    rill_summary_scalar(g, "cost", rill_reshape(g, loss, NULL, 0, NULL));
+    rill_output summary_op = rill_summary_merge_all(g, NULL);
     rill_graph_pop_device(g);
-    if (!rill_graph_ok(g)) {
-        rc = fail("building the graph", rill_graph_status(g));
+    if (!rill_graph_ok(g) || !saver || !rill_status_ok(s)) {
+        rc = fail("building the graph", rill_graph_ok(g) ? s : rill_graph_status(g));
         goto out;
     }
 
-    rill_session_options_set_target(so, rill_server_target(server));
-    sess = rill_session_new(g, so, s);
-    if (!sess) {
-        rc = fail("creating the session", s);
+    /* tf.train.Supervisor(is_chief, logdir, init_op, summary_op=None, saver, global_step,
+     * save_model_secs=60): the chief records `cost` itself (below), as the summary depends on
+     * the fed data. */
+    rill_supervisor_options svo = RILL_SUPERVISOR_OPTIONS_INIT;
+    svo.is_chief = is_chief;
+    svo.logdir = opt->logdir;
+    svo.init_op = init_op;
+    svo.no_summary_op = true;
+    svo.saver = saver;
+    svo.global_step = global_step;
+    svo.save_model_secs = opt->save_model_secs;
+    svo.max_wait_secs = opt->startup_deadline;
+    sv = rill_supervisor_new(g, &svo, s);
+    if (!sv) {
+        rc = fail("creating the supervisor", s);
         goto out;
     }
-    if ((rc = prepare_variables(sess, g, init_op, is_chief, chief, opt->startup_deadline, s)) != 0)
-        goto out;
-    if (rill_session_run_targets(sess, &local_init, 1, s) != RILL_OK) {
-        rc = fail("local init", s);
+    rill_session_options_set_target(so, rill_server_target(server));
+    sess = rill_supervisor_prepare_or_wait_for_session(sv, so, s);
+    if (!sess) {
+        rc = fail(is_chief ? "preparing the session" : "waiting for the model", s);
         goto out;
     }
     if (sync) {
+        /* What SyncReplicasOptimizer's session hook does, and the seed's
+         * sv.start_queue_runners(sess, [chief_queue_runner]); sess.run(init_token_op). */
         rill_node *si = is_chief ? rill_sync_replicas_chief_init_op(sync)
                                  : rill_sync_replicas_local_step_init_op(sync);
-        if (rill_session_run_targets(sess, &si, 1, s) != RILL_OK) {
-            rc = fail("sync init", s);
+        if (rill_session_run_targets(sess, &si, 1, s) != RILL_OK ||
+            (is_chief && (rill_supervisor_start_queue_runner(sv, sess, sync_op, s) != RILL_OK ||
+                          rill_session_run_targets(sess, &init_tokens, 1, s) != RILL_OK))) {
+            rc = fail("starting synchronous training", s);
             goto out;
         }
-        if (is_chief) {
-            qr = rill_queue_runner_start(sess, sync_op, s);
-            if (!qr || rill_session_run_targets(sess, &init_tokens, 1, s) != RILL_OK) {
-                rc = fail("starting the chief's queue runner", s);
-                goto out;
-            }
-        }
     }
-    fprintf(stderr, "%s: training%s\n", task_name, is_chief ? " (chief)" : "");
+    fprintf(stderr, "%s: training%s%s\n", task_name, sync ? " synchronously" : "",
+            is_chief ? " (chief)" : "");
 
     x = rill_tensor_new(RILL_FLOAT, (int64_t[]){1}, 1);
     y = rill_tensor_new(RILL_FLOAT, (int64_t[]){1}, 1);
     float *xp = rill_tensor_data(x), *yp = rill_tensor_data(y);
     rill_output feeds[] = {input, label};
     rill_tensor *feed_values[] = {x, y};
-    /* train_op's output is the global step it produced (global_step += 1 after the updates):
-     * the seed's [train_op, loss, global_step] without a second, racy read of the step. */
-    rill_output fetches[] = {loss, rill_node_output(train_op, 0)};
+    /* train_op's value is the global step it produced (global_step += 1 after the updates; in
+     * sync mode the token): the seed's [train_op, loss, global_step] without a second, racy
+     * read of the step. The chief adds the summary now and then. */
+    rill_output fetches[] = {rill_node_output(train_op, 0), loss, summary_op};
     rill_output wb[] = {weight, biase};
     int64_t step = 0, local_steps = 0;
     double start = now_s();
-    while (step < opt->train_steps) {
+    while (step < opt->train_steps && !rill_supervisor_should_stop(sv)) {
         xp[0] = (float)randn();
         yp[0] = (float)(2 * xp[0] + randn() * 0.33 + 10);
-        rill_tensor *out[2];
-        if (rill_session_run(sess, feeds, feed_values, 2, fetches, out, 2, NULL, 0, s) != RILL_OK) {
+        bool summarize = is_chief && local_steps % opt->summary_steps == 0;
+        rill_tensor *out[3] = {NULL, NULL, NULL};
+        if (rill_session_run(sess, feeds, feed_values, 2, fetches, out, summarize ? 3 : 2, NULL, 0,
+                             s) != RILL_OK) {
             rc = fail("training step", s);
             goto out;
         }
-        float loss_v = *(float *)rill_tensor_data(out[0]);
-        step = *(int64_t *)rill_tensor_data(out[1]);
-        rill_tensor_free(out[0]);
-        rill_tensor_free(out[1]);
+        step = *(int64_t *)rill_tensor_data(out[0]);
+        float loss_v = *(float *)rill_tensor_data(out[1]);
+        if (summarize && rill_supervisor_summary_computed(sv, out[2], step, s) != RILL_OK) {
+            rc = fail("writing the summary", s);
+            goto out;
+        }
+        for (int i = 0; i < 3; i++) rill_tensor_free(out[i]);
         local_steps++;
         if (step % opt->steps_to_validate == 0) {
             rill_tensor *v[2];
@@ -213,6 +221,15 @@ static int run_worker(const options *opt, const rill_task_config *cfg, rill_serv
         }
     }
     double elapsed = now_s() - start;
+    if (is_chief && release_tokens && rill_session_run_targets(sess, &release_tokens, 1, s) != RILL_OK) {
+        rc = fail("releasing the other workers", s);
+        goto out;
+    }
+    /* sv.stop(): the services end and the chief saves a final checkpoint. */
+    if (rill_supervisor_stop(sv, s) != RILL_OK) {
+        rc = fail("stopping the supervisor", s);
+        goto out;
+    }
     rill_tensor *v[2];
     if (rill_session_run(sess, NULL, NULL, 0, wb, v, 2, NULL, 0, s) != RILL_OK) {
         rc = fail("reading the variables", s);
@@ -228,9 +245,10 @@ static int run_worker(const options *opt, const rill_task_config *cfg, rill_serv
 out:
     rill_tensor_free(x);
     rill_tensor_free(y);
-    rill_queue_runner_stop(qr, s);
-    rill_sync_replicas_optimizer_free(sync);
+    rill_supervisor_free(sv); /* stops what still runs */
     rill_session_free(sess);
+    rill_sync_replicas_optimizer_free(sync);
+    rill_saver_free(saver);
     rill_session_options_free(so);
     rill_optimizer_free(optimizer);
     rill_graph_free(g);
@@ -241,7 +259,7 @@ out:
 int main(int argc, char **argv)
 {
     options opt;
-    const char *ps_hosts, *worker_hosts, *job_name, *logdir;
+    const char *ps_hosts, *worker_hosts, *job_name;
     int64_t task_index;
     rill_flags *flags = rill_flags_new(
         argv[0], "The seed's distributed.py: trains y = 2x + 10 on a cluster of ps and worker "
@@ -258,13 +276,20 @@ int main(int argc, char **argv)
     rill_flags_define_string(flags, "job_name", &job_name, "", "One of 'ps', 'worker'");
     rill_flags_define_int(flags, "task_index", &task_index, 0, "Index of task within the job");
     rill_flags_define_int(flags, "issync", &opt.issync, 0,
-                          "1: synchronous mode, 0: asynchronous mode. Synchronous training "
-                          "comes with the next issue; 1 is accepted and trains asynchronously.");
+                          "1: synchronous mode (SyncReplicasOptimizer), 0: asynchronous mode");
     rill_flags_define_int(flags, "train_steps", &opt.train_steps, 1000000,
                           "Train until the global step reaches this (the seed's loop bound).");
-    rill_flags_define_string(flags, "logdir", &logdir, "./checkpoint/",
-                             "Checkpoint directory. Accepted but unused: checkpoints (the seed's "
-                             "Saver and Supervisor) come with the next issue.");
+    rill_flags_define_string(flags, "logdir", &opt.logdir, "./checkpoint/",
+                             "The Supervisor's logdir: checkpoints (model.ckpt-<step>) and the "
+                             "event file with the scalar `cost`; a restarted cluster goes on "
+                             "from its latest checkpoint.");
+    rill_flags_define_float(flags, "save_model_secs", &opt.save_model_secs, 60,
+                            "Seconds between the chief's checkpoints (and one at the end).");
+    rill_flags_define_int(flags, "summary_steps", &opt.summary_steps, 100,
+                          "The chief records the `cost` summary every this many of its steps.");
+    rill_flags_define_float(flags, "sync_timeout", &opt.sync_timeout, 300,
+                            "--issync=1: seconds a worker waits for its token, and the chief "
+                            "for gradients, before failing.");
     rill_flags_define_float(flags, "startup_deadline", &opt.startup_deadline, 60,
                             "Seconds to wait for the other tasks to come up and, on a non-chief "
                             "worker, for the chief to initialize the variables.");
@@ -275,7 +300,6 @@ int main(int argc, char **argv)
         rill_flags_free(flags);
         return rc;
     }
-    (void)logdir;
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress lines show up at once in a launcher's log */
     snprintf(task_name, sizeof task_name, "distributed");
     rc = 2;
@@ -283,6 +307,7 @@ int main(int argc, char **argv)
     rill_task_config cfg = {0};
     rill_server *server = NULL;
     if (opt.steps_to_validate <= 0) opt.steps_to_validate = 1;
+    if (opt.summary_steps <= 0) opt.summary_steps = 1;
     if (opt.issync != 0 && opt.issync != 1) {
         fprintf(stderr, "--issync must be 0 (asynchronous) or 1 (synchronous), not %lld\n",
                 (long long)opt.issync);
@@ -314,12 +339,6 @@ int main(int argc, char **argv)
      * else worker 0, as the seed's is_chief=(task_index == 0). */
     bool is_chief = is_chief_job || (!is_ps && cfg.task_index == 0 &&
                                      !rill_cluster_spec_has_job(cfg.cluster, "chief"));
-    if (opt.issync == 1 && !is_ps)
-        fprintf(stderr,
-                "%s: --issync=1: synchronous training (SyncReplicasOptimizer) is not "
-                "implemented yet, it comes with the next issue; this run trains "
-                "asynchronously\n",
-                task_name);
 
     rc = 1;
     rill_server_options so = {0};

@@ -8,10 +8,12 @@
 #include <rill/ops.h>
 #include <rill/session.h>
 #include <rill/train.h>
+#include <rill/summary.h>
 #include <rill/flags.h>
 #include <rill/data.h>
 #include <rill/device_name.h>
 #include <rill/cluster.h>
 #include <rill/server.h>
+#include <rill/checkpoint.h>
 
 #endif

@@ -133,6 +133,82 @@ rill_code rill_queue_runner_error(const rill_queue_runner *qr, rill_status *s);
 /* Cancels the step in flight, joins and frees; returns the error that had ended it, if any. */
 rill_code rill_queue_runner_stop(rill_queue_runner *qr, rill_status *s);
 
+/* --- tf.train.Saver: checkpoints in TensorFlow's V2 format (read them: rill/checkpoint.h) --- */
+typedef struct rill_saver rill_saver;
+/* Saves and restores var_list (NULL or nvars <= 0: every global variable) under their node
+ * names. Keeps the newest max_to_keep checkpoints (<= 0: all); older ones are deleted unless
+ * keep_checkpoint_every_n_hours (<= 0: never) keeps one per so many hours. Ops go under "save/";
+ * on a cluster each task holding variables writes its own data shard. */
+rill_saver *rill_saver_new(rill_graph *g, const rill_output *var_list, int nvars, int max_to_keep,
+                           double keep_checkpoint_every_n_hours, rill_status *s);
+void rill_saver_free(rill_saver *sv);
+/* Writes "<save_path>-<global_step>" (global_step < 0: save_path) as .index + .data-*, then the
+ * `checkpoint` state file of save_path's directory; the prefix goes to prefix_out. TF's errors
+ * for a missing parent directory and a save path named "checkpoint". */
+rill_code rill_saver_save(rill_saver *sv, rill_session *sess, const char *save_path,
+                          int64_t global_step, char *prefix_out, size_t n, rill_status *s);
+/* Restores every variable of the saver from prefix (NOT_FOUND "Key <name> not found in
+ * checkpoint" for a missing one; DATA_LOSS for a corrupt file). */
+rill_code rill_saver_restore(rill_saver *sv, rill_session *sess, const char *prefix,
+                             rill_status *s);
+/* Takes over the list of kept checkpoints (oldest first), as after a restart. */
+void rill_saver_recover_last_checkpoints(rill_saver *sv, const char *const *paths, int n);
+/* The kept checkpoints, oldest first (borrowed); returns the count. */
+int rill_saver_last_checkpoints(const rill_saver *sv, const char **out, int cap);
+/* The prefix placeholder ("save/filename") its ops read. */
+rill_output rill_saver_filename_tensor(const rill_saver *sv);
+
+/* --- tf.train.Supervisor (see src/train/supervisor.c) --- */
+typedef struct rill_supervisor_options {
+    bool is_chief;
+    const char *logdir;              /* NULL: no checkpoints, no event file */
+    rill_node *init_op;              /* NULL: rill_global_variables_initializer */
+    rill_node *local_init_op;        /* NULL: rill_local_variables_initializer */
+    rill_node *ready_op;             /* NULL: every global variable readable */
+    rill_saver *saver;               /* NULL: a Saver of every global variable ... */
+    bool no_saver;                   /* ... unless this is set (TF: saver=None) */
+    rill_output summary_op;          /* {NULL}: rill_summary_merge_all ... */
+    bool no_summary_op;              /* ... unless this is set (TF: summary_op=None) */
+    rill_output global_step;         /* {NULL}: the graph's global step */
+    double save_model_secs;          /* <= 0: no periodic checkpoints [600] */
+    double save_summaries_secs;      /* <= 0: no periodic summaries [120] */
+    double recovery_wait_secs;       /* a waiting task polls this often [0.5; TF: 30] */
+    double max_wait_secs;            /* [7200] */
+    const char *checkpoint_basename; /* [model.ckpt] */
+} rill_supervisor_options;
+#define RILL_SUPERVISOR_OPTIONS_INIT                                                               \
+    {.is_chief = true, .save_model_secs = 600, .save_summaries_secs = 120,                         \
+     .recovery_wait_secs = 0.5, .max_wait_secs = 7200, .checkpoint_basename = "model.ckpt"}
+
+typedef struct rill_supervisor rill_supervisor;
+struct rill_summary_writer;
+/* Builds the default ops it needs into g and, for a chief with a logdir, opens the event file
+ * (creating logdir). */
+rill_supervisor *rill_supervisor_new(rill_graph *g, const rill_supervisor_options *o,
+                                     rill_status *s);
+/* A session on g (so may be NULL or name a server's target), prepared: the chief restores the
+ * latest checkpoint of logdir or runs init_op, the others wait until the model is ready
+ * (DEADLINE_EXCEEDED "Session was not ready after waiting N secs."); then local_init_op. The
+ * chief with a logdir starts the standard services. The caller frees the session after stop. */
+rill_session *rill_supervisor_prepare_or_wait_for_session(rill_supervisor *sv,
+                                                          const rill_session_options *so,
+                                                          rill_status *s);
+/* sv.start_queue_runners(sess, [qr]) for one op (SyncReplicasOptimizer's chief queue runner). */
+rill_code rill_supervisor_start_queue_runner(rill_supervisor *sv, rill_session *sess,
+                                             rill_node *op, rill_status *s);
+/* True after request_stop, stop, or an error in a service or queue runner. */
+bool rill_supervisor_should_stop(rill_supervisor *sv);
+void rill_supervisor_request_stop(rill_supervisor *sv, const rill_status *error);
+/* Writes a summary (a string tensor from a summary op) to the event file at step. */
+rill_code rill_supervisor_summary_computed(rill_supervisor *sv, const rill_tensor *summary,
+                                           int64_t step, rill_status *s);
+struct rill_summary_writer *rill_supervisor_summary_writer(rill_supervisor *sv);
+rill_saver *rill_supervisor_saver(rill_supervisor *sv);
+/* Stops the services and queue runners, saves a final checkpoint (chief with a logdir), writes
+ * SessionLog STOP; returns the first error a service or queue runner hit. */
+rill_code rill_supervisor_stop(rill_supervisor *sv, rill_status *s);
+void rill_supervisor_free(rill_supervisor *sv);
+
 /* --- tf.train.replica_device_setter --- */
 typedef enum rill_ps_strategy {
     RILL_PS_ROUND_ROBIN,     /* TF's default: ps tasks in turn, in variable creation order */

@@ -129,8 +129,21 @@ double rill__rng_uniform(rill__rng *r); /* [0, 1) */
 double rill__rng_normal(rill__rng *r);
 uint64_t rill__random_seed(void); /* from the OS clock and a counter */
 
-/* --- CRC32C (Castagnoli), for file formats later --- */
+/* --- CRC32C (Castagnoli), for the checkpoint and event file formats ---
+ * Extends crc (0 to start) with n bytes: rill__crc32c(rill__crc32c(0, a), b) is the CRC of a
+ * followed by b. Uses the SSE4.2 crc32 instruction when compiled for it. */
 uint32_t rill__crc32c(uint32_t crc, const void *data, size_t n);
+/* The "masked" CRC that TF/LevelDB files store (a CRC of data that embeds CRCs is weak):
+ * rotate right by 15 and add a constant; unmask undoes it. */
+static inline uint32_t rill__crc32c_mask(uint32_t crc)
+{
+    return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
+}
+static inline uint32_t rill__crc32c_unmask(uint32_t masked)
+{
+    uint32_t rot = masked - 0xa282ead8u;
+    return (rot >> 17) | (rot << 15);
+}
 
 /* --- string-keyed hash map (open addressing); keys are copied, values borrowed --- */
 typedef struct rill__strmap {

@@ -1,12 +1,18 @@
 /* random.c - xoshiro256** seeded by splitmix64, normal deviates by Box-Muller, and CRC32C.
  *
  * Random ops keep one generator per op instance in the session, so a seeded op yields the same
- * sequence run after run, as TensorFlow's stateful random ops do. */
+ * sequence run after run, as TensorFlow's stateful random ops do. CRC32C serves the checkpoint
+ * and event file formats. */
 #include "core.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __SSE4_2__
+#include <nmmintrin.h>
+#endif
 
 static uint64_t splitmix64(uint64_t *x)
 {
@@ -66,8 +72,33 @@ uint64_t rill__random_seed(void)
     return splitmix64(&x);
 }
 
+/* --- CRC32C (Castagnoli, reflected polynomial 0x82F63B78) ---
+ *
+ * With SSE4.2 (the Release build compiles for the host CPU) the crc32 instruction does 8 bytes
+ * per step; otherwise a slicing-by-8 table does. Both give the same result:
+ * crc32c("123456789") = 0xE3069283. The pre- and post-inversion make
+ * rill__crc32c(rill__crc32c(0, a), b) the CRC of a followed by b. */
+
+#ifdef __SSE4_2__
+
+uint32_t rill__crc32c(uint32_t crc, const void *data, size_t n)
+{
+    const uint8_t *p = data;
+    uint64_t c = ~crc;
+    for (; n > 0 && ((uintptr_t)p & 7); n--) c = _mm_crc32_u8((uint32_t)c, *p++);
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        c = _mm_crc32_u64(c, v);
+    }
+    for (; n > 0; n--) c = _mm_crc32_u8((uint32_t)c, *p++);
+    return ~(uint32_t)c;
+}
+
+#else
+
 static uint32_t crc_table[8][256];
-static atomic_int crc_ready;
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
 static void crc_init(void)
 {
@@ -79,12 +110,11 @@ static void crc_init(void)
     for (int t = 1; t < 8; t++)
         for (int i = 0; i < 256; i++)
             crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
-    atomic_store(&crc_ready, 1);
 }
 
 uint32_t rill__crc32c(uint32_t crc, const void *data, size_t n)
 {
-    if (!atomic_load(&crc_ready)) crc_init();
+    pthread_once(&crc_once, crc_init);
     const uint8_t *p = data;
     crc = ~crc;
     while (n >= 8) {
@@ -99,3 +129,5 @@ uint32_t rill__crc32c(uint32_t crc, const void *data, size_t n)
     while (n--) crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xff];
     return ~crc;
 }
+
+#endif

@@ -36,17 +36,46 @@ void rill__mbuf_str(rill__mbuf *m, const char *s)
     rill__mbuf_put(m, s, n);
 }
 
+/* String tensors (checkpoint entries, summaries: small) travel in the meta: the descriptor,
+ * then u32 length and bytes per element. Numeric ones go in the payload. */
+#define MAX_STRING_META (1u << 19)
+
 bool rill__mbuf_tensor(rill__mbuf *m, const rill_tensor *t, rill_status *s)
 {
-    if (t->dtype == RILL_STRING || t->buf->dev) {
+    if (t->buf->dev) {
         rill_status_set(s, RILL_UNIMPLEMENTED,
-                        "only numeric tensors in host memory cross between tasks (got %s)",
-                        rill_dtype_name(t->dtype));
+                        "only tensors in host memory cross between tasks (got one on a device)");
         return false;
+    }
+    uint8_t buf[8 + 8 * RILL_MAX_DIMS];
+    uint32_t hdr[2] = {(uint32_t)t->dtype, (uint32_t)t->shape.rank};
+    if (t->dtype == RILL_STRING) {
+        size_t total = 0;
+        for (int64_t i = 0; i < t->numel; i++) {
+            size_t len = 0;
+            rill_tensor_get_string(t, i, &len);
+            total += 4 + len;
+        }
+        if (total > MAX_STRING_META) {
+            rill_status_set(s, RILL_UNIMPLEMENTED,
+                            "a string tensor of %zu bytes is too big to cross between tasks "
+                            "(at most %u)",
+                            total, MAX_STRING_META);
+            return false;
+        }
+        memcpy(buf, hdr, 8);
+        memcpy(buf + 8, t->shape.dims, 8 * (size_t)t->shape.rank);
+        rill__mbuf_put(m, buf, 8 + 8 * (size_t)t->shape.rank);
+        for (int64_t i = 0; i < t->numel; i++) {
+            size_t len = 0;
+            const char *p = rill_tensor_get_string(t, i, &len);
+            rill__mbuf_u32(m, (uint32_t)len);
+            rill__mbuf_put(m, p, len);
+        }
+        return true;
     }
     rill__tensor_desc d = {.dtype = t->dtype, .rank = t->shape.rank};
     memcpy(d.dims, t->shape.dims, sizeof(int64_t) * (size_t)t->shape.rank);
-    uint8_t buf[8 + 8 * RILL_MAX_DIMS];
     size_t n = rill__tensor_desc_encode(&d, buf, sizeof buf);
     rill__mbuf_put(m, buf, n);
     return true;
@@ -60,6 +89,7 @@ int rill__payload_iovecs(rill_tensor *const *ts, int n, struct iovec *iov, int c
     int k = 0;
     size_t off = 0;
     for (int i = 0; i < n; i++) {
+        if (ts[i]->dtype == RILL_STRING) continue; /* in the meta */
         size_t pad = (RILL__RPC_ALIGN - off % RILL__RPC_ALIGN) % RILL__RPC_ALIGN;
         size_t len = rill_tensor_nbytes(ts[i]);
         if (pad && k < cap) iov[k] = (struct iovec){(void *)zeros, pad};
@@ -72,6 +102,7 @@ int rill__payload_iovecs(rill_tensor *const *ts, int n, struct iovec *iov, int c
     /* Too many pieces for one writev: gather them (same layout). */
     off = 0;
     for (int i = 0; i < n; i++) {
+        if (ts[i]->dtype == RILL_STRING) continue;
         size_t pad = (RILL__RPC_ALIGN - off % RILL__RPC_ALIGN) % RILL__RPC_ALIGN;
         rill__mbuf_put(blob, zeros, pad);
         rill__mbuf_put(blob, ts[i]->buf->data, rill_tensor_nbytes(ts[i]));
@@ -128,10 +159,45 @@ char *rill__mread_str(rill__mread *r)
     return rill__strndup(p, n);
 }
 
+static rill_tensor *read_strings(rill__mread *r)
+{
+    uint32_t hdr[2];
+    if (!take(r, hdr, 8) || hdr[1] > RILL_MAX_DIMS) {
+        r->bad = true;
+        return NULL;
+    }
+    int64_t dims[RILL_MAX_DIMS], numel = 1;
+    for (uint32_t i = 0; i < hdr[1]; i++) {
+        if (!take(r, &dims[i], 8) || dims[i] < 0 || dims[i] > (int64_t)MAX_STRING_META ||
+            (numel *= dims[i]) > (int64_t)MAX_STRING_META) {
+            r->bad = true;
+            return NULL;
+        }
+    }
+    if ((uint64_t)numel * 4 > r->n - r->off) { /* each element needs at least its length */
+        r->bad = true;
+        return NULL;
+    }
+    rill_tensor *t = rill_tensor_new(RILL_STRING, dims, (int)hdr[1]);
+    RILL_CHECK_ALLOC(t);
+    for (int64_t i = 0; i < numel; i++) {
+        uint32_t len = rill__mread_u32(r);
+        if (r->bad || len > r->n - r->off) {
+            r->bad = true;
+            rill_tensor_free(t);
+            return NULL;
+        }
+        rill_tensor_set_string(t, i, (const char *)r->p + r->off, len);
+        r->off += len;
+    }
+    return t;
+}
+
 rill_tensor *rill__mread_tensor(rill__mread *r, rill__buffer *payload, uint64_t payload_len,
                                 uint64_t *off, rill_status *s)
 {
     if (r->bad) return NULL;
+    if (r->n - r->off >= 8 && rill__get_u32(r->p + r->off) == RILL_STRING) return read_strings(r);
     /* Each tensor starts at the next aligned offset (see rill__payload_iovecs). */
     uint64_t aligned = (*off + RILL__RPC_ALIGN - 1) / RILL__RPC_ALIGN * RILL__RPC_ALIGN;
     if (aligned > payload_len) {

@@ -12,7 +12,10 @@ extern const rill__kernel_def rill__cpu_kernels_array[];
 extern const rill__kernel_def rill__cpu_kernels_math[];
 extern const rill__kernel_def rill__cpu_kernels_nn[];
 extern const rill__kernel_def rill__cpu_kernels_state[];
+extern const rill__kernel_def rill__cpu_kernels_summary[];
 extern const rill__kernel_def rill__generic_kernels[];
+extern const rill__kernel_def rill__cpu_kernels_data_flow[];
+extern const rill__kernel_def rill__cpu_kernels_io[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -26,7 +29,10 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_math,
         rill__cpu_kernels_nn,
         rill__cpu_kernels_state,
+        rill__cpu_kernels_summary,
         rill__generic_kernels,
+        rill__cpu_kernels_data_flow,
+        rill__cpu_kernels_io,
 #ifdef RILL_HAVE_OPENCL
         rill__opencl_kernels_math,
         rill__opencl_kernels_nn,

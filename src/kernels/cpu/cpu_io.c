@@ -1,0 +1,173 @@
+/* cpu_io.c - the kernels of the saver's ops (graph/ops_io.c): a ps task writes its data shard,
+ * the chief writes the index, any task reads a tensor back. The entries a shard wrote travel
+ * to the chief as a string of protobuf fields (name, dtype, dims, shard, offset, size, crc). */
+#include "cpu_kernels.h"
+
+#include "../../core/pb.h"
+#include "../../train/checkpoint.h"
+
+#include <string.h>
+
+static const char *prefix_of(rill__kctx *ctx, int i)
+{
+    size_t len;
+    const char *p = rill_tensor_get_string(ctx->inputs[i], 0, &len);
+    if (!p || len == 0 || strlen(p) != len) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "the checkpoint prefix is empty or malformed");
+        return NULL;
+    }
+    return p;
+}
+
+static void encode_entries(rill__pbw *w, const rill__bundle_entry *e, int n)
+{
+    for (int i = 0; i < n; i++) {
+        rill__pbw m = {0};
+        rill__pbw_string(&m, 1, e[i].name);
+        rill__pbw_varint(&m, 2, (uint64_t)e[i].dtype);
+        rill__pbw_varint(&m, 3, (uint64_t)e[i].shape.rank);
+        for (int d = 0; d < e[i].shape.rank; d++) rill__pbw_sint(&m, 4, e[i].shape.dims[d]);
+        rill__pbw_varint(&m, 5, (uint64_t)e[i].shard);
+        rill__pbw_sint(&m, 6, e[i].offset);
+        rill__pbw_sint(&m, 7, e[i].size);
+        rill__pbw_fixed32(&m, 8, e[i].crc);
+        rill__pbw_message(w, 1, &m);
+        rill__pbw_free(&m);
+    }
+}
+
+/* Appends the entries in b to *e (grown); false when malformed. */
+static bool decode_entries(const uint8_t *b, size_t n, rill__bundle_entry **e, int *ne, int *cap)
+{
+    rill__pbr r = rill__pbr_make(b, n);
+    rill__pbfield f;
+    while (rill__pbr_next(&r, &f)) {
+        if (f.field != 1 || f.wire != RILL__PB_BYTES) continue;
+        if (*ne == *cap) {
+            *cap = *cap ? *cap * 2 : 16;
+            *e = rill__realloc(*e, (size_t)*cap * sizeof **e);
+            RILL_CHECK_ALLOC(*e);
+        }
+        rill__bundle_entry x = {0};
+        int dims = 0;
+        rill__pbr m = rill__pbr_make(f.b, f.blen);
+        rill__pbfield g;
+        while (rill__pbr_next(&m, &g)) {
+            switch (g.field) {
+            case 1:
+                rill__free(x.name);
+                x.name = rill__strndup((const char *)g.b, g.blen);
+                break;
+            case 2: x.dtype = (rill_dtype)g.u; break;
+            case 3: x.shape.rank = (int)(g.u > RILL_MAX_DIMS ? RILL_MAX_DIMS + 1 : g.u); break;
+            case 4:
+                if (dims < RILL_MAX_DIMS) x.shape.dims[dims] = (int64_t)g.u;
+                dims++;
+                break;
+            case 5: x.shard = (int)g.u; break;
+            case 6: x.offset = (int64_t)g.u; break;
+            case 7: x.size = (int64_t)g.u; break;
+            case 8: x.crc = (uint32_t)g.u; break;
+            default: break;
+            }
+        }
+        if (m.bad || !x.name || x.shape.rank > RILL_MAX_DIMS || dims != x.shape.rank) {
+            rill__free(x.name);
+            return false;
+        }
+        (*e)[(*ne)++] = x;
+    }
+    return !r.bad;
+}
+
+static void save_shard_kernel(rill__kctx *ctx)
+{
+    const char *prefix = prefix_of(ctx, 0);
+    if (!prefix) return;
+    const rill_tensor *names = rill__node_attr(ctx->node, "names")->v.tensor;
+    int n = ctx->node->ninputs - 1;
+    const char **nm = rill__calloc((size_t)n + 1, sizeof *nm);
+    rill__bundle_entry *e = rill__calloc((size_t)n + 1, sizeof *e);
+    RILL_CHECK_ALLOC(nm);
+    RILL_CHECK_ALLOC(e);
+    for (int i = 0; i < n; i++) nm[i] = rill_tensor_get_string(names, i, NULL);
+    rill_status *s = rill_status_new();
+    int shard = (int)rill__attr_int(ctx->node, "shard", 0);
+    int nshards = (int)rill__attr_int(ctx->node, "num_shards", 1);
+    if (rill__bundle_write_data(prefix, shard, nshards, nm, ctx->inputs + 1, n, e, s)) {
+        rill__pbw w = {0};
+        encode_entries(&w, e, n);
+        rill_tensor *out = rill_tensor_new(RILL_STRING, NULL, 0);
+        RILL_CHECK_ALLOC(out);
+        rill_tensor_set_string(out, 0, (const char *)w.p, w.n);
+        rill__pbw_free(&w);
+        rill__kctx_set_output(ctx, 0, out);
+    } else {
+        rill__kctx_fail(ctx, rill_status_code(s), "%s", rill_status_message(s));
+    }
+    rill__bundle_entries_free(e, n);
+    rill__free(e);
+    rill__free(nm);
+    rill_status_free(s);
+}
+
+static void merge_index_kernel(rill__kctx *ctx)
+{
+    const char *prefix = prefix_of(ctx, 0);
+    if (!prefix) return;
+    rill__bundle_entry *e = NULL;
+    int ne = 0, cap = 0;
+    bool ok = true;
+    for (int i = 1; i < ctx->node->ninputs && ok; i++) {
+        size_t len;
+        const char *b = rill_tensor_get_string(ctx->inputs[i], 0, &len);
+        ok = b && decode_entries((const uint8_t *)b, len, &e, &ne, &cap);
+    }
+    rill_status *s = rill_status_new();
+    if (!ok)
+        rill__kctx_fail(ctx, RILL_DATA_LOSS, "malformed shard entries for checkpoint %s", prefix);
+    else if (!rill__bundle_write_index(prefix, (int)rill__attr_int(ctx->node, "num_shards", 1), e,
+                                       ne, s))
+        rill__kctx_fail(ctx, rill_status_code(s), "%s", rill_status_message(s));
+    else
+        rill__kctx_set_output(ctx, 0, rill_tensor_scalar_string(prefix));
+    rill__bundle_entries_free(e, ne);
+    rill__free(e);
+    rill_status_free(s);
+}
+
+static void restore_kernel(rill__kctx *ctx)
+{
+    const char *prefix = prefix_of(ctx, 0);
+    if (!prefix) return;
+    const rill__attr *tn = rill__node_attr(ctx->node, "tensor_name");
+    const char *name = tn && tn->v.s ? tn->v.s : "";
+    rill_status *s = rill_status_new();
+    rill_checkpoint_reader *r = rill_checkpoint_reader_new(prefix, s);
+    rill_tensor *t = r ? rill_checkpoint_reader_get_tensor(r, name, s) : NULL;
+    rill_dtype want = rill__attr_type(ctx->node, "dtype", RILL_FLOAT);
+    const rill__attr *sh = rill__node_attr(ctx->node, "shape");
+    if (t && (rill_tensor_dtype(t) != want ||
+              (sh && rill_shape_is_fully_defined(&sh->v.shape) &&
+               !rill_shape_equal(&sh->v.shape, &t->shape)))) {
+        char a[96], b[96];
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "%s in checkpoint %s is %s %s; the variable is %s %s", name, prefix,
+                        rill_dtype_name(rill_tensor_dtype(t)), rill_shape_str(&t->shape, a, sizeof a),
+                        rill_dtype_name(want), sh ? rill_shape_str(&sh->v.shape, b, sizeof b) : "?");
+        rill_tensor_free(t);
+    } else if (t) {
+        rill__kctx_set_output(ctx, 0, t);
+    } else {
+        rill__kctx_fail(ctx, rill_status_code(s), "%s", rill_status_message(s));
+    }
+    rill_checkpoint_reader_free(r);
+    rill_status_free(s);
+}
+
+const rill__kernel_def rill__cpu_kernels_io[] = {
+    {.op = "BundleSaveShard", .device_type = "CPU", .fn = save_shard_kernel},
+    {.op = "BundleMergeIndex", .device_type = "CPU", .fn = merge_index_kernel},
+    {.op = "BundleRestore", .device_type = "CPU", .fn = restore_kernel},
+    {0},
+};

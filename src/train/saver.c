@@ -1,0 +1,293 @@
+/* saver.c - tf.train.Saver over TensorFlow's V2 bundle (reference §9.1).
+ *
+ * The graph a saver adds, under the name scope "save": a string placeholder for the prefix;
+ * per task that holds variables, a BundleSaveShard on that task's CPU reading its variables
+ * and writing shard k of n; a BundleMergeIndex on the saving task writing the index from the
+ * shards' entries; per variable a BundleRestore on its task's CPU and an Assign. On a cluster
+ * each ps writes its own data file and the chief the index, as TF's sharded save does; on one
+ * machine it is one shard, .data-00000-of-00001.
+ *
+ * After the files, save() keeps the newest max_to_keep checkpoints (deleting older ones unless
+ * keep_checkpoint_every_n_hours spares them) and rewrites the `checkpoint` state file, last. */
+#include <rill/checkpoint.h>
+#include <rill/device_name.h>
+#include <rill/train.h>
+
+#include "../graph/graph_internal.h"
+#include "checkpoint.h"
+
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+struct rill_saver {
+    rill_graph *g;
+    rill_output filename;
+    rill_output save_op; /* the prefix, once the index is written */
+    rill_node *restore_op;
+    int max_to_keep;
+    double keep_every_s, next_keep;
+    char **last;
+    double *last_t;
+    int nlast;
+};
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* "/job:ps/replica:0/task:1/device:CPU:0" for a variable on "/job:ps/task:1/device:GPU:0": the
+ * CPU of the variable's task, where its save and restore ops run. */
+static void cpu_of(const rill_node *var, char *out, size_t n)
+{
+    rill_device_name d;
+    if (!var->requested_device || !rill_device_name_parse(var->requested_device, &d, NULL))
+        memset(&d, 0, sizeof d);
+    d.has_type = d.has_id = true;
+    snprintf(d.type, sizeof d.type, "CPU");
+    d.id = 0;
+    rill_device_name_str(&d, out, n);
+}
+
+rill_saver *rill_saver_new(rill_graph *g, const rill_output *var_list, int nvars, int max_to_keep,
+                           double keep_checkpoint_every_n_hours, rill_status *s)
+{
+    if (!rill_graph_ok(g)) {
+        rill_status_copy(s, rill_graph_status(g));
+        return NULL;
+    }
+    rill_output *vars = NULL;
+    if (!var_list || nvars <= 0) {
+        nvars = rill_graph_global_variables(g, NULL, 0);
+        vars = rill__calloc((size_t)nvars + 1, sizeof *vars);
+        RILL_CHECK_ALLOC(vars);
+        rill_graph_global_variables(g, vars, nvars);
+    } else {
+        vars = rill__calloc((size_t)nvars + 1, sizeof *vars);
+        RILL_CHECK_ALLOC(vars);
+        memcpy(vars, var_list, (size_t)nvars * sizeof *vars);
+    }
+    if (nvars == 0) {
+        rill__free(vars);
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "No variables to save");
+        return NULL;
+    }
+    for (int i = 0; i < nvars; i++)
+        if (!vars[i].node || strcmp(vars[i].node->op->name, "VariableV2") != 0) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT, "Saver: var_list[%d] is not a variable", i);
+            rill__free(vars);
+            return NULL;
+        }
+    /* Shards: one per task holding variables, in order of first appearance. */
+    char (*dev)[RILL_DEVICE_NAME_MAX] = rill__calloc((size_t)nvars, sizeof *dev);
+    int *shard = rill__calloc((size_t)nvars, sizeof *shard);
+    RILL_CHECK_ALLOC(dev);
+    RILL_CHECK_ALLOC(shard);
+    int nshards = 0;
+    for (int i = 0; i < nvars; i++) {
+        char d[RILL_DEVICE_NAME_MAX];
+        cpu_of(vars[i].node, d, sizeof d);
+        int k = 0;
+        while (k < nshards && strcmp(dev[k], d) != 0) k++;
+        if (k == nshards) memcpy(dev[nshards++], d, sizeof d);
+        shard[i] = k;
+    }
+    rill_saver *sv = rill__calloc(1, sizeof *sv);
+    RILL_CHECK_ALLOC(sv);
+    sv->g = g;
+    sv->max_to_keep = max_to_keep;
+    sv->keep_every_s = keep_checkpoint_every_n_hours > 0 ? keep_checkpoint_every_n_hours * 3600 : 0;
+    sv->next_keep = wall_now() + sv->keep_every_s;
+    rill_graph_push_control_dependencies(g, NULL, 0);
+    rill_graph_push_name_scope(g, "save");
+    sv->filename = rill_placeholder(g, RILL_STRING, rill_shape_scalar(), "filename");
+    rill_output *entries = rill__calloc((size_t)nshards + 1, sizeof *entries);
+    rill_output *ins = rill__calloc((size_t)nvars + 2, sizeof *ins);
+    rill_node **assigns = rill__calloc((size_t)nvars + 1, sizeof *assigns);
+    RILL_CHECK_ALLOC(entries);
+    RILL_CHECK_ALLOC(ins);
+    RILL_CHECK_ALLOC(assigns);
+    entries[0] = sv->filename;
+    for (int k = 0; k < nshards; k++) {
+        int n = 0;
+        ins[n++] = sv->filename;
+        for (int i = 0; i < nvars; i++)
+            if (shard[i] == k) ins[n++] = vars[i];
+        rill_tensor *names = rill_tensor_new(RILL_STRING, (int64_t[]){n - 1}, 1);
+        RILL_CHECK_ALLOC(names);
+        for (int i = 1; i < n; i++) rill_tensor_set_string(names, i - 1, ins[i].node->name, strlen(ins[i].node->name));
+        rill__attr a[] = {RILL__A_TENSOR("names", names), RILL__A_INT("shard", k),
+                          RILL__A_INT("num_shards", nshards)};
+        rill_graph_push_device(g, dev[k]);
+        rill_node *sn = rill__node_create(g, "BundleSaveShard", "save_shard", ins, n, a, 3);
+        rill_graph_pop_device(g);
+        rill_tensor_free(names);
+        entries[k + 1] = (rill_output){sn, 0};
+    }
+    rill__attr ma[] = {RILL__A_INT("num_shards", nshards)};
+    rill_node *merge = rill__node_create(g, "BundleMergeIndex", "merge_index", entries, nshards + 1, ma, 1);
+    sv->save_op = (rill_output){merge, 0};
+    for (int i = 0; i < nvars; i++) {
+        rill_node *v = vars[i].node;
+        rill__attr ra[] = {RILL__A_STRING("tensor_name", v->name),
+                           RILL__A_TYPE("dtype", v->out_dtypes[0]),
+                           RILL__A_SHAPE("shape", v->out_shapes[0])};
+        rill_graph_push_device(g, dev[shard[i]]);
+        rill_node *r = rill__node_create(g, "BundleRestore", "restore", &sv->filename, 1, ra, 3);
+        rill_graph_pop_device(g);
+        assigns[i] = rill_assign(g, vars[i], (rill_output){r, 0}, NULL).node;
+    }
+    sv->restore_op = rill_group(g, assigns, nvars, "restore_all");
+    rill_graph_pop_name_scope(g);
+    rill_graph_pop_control_dependencies(g);
+    rill__free(entries);
+    rill__free(ins);
+    rill__free(assigns);
+    rill__free(dev);
+    rill__free(shard);
+    rill__free(vars);
+    if (!rill_graph_ok(g)) {
+        rill_status_copy(s, rill_graph_status(g));
+        rill_saver_free(sv);
+        return NULL;
+    }
+    return sv;
+}
+
+void rill_saver_free(rill_saver *sv)
+{
+    if (!sv) return;
+    for (int i = 0; i < sv->nlast; i++) rill__free(sv->last[i]);
+    rill__free(sv->last);
+    rill__free(sv->last_t);
+    rill__free(sv);
+}
+
+static rill_code run_with_prefix(rill_saver *sv, rill_session *sess, const char *prefix,
+                                 const rill_output *fetch, rill_node *target, rill_status *s)
+{
+    rill_tensor *p = rill_tensor_scalar_string(prefix);
+    RILL_CHECK_ALLOC(p);
+    rill_tensor *out = NULL;
+    rill_code c = rill_session_run(sess, &sv->filename, &p, 1, fetch, &out, fetch ? 1 : 0,
+                                   target ? &target : NULL, target ? 1 : 0, s);
+    rill_tensor_free(out);
+    rill_tensor_free(p);
+    return c;
+}
+
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return rill__strdup(".");
+    if (slash == path) return rill__strdup("/");
+    return rill__strndup(path, (size_t)(slash - path));
+}
+
+/* Appends prefix to the kept list (moving it to the end if there) and drops the oldest beyond
+ * max_to_keep, deleting their files unless the every-N-hours rule keeps them. */
+static void remember(rill_saver *sv, const char *prefix)
+{
+    for (int i = 0; i < sv->nlast; i++)
+        if (strcmp(sv->last[i], prefix) == 0) {
+            rill__free(sv->last[i]);
+            memmove(sv->last + i, sv->last + i + 1, (size_t)(sv->nlast - i - 1) * sizeof *sv->last);
+            memmove(sv->last_t + i, sv->last_t + i + 1,
+                    (size_t)(sv->nlast - i - 1) * sizeof *sv->last_t);
+            sv->nlast--;
+            break;
+        }
+    sv->last = rill__realloc(sv->last, (size_t)(sv->nlast + 1) * sizeof *sv->last);
+    sv->last_t = rill__realloc(sv->last_t, (size_t)(sv->nlast + 1) * sizeof *sv->last_t);
+    RILL_CHECK_ALLOC(sv->last);
+    RILL_CHECK_ALLOC(sv->last_t);
+    sv->last[sv->nlast] = rill__strdup(prefix);
+    sv->last_t[sv->nlast++] = wall_now();
+    while (sv->max_to_keep > 0 && sv->nlast > sv->max_to_keep) {
+        char *old = sv->last[0];
+        double t = sv->last_t[0];
+        if (sv->keep_every_s > 0 && t > sv->next_keep)
+            sv->next_keep += sv->keep_every_s;
+        else
+            rill__checkpoint_delete(old);
+        rill__free(old);
+        memmove(sv->last, sv->last + 1, (size_t)(sv->nlast - 1) * sizeof *sv->last);
+        memmove(sv->last_t, sv->last_t + 1, (size_t)(sv->nlast - 1) * sizeof *sv->last_t);
+        sv->nlast--;
+    }
+}
+
+rill_code rill_saver_save(rill_saver *sv, rill_session *sess, const char *save_path,
+                          int64_t global_step, char *prefix_out, size_t n, rill_status *s)
+{
+    if (!save_path || !*save_path) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "save_path is empty");
+        return RILL_INVALID_ARGUMENT;
+    }
+    char *dir = dir_of(save_path);
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        rill_status_set(s, RILL_NOT_FOUND, "Parent directory of %s doesn't exist, can't save.",
+                        save_path);
+        rill__free(dir);
+        return RILL_NOT_FOUND;
+    }
+    char *prefix = global_step >= 0 ? rill__asprintf("%s-%lld", save_path, (long long)global_step)
+                                    : rill__strdup(save_path);
+    const char *base = strrchr(prefix, '/');
+    rill_code c = RILL_OK;
+    if (strcmp(base ? base + 1 : prefix, "checkpoint") == 0) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "'latest_filename' collides with 'save_path': 'checkpoint' and '%s'",
+                        save_path);
+        c = RILL_INVALID_ARGUMENT;
+    }
+    if (c == RILL_OK) c = run_with_prefix(sv, sess, prefix, &sv->save_op, NULL, s);
+    if (c == RILL_OK) {
+        remember(sv, prefix);
+        if (!rill__checkpoint_state_write(dir, prefix, (const char *const *)sv->last, sv->last_t,
+                                          sv->nlast, 0, s))
+            c = rill_status_code(s);
+    }
+    if (c == RILL_OK && prefix_out && n) snprintf(prefix_out, n, "%s", prefix);
+    rill__free(prefix);
+    rill__free(dir);
+    return c;
+}
+
+rill_code rill_saver_restore(rill_saver *sv, rill_session *sess, const char *prefix, rill_status *s)
+{
+    if (!prefix || !rill_checkpoint_exists(prefix)) {
+        rill_status_set(s, RILL_NOT_FOUND, "The passed save_path is not a valid checkpoint: %s",
+                        prefix ? prefix : "(null)");
+        return RILL_NOT_FOUND;
+    }
+    return run_with_prefix(sv, sess, prefix, NULL, sv->restore_op, s);
+}
+
+void rill_saver_recover_last_checkpoints(rill_saver *sv, const char *const *paths, int n)
+{
+    for (int i = 0; i < sv->nlast; i++) rill__free(sv->last[i]);
+    sv->nlast = 0;
+    for (int i = 0; i < n; i++) {
+        remember(sv, paths[i]);
+        struct stat st;
+        char *idx = rill__bundle_index_path(paths[i]);
+        if (stat(idx, &st) == 0) sv->last_t[sv->nlast - 1] = (double)st.st_mtime;
+        rill__free(idx);
+    }
+}
+
+int rill_saver_last_checkpoints(const rill_saver *sv, const char **out, int cap)
+{
+    for (int i = 0; i < sv->nlast && i < cap; i++) out[i] = sv->last[i];
+    return sv->nlast;
+}
+
+rill_output rill_saver_filename_tensor(const rill_saver *sv)
+{
+    return sv->filename;
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""read_rill_events.py FILE - prints the scalars of a TensorBoard event file as TensorFlow's own
+tools see them, one "tag step value" line per point (value as %.9g, which round-trips a float32).
+
+Used by rill's interop tests to prove that files rill writes are read by TensorBoard and
+TensorFlow. The values come from TensorBoard's EventAccumulator when tensorboard is importable
+(what the TensorBoard UI shows), otherwise from tf.compat.v1.train.summary_iterator. Lines are
+grouped by tag in the order tags first appear; within a tag, points keep the file's order.
+
+Before that, the TFRecord framing is checked strictly here (both masked CRC32Cs of every record,
+no trailing partial record), because TensorBoard quietly stops at a damaged record. Any read
+error exits with status 1 and a message on stderr; bad usage exits with 2.
+"""
+import os
+import struct
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def _crc32c_table():
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_TABLE = _crc32c_table()
+
+
+def masked_crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c = (c >> 8) ^ _TABLE[(c ^ b) & 0xFF]
+    c ^= 0xFFFFFFFF
+    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def check_framing(path):
+    """Raises ValueError at the first damaged or truncated record; returns the record count."""
+    with open(path, "rb") as f:
+        data = f.read()
+    off, count = 0, 0
+    while off < len(data):
+        if len(data) - off < 12:
+            raise ValueError("truncated record header at byte offset %d" % off)
+        (length,) = struct.unpack_from("<Q", data, off)
+        (length_crc,) = struct.unpack_from("<I", data, off + 8)
+        if masked_crc32c(data[off:off + 8]) != length_crc:
+            raise ValueError("bad length checksum at byte offset %d" % off)
+        end = off + 12 + length + 4
+        if end > len(data):
+            raise ValueError("truncated record at byte offset %d" % off)
+        (data_crc,) = struct.unpack_from("<I", data, off + 12 + length)
+        if masked_crc32c(data[off + 12:off + 12 + length]) != data_crc:
+            raise ValueError("bad data checksum at byte offset %d" % off)
+        off, count = end, count + 1
+    return count
+
+
+def scalars_tensorboard(path):
+    from tensorboard.backend.event_processing import event_accumulator as ea
+
+    acc = ea.EventAccumulator(path, size_guidance={ea.SCALARS: 0})
+    acc.Reload()
+    points = []
+    for tag in acc.Tags().get(ea.SCALARS, []):
+        points.extend((tag, s.step, s.value) for s in acc.Scalars(tag))
+    return points
+
+
+def scalars_summary_iterator(path):
+    import tensorflow as tf
+
+    points = []
+    for event in tf.compat.v1.train.summary_iterator(path):
+        for value in event.summary.value:
+            if value.WhichOneof("value") == "simple_value":
+                points.append((value.tag, event.step, value.simple_value))
+    return points
+
+
+def main(argv):
+    if len(argv) != 2:
+        sys.stderr.write("usage: read_rill_events.py EVENT_FILE\n")
+        return 2
+    path = argv[1]
+    try:
+        records = check_framing(path)
+        try:
+            import tensorboard.backend.event_processing.event_accumulator  # noqa: F401
+
+            reader = "tensorboard EventAccumulator"
+        except ImportError:
+            reader = "tf.compat.v1.train.summary_iterator"
+        if reader.startswith("tensorboard"):
+            points = scalars_tensorboard(path)
+        else:
+            points = scalars_summary_iterator(path)
+    except Exception as e:  # any read error, whatever raised it
+        sys.stderr.write("read_rill_events.py: %s: %s: %s\n" % (path, type(e).__name__, e))
+        return 1
+    order = {}
+    for tag, _, _ in points:
+        order.setdefault(tag, len(order))
+    points.sort(key=lambda p: order[p[0]])  # stable: file order within a tag
+    sys.stderr.write("read_rill_events.py: %d records, %d scalar points, read with %s\n"
+                     % (records, len(points), reader))
+    for tag, step, value in points:
+        print("%s %d %.9g" % (tag, step, value))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
