@@ -29,8 +29,11 @@ $(BUILD_SAN)/CMakeCache.txt:
 build-asan: deps $(BUILD_SAN)/CMakeCache.txt
 	cmake --build $(BUILD_SAN) -j $(JOBS)
 
+# A fresh logdir each time: a logdir with a checkpoint makes the Supervisor go on from it.
 run: build
-	scripts/local_cluster.sh $(BUILD) --learning_rate=0.01 --train_steps=20000 --steps_to_validate=2000
+	rm -rf $(BUILD)/run-checkpoint
+	scripts/local_cluster.sh $(BUILD) --learning_rate=0.01 --train_steps=20000 --steps_to_validate=2000 --logdir=$(BUILD)/run-checkpoint
+	$(BUILD)/examples/local_reload_test --logdir=$(BUILD)/run-checkpoint
 
 # use_tls=0: GCC 12's LeakSanitizer crashes scanning the thread-local storage of the kernel
 # libraries PoCL dlopens ("Tracer caught signal 11"); not scanning TLS only makes the check

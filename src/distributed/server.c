@@ -45,8 +45,13 @@ struct rill_server {
     atomic_bool stopping;
     pthread_mutex_t jmu;
     pthread_cond_t jcv;
-    int running; /* blocking runs in flight (under mu) */
-    pthread_cond_t run_cv;
+    /* Blocking runs go to a pool that grows when every thread is busy (a run may wait for
+     * another: a fixed pool could deadlock) and shrinks after threads idle for a while. */
+    int running;  /* blocking runs queued or in flight (under mu) */
+    int nthreads, idle;
+    bool pool_stop;
+    struct blocking_run *jobs, *jobs_tail;
+    pthread_cond_t run_cv, job_cv;
 };
 
 /* --- the process's servers, by target --- */
@@ -340,6 +345,7 @@ typedef struct blocking_run {
     rill__tcp_deferred *d;
     rill__tcp_request req; /* meta and payload owned */
     char peer[64];
+    struct blocking_run *next;
 } blocking_run;
 
 static void on_hangup(void *arg)
@@ -348,21 +354,75 @@ static void on_hangup(void *arg)
     rill_session_cancel(b->rg->sess);
 }
 
-static void *blocking_main(void *arg)
+static void blocking_run_job(blocking_run *b)
 {
-    blocking_run *b = arg;
     rill__mread r = {.p = b->req.meta, .n = b->req.meta_len};
     rill__mread_u32(&r); /* the op */
     do_run(b->srv, &b->req, &r, rill__tcp_deferred_response(b->d));
     if (b->req.payload) rill__aligned_free(b->req.payload, b->req.payload_len);
     rill__free((void *)b->req.meta);
-    rill_server *srv = b->srv;
     rill__tcp_deferred_finish(b->d); /* b is released on the server thread after this */
+}
+
+#define POOL_IDLE_S 10
+
+static void *pool_main(void *arg)
+{
+    rill_server *srv = arg;
     pthread_mutex_lock(&srv->mu);
-    srv->running--;
+    for (;;) {
+        bool timed_out = false;
+        while (!srv->jobs && !srv->pool_stop && !timed_out) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += POOL_IDLE_S;
+            srv->idle++;
+            timed_out = pthread_cond_timedwait(&srv->job_cv, &srv->mu, &ts) == ETIMEDOUT;
+            srv->idle--;
+        }
+        blocking_run *b = srv->jobs;
+        if (!b) break; /* stopping, or idle too long */
+        srv->jobs = b->next;
+        if (!srv->jobs) srv->jobs_tail = NULL;
+        pthread_mutex_unlock(&srv->mu);
+        blocking_run_job(b);
+        pthread_mutex_lock(&srv->mu);
+        srv->running--;
+        pthread_cond_broadcast(&srv->run_cv);
+    }
+    srv->nthreads--;
     pthread_cond_broadcast(&srv->run_cv);
     pthread_mutex_unlock(&srv->mu);
     return NULL;
+}
+
+/* Queues b for the pool, starting a thread when none is idle for it. */
+static void pool_submit(rill_server *srv, blocking_run *b)
+{
+    pthread_mutex_lock(&srv->mu);
+    int queued = 0;
+    for (blocking_run *j = srv->jobs; j; j = j->next) queued++;
+    if (srv->jobs_tail) srv->jobs_tail->next = b;
+    else srv->jobs = b;
+    srv->jobs_tail = b;
+    srv->running++;
+    bool spawn = srv->idle <= queued;
+    if (spawn) srv->nthreads++;
+    pthread_cond_signal(&srv->job_cv);
+    pthread_mutex_unlock(&srv->mu);
+    if (!spawn) return;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_t th;
+    if (pthread_create(&th, &at, pool_main, srv) != 0) {
+        pthread_mutex_lock(&srv->mu);
+        srv->nthreads--;
+        pthread_mutex_unlock(&srv->mu);
+        rill__log(RILL_LOG_ERROR, "server %s: cannot start a thread for a blocking run",
+                  srv->address);
+    }
+    pthread_attr_destroy(&at);
 }
 
 static void on_release(void *arg)
@@ -395,15 +455,7 @@ static bool run_off_thread(rill_server *srv, rill__tcp_request *req, rill__mread
     b->req.peer = b->peer;
     req->payload = NULL; /* the thread owns it */
     b->d = rill__tcp_response_defer(resp, on_hangup, on_release, b);
-    pthread_mutex_lock(&srv->mu);
-    srv->running++;
-    pthread_mutex_unlock(&srv->mu);
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    pthread_t th;
-    if (pthread_create(&th, &at, blocking_main, b) != 0) blocking_main(b);
-    pthread_attr_destroy(&at);
+    pool_submit(srv, b);
     return true;
 }
 
@@ -479,6 +531,7 @@ rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, 
     pthread_mutex_init(&srv->mu, NULL);
     pthread_mutex_init(&srv->jmu, NULL);
     pthread_cond_init(&srv->run_cv, NULL);
+    pthread_cond_init(&srv->job_cv, NULL);
     pthread_cond_init(&srv->jcv, NULL);
     srv->rm = rill__resource_mgr_new();
     /* Enumerate the devices here, on the caller's thread: OpenCL implementations (PoCL's LLVM)
@@ -593,7 +646,9 @@ void rill_server_free(rill_server *srv)
     pthread_mutex_unlock(&reg_mu);
     /* Blocking runs in flight are cancelled and finish before the transport goes. */
     pthread_mutex_lock(&srv->mu);
-    while (srv->running > 0) {
+    srv->pool_stop = true;
+    pthread_cond_broadcast(&srv->job_cv);
+    while (srv->running > 0 || srv->nthreads > 0) {
         for (int i = 0; i < srv->graphs.n; i++)
             rill_session_cancel(((reg_graph *)srv->graphs.items[i])->sess);
         struct timespec ts;
@@ -613,5 +668,6 @@ void rill_server_free(rill_server *srv)
     pthread_mutex_destroy(&srv->jmu);
     pthread_cond_destroy(&srv->jcv);
     pthread_cond_destroy(&srv->run_cv);
+    pthread_cond_destroy(&srv->job_cv);
     rill__free(srv);
 }

@@ -16,6 +16,7 @@
 #include "../graph/graph_internal.h"
 #include "checkpoint.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -52,6 +53,11 @@ static void cpu_of(const rill_node *var, char *out, size_t n)
     rill_device_name_str(&d, out, n);
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const rill_output *)a)->node->name, ((const rill_output *)b)->node->name);
+}
+
 rill_saver *rill_saver_new(rill_graph *g, const rill_output *var_list, int nvars, int max_to_keep,
                            double keep_checkpoint_every_n_hours, rill_status *s)
 {
@@ -81,6 +87,8 @@ rill_saver *rill_saver_new(rill_graph *g, const rill_output *var_list, int nvars
             rill__free(vars);
             return NULL;
         }
+    /* In name order, as TF's Saver: the data files then match TF's byte for byte. */
+    qsort(vars, (size_t)nvars, sizeof *vars, by_name);
     /* Shards: one per task holding variables, in order of first appearance. */
     char (*dev)[RILL_DEVICE_NAME_MAX] = rill__calloc((size_t)nvars, sizeof *dev);
     int *shard = rill__calloc((size_t)nvars, sizeof *shard);
