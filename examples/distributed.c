@@ -343,6 +343,9 @@ int main(int argc, char **argv)
     rc = 1;
     rill_server_options so = {0};
     so.connect_deadline_s = opt.startup_deadline > 0 ? opt.startup_deadline : 60;
+    /* A step may wait up to --sync_timeout for its token: the transport waits a little longer,
+     * so that the error that comes back is the token's ("Dequeueing from queue ..."). */
+    if (opt.issync && opt.sync_timeout + 30 > 300) so.step_deadline_s = opt.sync_timeout + 30;
     server = rill_server_new(cfg.cluster, cfg.job_name, cfg.task_index, &so, s);
     if (!server) {
         rc = fail("starting the server", s);

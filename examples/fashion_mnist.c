@@ -94,25 +94,6 @@ static int fail(const char *what, const rill_status *s)
 
 #define MAX_VARS 64
 
-/* As examples/distributed.c: the chief initializes the variables unless they already are; the
- * others wait for the chief, logging every few seconds, up to the deadline. */
-/* The chief initializes the variables unless they already are; the others wait for it (see
- * rill_session_prepare_variables; the Supervisor of the next issue will own this). */
-static int prepare_variables(rill_session *sess, rill_graph *g, rill_node *init_op, bool is_chief,
-                             double deadline_s, rill_status *s)
-{
-    bool ran = false;
-    if (rill_session_prepare_variables(sess, g, init_op, is_chief, deadline_s, &ran, s) != RILL_OK)
-        return fail("preparing the variables", s);
-    if (is_chief)
-        fprintf(stderr,
-                ran ? "%s: initialized the variables\n"
-                    : "%s: the variables are already initialized on the ps tasks; training goes "
-                      "on from them\n",
-                task_name);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     int64_t batch_size, epochs, hidden, seed, task_index, max_steps;
@@ -154,6 +135,7 @@ int main(int argc, char **argv)
     rill_optimizer *opt = NULL;
     rill_graph *g = NULL;
     rill_session *sess = NULL;
+    rill_supervisor *sv = NULL;
     rill_session_options *so = NULL;
     rill_tensor *train_x = NULL, *train_y = NULL, *test_x = NULL, *test_y = NULL;
     rill_tensor *bx = NULL, *by = NULL, *lr_value = NULL;
@@ -295,12 +277,20 @@ int main(int argc, char **argv)
     if (clustered) {
         so = rill_session_options_new();
         rill_session_options_set_target(so, rill_server_target(server));
-        sess = rill_session_new(g, so, s);
+        /* tf.train.Supervisor(is_chief, init_op) without a logdir: the chief initializes the
+         * variables unless the ps tasks already hold them; the others wait until they do. */
+        rill_supervisor_options svo = RILL_SUPERVISOR_OPTIONS_INIT;
+        svo.is_chief = is_chief;
+        svo.init_op = m.init;
+        svo.no_saver = true;
+        svo.no_summary_op = true;
+        svo.max_wait_secs = startup_deadline;
+        sv = rill_supervisor_new(g, &svo, s);
+        sess = sv ? rill_supervisor_prepare_or_wait_for_session(sv, so, s) : NULL;
         if (!sess) {
-            rc = fail("creating the session", s);
+            rc = fail(is_chief ? "preparing the session" : "waiting for the chief", s);
             goto out;
         }
-        if (prepare_variables(sess, g, m.init, is_chief, startup_deadline, s) != 0) goto out;
         fprintf(stderr, "%s: training%s\n", task_name, is_chief ? " (chief)" : "");
     } else {
         sess = rill_session_new(g, NULL, s);
@@ -419,6 +409,7 @@ out:
     rill_tensor_free(train_y);
     rill_tensor_free(test_x);
     rill_tensor_free(test_y);
+    rill_supervisor_free(sv);
     rill_session_free(sess);
     rill_session_options_free(so);
     rill_graph_free(g);

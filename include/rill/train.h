@@ -53,15 +53,6 @@ rill_node *rill_optimizer_apply_gradients(rill_optimizer *o, rill_graph *g,
 rill_node *rill_optimizer_minimize(rill_optimizer *o, rill_graph *g, rill_output loss,
                                    rill_output global_step, const char *name);
 
-/* The start-up half of tf.train.Supervisor.prepare_or_wait_for_session: when every global
- * variable of g is initialized already, returns at once; otherwise the chief runs init_op, and
- * any other task polls (every 0.2 s, a log line every 3 s) until the chief has, up to
- * deadline_s, then DEADLINE_EXCEEDED. *ran_init (may be NULL) says whether this call ran
- * init_op. Any other error (an unreachable task) comes back as it is. */
-rill_code rill_session_prepare_variables(rill_session *sess, rill_graph *g, rill_node *init_op,
-                                         bool is_chief, double deadline_s, bool *ran_init,
-                                         rill_status *s);
-
 /* --- gradient accumulators and FIFO queues (what SyncReplicasOptimizer is made of) ---
  * A resource is named by shared_name and lives on the task its op runs on, like a variable.
  * Waits (take, dequeue, an enqueue into a full queue) last at most timeout_ms (<= 0: 300 s),
