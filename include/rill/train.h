@@ -55,7 +55,7 @@ rill_node *rill_optimizer_minimize(rill_optimizer *o, rill_graph *g, rill_output
 
 /* --- gradient accumulators and FIFO queues (what SyncReplicasOptimizer is made of) ---
  * A resource is named by shared_name and lives on the task its op runs on, like a variable.
- * Waits (take, dequeue, an enqueue into a full queue) last at most timeout_ms (<= 0: 300 s),
+ * Waits (take, dequeue) last at most timeout_ms (<= 0: 300 s; an enqueue into a full queue 300 s),
  * then DEADLINE_EXCEEDED naming the resource; rill_session_cancel ends them with CANCELLED. */
 /* Adds grad unless local_step is older than the accumulator's step (then it is dropped and
  * counted). Returns 1 when accepted, 0 when dropped (int32). */

@@ -3,7 +3,8 @@
  * The graph a saver adds, under the name scope "save": a string placeholder for the prefix;
  * per task that holds variables, a BundleSaveShard on that task's CPU reading its variables
  * and writing shard k of n; a BundleMergeIndex on the saving task writing the index from the
- * shards' entries; per variable a BundleRestore on its task's CPU and an Assign. On a cluster
+ * shards' entries; per variable a BundleRestore on its task's CPU and an Assign (after every
+ * BundleRestore of its task, so that a failed read changes nothing). On a cluster
  * each ps writes its own data file and the chief the index, as TF's sharded save does; on one
  * machine it is one shard, .data-00000-of-00001.
  *
@@ -138,16 +139,33 @@ rill_saver *rill_saver_new(rill_graph *g, const rill_output *var_list, int nvars
     rill__attr ma[] = {RILL__A_INT("num_shards", nshards)};
     rill_node *merge = rill__node_create(g, "BundleMergeIndex", "merge_index", entries, nshards + 1, ma, 1);
     sv->save_op = (rill_output){merge, 0};
+    rill_node **restores = rill__calloc((size_t)nvars + 1, sizeof *restores);
+    rill_node **deps = rill__calloc((size_t)nvars + 1, sizeof *deps);
+    RILL_CHECK_ALLOC(restores);
+    RILL_CHECK_ALLOC(deps);
     for (int i = 0; i < nvars; i++) {
         rill_node *v = vars[i].node;
         rill__attr ra[] = {RILL__A_STRING("tensor_name", v->name),
                            RILL__A_TYPE("dtype", v->out_dtypes[0]),
                            RILL__A_SHAPE("shape", v->out_shapes[0])};
         rill_graph_push_device(g, dev[shard[i]]);
-        rill_node *r = rill__node_create(g, "BundleRestore", "restore", &sv->filename, 1, ra, 3);
+        restores[i] = rill__node_create(g, "BundleRestore", "restore", &sv->filename, 1, ra, 3);
         rill_graph_pop_device(g);
-        assigns[i] = rill_assign(g, vars[i], (rill_output){r, 0}, NULL).node;
     }
+    /* A shard's Assigns wait for all of its reads, as TF's one RestoreV2 per device: a missing
+     * or damaged tensor fails the step before any variable of that task has changed. */
+    for (int k = 0; k < nshards; k++) {
+        int nd = 0;
+        for (int i = 0; i < nvars; i++)
+            if (shard[i] == k && restores[i]) deps[nd++] = restores[i];
+        rill_graph_push_control_dependencies(g, deps, nd);
+        for (int i = 0; i < nvars; i++)
+            if (shard[i] == k)
+                assigns[i] = rill_assign(g, vars[i], (rill_output){restores[i], 0}, NULL).node;
+        rill_graph_pop_control_dependencies(g);
+    }
+    rill__free(restores);
+    rill__free(deps);
     sv->restore_op = rill_group(g, assigns, nvars, "restore_all");
     rill_graph_pop_name_scope(g);
     rill_graph_pop_control_dependencies(g);

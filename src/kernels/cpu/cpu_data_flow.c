@@ -36,7 +36,7 @@ static bool wait_slice(rill__kctx *ctx, pthread_cond_t *cv, pthread_mutex_t *mu,
     }
     double now = rill__now_seconds();
     if (now >= deadline) {
-        rill__kctx_fail(ctx, RILL_DEADLINE_EXCEEDED, "%s timed out after %.0f s", what,
+        rill__kctx_fail(ctx, RILL_DEADLINE_EXCEEDED, "%s timed out after %g s", what,
                         timeout_s(ctx));
         return false;
     }
@@ -252,7 +252,22 @@ typedef struct fifo {
     int64_t capacity; /* < 0: unbounded */
     rill_tensor **items;
     int64_t head, n, cap;
+    /* Dequeuers are served in arrival order (as TF's queues): without it, a fast worker that
+     * asks again at once can take every token of a step and starve the others. */
+    struct waiter *first, *last;
 } fifo;
+
+typedef struct waiter {
+    struct waiter *prev, *next;
+} waiter;
+
+static void waiter_remove(fifo *q, waiter *w)
+{
+    if (w->prev) w->prev->next = w->next;
+    else q->first = w->next;
+    if (w->next) w->next->prev = w->prev;
+    else q->last = w->prev;
+}
 
 typedef struct fifo_args {
     const char *name;
@@ -361,11 +376,18 @@ static void dequeue_kernel(rill__kctx *ctx)
              q->name);
     double deadline = rill__now_seconds() + timeout_s(ctx);
     pthread_mutex_lock(&q->mu);
-    while (q->n == 0)
+    waiter me = {q->last, NULL};
+    if (q->last) q->last->next = &me;
+    else q->first = &me;
+    q->last = &me;
+    while (q->n == 0 || q->first != &me)
         if (!wait_slice(ctx, &q->cv, &q->mu, deadline, what)) {
+            waiter_remove(q, &me);
+            pthread_cond_broadcast(&q->cv); /* the next in line may be served now */
             pthread_mutex_unlock(&q->mu);
             return;
         }
+    waiter_remove(q, &me);
     rill_tensor *t = q->items[q->head];
     q->head = (q->head + 1) % q->cap;
     q->n--;
