@@ -359,7 +359,6 @@ static bool parse_double(lexer *lx, double *v)
     if (n > 1 && (tmp[n - 1] == 'f' || tmp[n - 1] == 'F') && !strchr(tmp, 'n') && !strchr(tmp, 'N'))
         tmp[--n] = '\0'; /* "1.5f"; "inf" keeps its f */
     char *end;
-    errno = 0;
     *v = strtod(tmp, &end);
     if (n == 0 || *end != '\0') return fail(lx, "a number was expected");
     return true;
@@ -491,15 +490,18 @@ static char *read_state_file(const char *path, size_t *n, bool *missing)
     }
     buf = rill__malloc((size_t)st.st_size + 1);
     RILL_CHECK_ALLOC(buf);
-    ssize_t got = 0, r = 0;
-    while (got < (ssize_t)st.st_size &&
-           ((r = read(fd, buf + got, (size_t)(st.st_size - got))) > 0 || (r < 0 && errno == EINTR)))
-        got += r > 0 ? r : 0;
-    if (r < 0) {
-        rill__log(RILL_LOG_WARNING, "%s: %s", path, strerror(errno));
-        rill__free(buf);
-        buf = NULL;
-        goto out;
+    ssize_t got = 0;
+    while (got < (ssize_t)st.st_size) {
+        ssize_t r = read(fd, buf + got, (size_t)(st.st_size - got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            rill__log(RILL_LOG_WARNING, "%s: %s", path, strerror(errno));
+            rill__free(buf);
+            buf = NULL;
+            goto out;
+        }
+        if (r == 0) break; /* it shrank; judge what is there */
+        got += r;
     }
     buf[got] = '\0';
     *n = (size_t)got;

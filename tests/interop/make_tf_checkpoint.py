@@ -35,7 +35,7 @@ def build():
     v1.Variable(np.array([True, False, True]), name="b")
     v1.Variable(np.array([b"a", b"", b"hello"]), dtype=tf.string, name="s")
     v1.Variable(np.zeros([0], np.float32), name="empty")
-    v1.Variable(np.arange(24, dtype=np.float32).reshape(1, 2,3, 4), name="rank4")
+    v1.Variable(np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4), name="rank4")
     return step
 
 

@@ -269,35 +269,22 @@ static void merge_summary_kernel(rill__kctx *ctx)
     rill__strmap_free(&seen);
 }
 
+#define CPU_KERNEL(name, t, f)                                                                     \
+    {                                                                                              \
+        .op = (name), .device_type = "CPU", .dtype = (t), .fn = (f)                                \
+    }
+
 const rill__kernel_def rill__cpu_kernels_summary[] = {
-    {.op = "ScalarSummary", .device_type = "CPU", .dtype = RILL_FLOAT, .fn = scalar_summary_kernel},
-    {.op = "ScalarSummary",
-     .device_type = "CPU",
-     .dtype = RILL_DOUBLE,
-     .fn = scalar_summary_kernel},
-    {.op = "ScalarSummary", .device_type = "CPU", .dtype = RILL_INT32, .fn = scalar_summary_kernel},
-    {.op = "ScalarSummary", .device_type = "CPU", .dtype = RILL_INT64, .fn = scalar_summary_kernel},
-    {.op = "ScalarSummary", .device_type = "CPU", .dtype = RILL_HALF, .fn = scalar_summary_kernel},
-    {.op = "HistogramSummary",
-     .device_type = "CPU",
-     .dtype = RILL_FLOAT,
-     .fn = histogram_summary_kernel},
-    {.op = "HistogramSummary",
-     .device_type = "CPU",
-     .dtype = RILL_DOUBLE,
-     .fn = histogram_summary_kernel},
-    {.op = "HistogramSummary",
-     .device_type = "CPU",
-     .dtype = RILL_INT32,
-     .fn = histogram_summary_kernel},
-    {.op = "HistogramSummary",
-     .device_type = "CPU",
-     .dtype = RILL_INT64,
-     .fn = histogram_summary_kernel},
-    {.op = "HistogramSummary",
-     .device_type = "CPU",
-     .dtype = RILL_HALF,
-     .fn = histogram_summary_kernel},
-    {.op = "MergeSummary", .device_type = "CPU", .dtype = RILL_STRING, .fn = merge_summary_kernel},
+    CPU_KERNEL("ScalarSummary", RILL_FLOAT, scalar_summary_kernel),
+    CPU_KERNEL("ScalarSummary", RILL_DOUBLE, scalar_summary_kernel),
+    CPU_KERNEL("ScalarSummary", RILL_INT32, scalar_summary_kernel),
+    CPU_KERNEL("ScalarSummary", RILL_INT64, scalar_summary_kernel),
+    CPU_KERNEL("ScalarSummary", RILL_HALF, scalar_summary_kernel),
+    CPU_KERNEL("HistogramSummary", RILL_FLOAT, histogram_summary_kernel),
+    CPU_KERNEL("HistogramSummary", RILL_DOUBLE, histogram_summary_kernel),
+    CPU_KERNEL("HistogramSummary", RILL_INT32, histogram_summary_kernel),
+    CPU_KERNEL("HistogramSummary", RILL_INT64, histogram_summary_kernel),
+    CPU_KERNEL("HistogramSummary", RILL_HALF, histogram_summary_kernel),
+    CPU_KERNEL("MergeSummary", RILL_STRING, merge_summary_kernel),
     {0},
 };
