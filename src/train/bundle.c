@@ -241,7 +241,7 @@ static void put_u64(uint8_t *p, uint64_t v, bool big)
     for (int i = 0; i < 8; i++) p[big ? 7 - i : i] = (uint8_t)(v >> (8 * i));
 }
 
-static void swap_elements(uint8_t *p, size_t nbytes, size_t width)
+void rill__swap_elements(uint8_t *p, size_t nbytes, size_t width)
 {
     for (size_t off = 0; off + width <= nbytes; off += width)
         for (size_t i = 0; i < width / 2; i++) {
@@ -267,7 +267,7 @@ static bool write_numeric(rill__afile *f, const rill_tensor *t, bool big, int64_
     for (size_t off = 0; off < n; off += sizeof chunk) {
         size_t k = n - off < sizeof chunk ? n - off : sizeof chunk;
         memcpy(chunk, p + off, k);
-        swap_elements(chunk, k, width);
+        rill__swap_elements(chunk, k, width);
         *crc = rill__crc32c(*crc, chunk, k);
         if (!rill__afile_write(f, chunk, k, s)) return false;
     }

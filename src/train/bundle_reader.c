@@ -756,15 +756,6 @@ static bool check_crc(const rill_checkpoint_reader *r, const rentry *e, uint32_t
     return false;
 }
 
-static void swap_bytes(uint8_t *p, size_t nbytes, size_t width)
-{
-    for (size_t off = 0; off + width <= nbytes; off += width)
-        for (size_t i = 0; i < width / 2; i++) {
-            uint8_t t = p[off + i];
-            p[off + i] = p[off + width - 1 - i];
-            p[off + width - 1 - i] = t;
-        }
-}
 
 static bool read_numeric(const rill_checkpoint_reader *r, const rentry *e, rill_tensor *t,
                          rill_status *s)
@@ -773,7 +764,7 @@ static bool read_numeric(const rill_checkpoint_reader *r, const rentry *e, rill_
     if (!read_bytes(r, e, data, s)) return false;
     if (!check_crc(r, e, rill__crc32c(0, data, (size_t)e->e.size), s)) return false;
     size_t width = rill_dtype_size(e->e.dtype);
-    if (r->big != HOST_BIG && width > 1) swap_bytes(data, (size_t)e->e.size, width);
+    if (r->big != HOST_BIG && width > 1) rill__swap_elements(data, (size_t)e->e.size, width);
     return true;
 }
 

@@ -76,6 +76,9 @@ char *rill__bundle_data_path(const char *prefix, int shard, int nshards);
 
 /* --- file helpers shared by the writers and readers --- */
 
+/* Reverses the bytes of each width-byte element of p[0, nbytes) (endianness). */
+void rill__swap_elements(uint8_t *p, size_t nbytes, size_t width);
+
 /* The status code for an errno, as TF's file system maps them (ENOENT NOT_FOUND, EACCES
  * PERMISSION_DENIED, ENOSPC RESOURCE_EXHAUSTED, ...; UNAVAILABLE for I/O errors). */
 rill_code rill__errno_code(int err);

@@ -22,6 +22,7 @@
 
 #include "../core/core.h"
 #include "../core/pb.h"
+#include "checkpoint.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -50,8 +51,7 @@ enum {
 
 static uint32_t masked_crc(const void *p, size_t n)
 {
-    uint32_t c = rill__crc32c(0, p, n);
-    return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+    return rill__crc32c_mask(rill__crc32c(0, p, n));
 }
 
 static void put_le(uint8_t *p, uint64_t v, int bytes)
@@ -75,26 +75,6 @@ static void frame_record(rill__pbw *out, const rill__pbw *data)
     rill__pbw_raw(out, head, sizeof head);
     rill__pbw_raw(out, data->p, data->n);
     rill__pbw_raw(out, foot, sizeof foot);
-}
-
-static rill_code errno_code(int err)
-{
-    switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-        return RILL_NOT_FOUND;
-    case EACCES:
-    case EPERM:
-    case EROFS:
-        return RILL_PERMISSION_DENIED;
-    case ENOSPC:
-    case EDQUOT:
-        return RILL_RESOURCE_EXHAUSTED;
-    case EEXIST:
-        return RILL_ALREADY_EXISTS;
-    default:
-        return RILL_UNKNOWN;
-    }
 }
 
 /* --- parsing Summary and Event protos (shared by the reader and add_summary's check) --- */
@@ -266,7 +246,7 @@ static bool make_dirs(const char *dir, rill_status *s)
         struct stat st;
         if (mkdir(p, 0777) != 0 && errno != EEXIST) {
             int err = errno;
-            rill_status_set(s, errno_code(err), "Could not create the log directory '%s': %s", p,
+            rill_status_set(s, rill__errno_code(err), "Could not create the log directory '%s': %s", p,
                             strerror(err));
             ok = false;
         } else if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -328,7 +308,7 @@ static bool open_file(rill_summary_writer *w, rill_status *s)
     }
     if (fd < 0) {
         int err = errno;
-        rill_status_set(s, errno_code(err), "Could not open events file '%s': %s", path,
+        rill_status_set(s, rill__errno_code(err), "Could not open events file '%s': %s", path,
                         strerror(err));
         rill__free(path);
         return false;
@@ -341,7 +321,7 @@ static bool open_file(rill_summary_writer *w, rill_status *s)
     if (!err && fstat(fd, &st) != 0) err = errno;
     rill__pbw_free(&ev);
     if (err) {
-        rill_status_set(s, errno_code(err), "Could not write events file '%s': %s", path,
+        rill_status_set(s, rill__errno_code(err), "Could not write events file '%s': %s", path,
                         strerror(err));
         close(fd);
         rill__free(path);
@@ -404,7 +384,7 @@ static bool write_buffer(rill_summary_writer *w, rill_status *s)
         if (ftruncate(w->fd, w->size) != 0 || lseek(w->fd, w->size, SEEK_SET) < 0)
             rill__log(RILL_LOG_ERROR, "Could not cut %s back to %lld bytes: %s", w->path,
                       (long long)w->size, strerror(errno));
-        rill_status_set(s, errno_code(err), "Failed to flush %d events to %s: %s", w->nbuffered,
+        rill_status_set(s, rill__errno_code(err), "Failed to flush %d events to %s: %s", w->nbuffered,
                         w->path, strerror(err));
         drop_buffer(w);
         return false;
@@ -422,7 +402,7 @@ static bool flush_locked(rill_summary_writer *w, bool sync, rill_status *s)
     if (sync && w->nunsynced) {
         if (fsync(w->fd) != 0) {
             int err = errno;
-            rill_status_set(s, errno_code(err), "Failed to sync %d events to %s: %s", w->nunsynced,
+            rill_status_set(s, rill__errno_code(err), "Failed to sync %d events to %s: %s", w->nunsynced,
                             w->path, strerror(err));
             return false;
         }
@@ -608,7 +588,7 @@ rill_event_reader *rill_event_reader_new(const char *path, rill_status *s)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int err = errno;
-        rill_status_set(s, errno_code(err), "Could not open event file '%s': %s", path,
+        rill_status_set(s, rill__errno_code(err), "Could not open event file '%s': %s", path,
                         strerror(err));
         return NULL;
     }
@@ -652,7 +632,7 @@ static int reader_fail(rill_event_reader *r, rill_status *s, const char *what)
 
 static int reader_io_error(rill_event_reader *r, rill_status *s, int err)
 {
-    rill_status_set(s, errno_code(err), "Could not read event file '%s' at byte offset %llu: %s",
+    rill_status_set(s, rill__errno_code(err), "Could not read event file '%s' at byte offset %llu: %s",
                     r->path, (unsigned long long)r->offset, strerror(err));
     return -1;
 }
