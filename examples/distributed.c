@@ -3,22 +3,36 @@
  * Every task of the cluster runs this program. A "ps" task starts its server and joins it: it
  * holds the variables and applies the updates the workers send. A "worker" task builds the
  * seed's model under replica_device_setter (variables on the ps tasks, everything else on the
- * worker), opens a session on its own server and trains asynchronously:
+ * worker), opens a session on its own server and trains:
  *
  *   pred = input * weight + biase,  loss = square(label - pred)
  *   data: y = 2x + 10 + 0.33 * noise, one sample per step, plain gradient descent
  *
  * printing "step: %d, weight: %f, biase: %f, loss: %f" whenever the global step it got back is a
- * multiple of --steps_to_validate, until the global step reaches --train_steps.
+ * multiple of --steps_to_validate, until the global step reaches --train_steps, then
+ *
+ *   final: global_step %d, weight %f, biase %f, local_steps %d, dropped %d, %.0f steps/s
+ *
+ * (local_steps: the steps this worker ran; dropped: those whose gradients SyncReplicasOptimizer
+ * dropped as stale, always 0 when asynchronous; steps/s counts this worker's own steps).
+ *
+ * --issync=0 trains asynchronously: each step applies its gradients to the ps at once. --issync=1
+ * wraps the optimizer in SyncReplicasOptimizer: the chief's queue runner averages
+ * --replicas_to_aggregate gradients (default: the number of workers) per global step; workers
+ * beyond that many are backups whose late gradients are dropped, so a worker that stops does not
+ * stop training. When done, the chief leaves a token for every worker, so none waits for a step
+ * that will not come.
  *
  * The cluster comes from the seed's flags (--ps_hosts, --worker_hosts, --job_name, --task_index)
  * or, when those are not given, from TF_CONFIG, Slurm or mpirun (docs/LAUNCHING.md), so the same
  * command line runs under each launcher. A TF_CONFIG "chief" job trains too and is the chief.
  *
- * Where the seed has tf.train.Supervisor, this program does its start-up part by hand: the chief
- * runs the init op unless the variables are already initialized (a PS that outlived an earlier
- * run), and the other workers poll until they are. The next issue's Supervisor replaces that,
- * together with checkpoints in --logdir and --issync=1 (SyncReplicasOptimizer).
+ * As the seed, workers run under tf.train.Supervisor with --logdir (default ./checkpoint/, relative
+ * to the current directory): the chief initializes the variables, or restores them from the
+ * latest checkpoint in --logdir when there is one (a restarted cluster goes on from there); the
+ * other workers wait until the model is ready. The chief saves model.ckpt-<step> every
+ * --save_model_secs and at the end, and records the scalar `cost` in the logdir's event file
+ * every --summary_steps of its steps.
  *
  * Exit codes: 0 done (a ps task: stopped by SIGTERM or SIGINT), 1 a run-time failure (a task
  * that cannot be reached, a PS lost mid-run), 2 a usage error. */
@@ -67,6 +81,7 @@ typedef struct options {
     double save_model_secs;
     double sync_timeout;
     int64_t summary_steps;
+    int64_t replicas_to_aggregate;
 } options;
 
 static int run_worker(const options *opt, const rill_task_config *cfg, rill_server *server,
@@ -117,8 +132,10 @@ static int run_worker(const options *opt, const rill_task_config *cfg, rill_serv
     if (ngv < 0) ngv = 0;
     if (opt->issync) {
         /* tf.train.SyncReplicasOptimizer(optimizer, replicas_to_aggregate=len(worker_hosts),
-         * total_num_replicas=len(worker_hosts)) */
-        sync = rill_sync_replicas_optimizer_new(optimizer, nworkers, nworkers);
+         * total_num_replicas=len(worker_hosts)), or fewer to aggregate: backup workers */
+        int to_aggregate =
+            opt->replicas_to_aggregate > 0 ? (int)opt->replicas_to_aggregate : nworkers;
+        sync = rill_sync_replicas_optimizer_new(optimizer, to_aggregate, nworkers);
         rill_sync_replicas_set_timeout(sync, opt->sync_timeout);
         train_op = rill_sync_replicas_apply_gradients(sync, g, gv, ngv, global_step, NULL);
         init_tokens = rill_sync_replicas_get_init_tokens_op(sync, -1, s);
@@ -221,7 +238,8 @@ static int run_worker(const options *opt, const rill_task_config *cfg, rill_serv
         }
     }
     double elapsed = now_s() - start;
-    if (is_chief && release_tokens && rill_session_run_targets(sess, &release_tokens, 1, s) != RILL_OK) {
+    if (is_chief && release_tokens &&
+        rill_session_run_targets(sess, &release_tokens, 1, s) != RILL_OK) {
         rc = fail("releasing the other workers", s);
         goto out;
     }
@@ -230,17 +248,19 @@ static int run_worker(const options *opt, const rill_task_config *cfg, rill_serv
         rc = fail("stopping the supervisor", s);
         goto out;
     }
-    rill_tensor *v[2];
-    if (rill_session_run(sess, NULL, NULL, 0, wb, v, 2, NULL, 0, s) != RILL_OK) {
+    /* The trained values and, when synchronous, how many of this worker's steps were dropped. */
+    rill_output finals[] = {weight, biase, rill_sync_replicas_dropped(sync)};
+    rill_tensor *v[3] = {NULL, NULL, NULL};
+    if (rill_session_run(sess, NULL, NULL, 0, finals, v, sync ? 3 : 2, NULL, 0, s) != RILL_OK) {
         rc = fail("reading the variables", s);
         goto out;
     }
-    /* steps/s counts this worker's own steps. */
-    printf("final: global_step %lld, weight %f, biase %f, %.0f steps/s\n", (long long)step,
-           *(float *)rill_tensor_data(v[0]), *(float *)rill_tensor_data(v[1]),
-           elapsed > 0 ? (double)local_steps / elapsed : 0.0);
-    rill_tensor_free(v[0]);
-    rill_tensor_free(v[1]);
+    long long dropped = sync ? (long long)*(int64_t *)rill_tensor_data(v[2]) : 0;
+    printf("final: global_step %lld, weight %f, biase %f, local_steps %lld, dropped %lld, "
+           "%.0f steps/s\n",
+           (long long)step, *(float *)rill_tensor_data(v[0]), *(float *)rill_tensor_data(v[1]),
+           (long long)local_steps, dropped, elapsed > 0 ? (double)local_steps / elapsed : 0.0);
+    for (int i = 0; i < 3; i++) rill_tensor_free(v[i]);
     rc = 0;
 out:
     rill_tensor_free(x);
@@ -277,6 +297,9 @@ int main(int argc, char **argv)
     rill_flags_define_int(flags, "task_index", &task_index, 0, "Index of task within the job");
     rill_flags_define_int(flags, "issync", &opt.issync, 0,
                           "1: synchronous mode (SyncReplicasOptimizer), 0: asynchronous mode");
+    rill_flags_define_int(flags, "replicas_to_aggregate", &opt.replicas_to_aggregate, 0,
+                          "--issync=1: gradients averaged per global step (0: the number of "
+                          "workers); workers beyond that many are backups.");
     rill_flags_define_int(flags, "train_steps", &opt.train_steps, 1000000,
                           "Train until the global step reaches this (the seed's loop bound).");
     rill_flags_define_string(flags, "logdir", &opt.logdir, "./checkpoint/",
@@ -311,6 +334,13 @@ int main(int argc, char **argv)
     if (opt.issync != 0 && opt.issync != 1) {
         fprintf(stderr, "--issync must be 0 (asynchronous) or 1 (synchronous), not %lld\n",
                 (long long)opt.issync);
+        goto out;
+    }
+    if (opt.replicas_to_aggregate < 0) {
+        fprintf(stderr,
+                "--replicas_to_aggregate must be positive, or 0 for the number of "
+                "workers, not %lld\n",
+                (long long)opt.replicas_to_aggregate);
         goto out;
     }
 

@@ -4,7 +4,8 @@
 # workers started before their ps wait for it; a worker whose ps is not there fails with
 # UNAVAILABLE naming the task and address within its deadline; a port already in use is a
 # clear error; a worker that loses its ps mid-run says so and exits non-zero. $1 is the build
-# directory.
+# directory. Every run has a fresh --logdir: the default, ./checkpoint/, would make a later run
+# restore the step an earlier one reached and train nothing.
 set -u
 B=${1:?build dir}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -41,7 +42,7 @@ check "[ \"\$out\" = 'Hello, distributed rill!' ]" "local_server prints the stri
 # --- 1 ps + 2 workers converge asynchronously (the issue's done-when) ---
 t0=$(date +%s)
 out=$(timeout 60 "$ROOT/scripts/local_cluster.sh" "$B" --issync=0 --learning_rate=0.01 \
-      --train_steps=20000 --steps_to_validate=2000 2>&1); rc=$?
+      --train_steps=20000 --steps_to_validate=2000 --logdir="$T/async" 2>&1); rc=$?
 echo "$out" | grep -v '^\[worker [01]\] step:' | sed 's/^/  | /'
 check "[ $rc -eq 0 ]" "local_cluster.sh exits 0 (got $rc)"
 check "echo \"\$out\" | grep -q '^local_cluster: ps 0 exited 0$'" "the ps stops cleanly on SIGTERM"
@@ -63,9 +64,9 @@ echo "  (async cluster: $(($(date +%s) - t0)) s)"
 free_port; ps=$PORT; free_port; w0=$PORT; free_port; w1=$PORT
 hosts="--ps_hosts=127.0.0.1:$ps --worker_hosts=127.0.0.1:$w0,127.0.0.1:$w1"
 "$P" $hosts --job_name=worker --task_index=0 --learning_rate=0.01 --train_steps=2000 \
-    --steps_to_validate=1000 --startup_deadline=20 >"$T/w0.log" 2>&1 & wp0=$!
+    --steps_to_validate=1000 --startup_deadline=20 --logdir="$T/early" >"$T/w0.log" 2>&1 & wp0=$!
 "$P" $hosts --job_name=worker --task_index=1 --learning_rate=0.01 --train_steps=2000 \
-    --steps_to_validate=1000 --startup_deadline=20 >"$T/w1.log" 2>&1 & wp1=$!
+    --steps_to_validate=1000 --startup_deadline=20 --logdir="$T/early" >"$T/w1.log" 2>&1 & wp1=$!
 bg+=($wp0 $wp1)
 sleep 1.5
 "$P" $hosts --job_name=ps --task_index=0 >"$T/ps.log" 2>&1 & pp=$!
@@ -81,7 +82,7 @@ check "[ $rcp -eq 0 ]" "ps exits 0 on SIGTERM (got $rcp): $(tail -n 2 "$T/ps.log
 free_port; dead=$PORT; free_port; w=$PORT
 t0=$(date +%s)
 err=$(timeout 30 "$P" --ps_hosts=127.0.0.1:$dead --worker_hosts=127.0.0.1:$w --job_name=worker \
-      --task_index=0 --train_steps=10 --startup_deadline=2 2>&1); rc=$?
+      --task_index=0 --train_steps=10 --startup_deadline=2 --logdir="$T/unreachable" 2>&1); rc=$?
 dt=$(($(date +%s) - t0))
 check "[ $rc -eq 1 ]" "unreachable ps: exit 1 (got $rc): $err"
 check "[ $dt -le 10 ]" "unreachable ps: gave up in $dt s with a 2 s deadline"
@@ -102,7 +103,7 @@ check "echo \"\$err\" | grep -q 'already in use'" "second ps on the same port: '
 
 # --- a worker that loses its ps mid-run says so and exits non-zero ---
 "$P" $hosts --job_name=worker --task_index=0 --learning_rate=0.01 --train_steps=100000000 \
-    --steps_to_validate=1000000 >"$T/lost.log" 2>&1 & wp=$!
+    --steps_to_validate=1000000 --logdir="$T/lost" >"$T/lost.log" 2>&1 & wp=$!
 bg+=($wp)
 for _ in $(seq 100); do grep -q 'training' "$T/lost.log" && break; sleep 0.1; done
 sleep 0.5

@@ -13,8 +13,12 @@ ns=("${tag}ps" "${tag}w0" "${tag}w1")
 addr=(10.231.0.1 10.231.0.2 10.231.0.3)
 br="${tag}br"
 skip() { echo "SKIPPED: $1"; echo "0 passed, 0 failed"; exit 0; }
+# A fresh logdir: the default, ./checkpoint/, would make a later run restore the step an earlier
+# one reached and train nothing.
+LOGDIR=$(mktemp -d)
 cleanup() {
   for n in "${ns[@]}" "$br"; do ip netns del "$n" 2>/dev/null; done
+  rm -rf "$LOGDIR"
 }
 trap cleanup EXIT
 command -v ip >/dev/null || skip "no ip command (iproute2)"
@@ -38,7 +42,7 @@ done
 fail=0; checks=0
 check() { checks=$((checks+1)); if ! eval "$1"; then echo "FAIL: $2"; fail=$((fail+1)); fi; }
 PS="${addr[0]}:2222"; WS="${addr[1]}:2222,${addr[2]}:2222"
-flags=(--ps_hosts="$PS" --worker_hosts="$WS" --learning_rate=0.01 --train_steps=4000 --steps_to_validate=1000)
+flags=(--ps_hosts="$PS" --worker_hosts="$WS" --learning_rate=0.01 --train_steps=4000 --steps_to_validate=1000 --logdir="$LOGDIR")
 ip netns exec "${ns[0]}" "$P" "${flags[@]}" --job_name=ps --task_index=0 > /tmp/$tag.ps 2>&1 &
 pspid=$!
 ip netns exec "${ns[1]}" "$P" "${flags[@]}" --job_name=worker --task_index=0 > /tmp/$tag.w0 2>&1 &

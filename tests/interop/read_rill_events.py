@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
-"""read_rill_events.py FILE - prints the scalars of a TensorBoard event file as TensorFlow's own
-tools see them, one "tag step value" line per point (value as %.9g, which round-trips a float32).
+"""read_rill_events.py [--reader=tensorboard|summary_iterator] [--events] FILE - prints a
+TensorBoard event file as TensorFlow's own tools see it.
+
+By default, the scalars: one "tag step value" line per point (value as %.9g, which round-trips a
+float32). The values come from TensorBoard's EventAccumulator when tensorboard is importable
+(what the TensorBoard UI shows), otherwise from tf.compat.v1.train.summary_iterator; --reader
+picks one, and it is an error when that one cannot be imported. Lines are grouped by tag in the
+order tags first appear; within a tag, points keep the file's order.
+
+With --events, every event as TensorFlow's summary_iterator reads it, one line each in the
+format of rill's build/bin/rill-events ("<wall_time> <step> <kind> ..."), so that the two
+readers can be compared line for line.
 
 Used by rill's interop tests to prove that files rill writes are read by TensorBoard and
-TensorFlow. The values come from TensorBoard's EventAccumulator when tensorboard is importable
-(what the TensorBoard UI shows), otherwise from tf.compat.v1.train.summary_iterator. Lines are
-grouped by tag in the order tags first appear; within a tag, points keep the file's order.
-
-Before that, the TFRecord framing is checked strictly here (both masked CRC32Cs of every record,
-no trailing partial record), because TensorBoard quietly stops at a damaged record. Any read
-error exits with status 1 and a message on stderr; bad usage exits with 2.
+TensorFlow, and that rill reads TensorFlow's files as TensorFlow does. Before reading, the
+TFRecord framing is checked strictly here (both masked CRC32Cs of every record, no trailing
+partial record), because TensorBoard quietly stops at a damaged record. Any read error exits
+with status 1 and a message on stderr; bad usage exits with 2.
 """
 import os
 import struct
@@ -83,22 +90,82 @@ def scalars_summary_iterator(path):
     return points
 
 
+def _session_log_line(log):
+    name = {1: "START", 2: "STOP", 3: "CHECKPOINT"}.get(log.status, "UNSPECIFIED")
+    line = "session_log " + name
+    if log.status == 3 or log.checkpoint_path:
+        line += " " + log.checkpoint_path
+    if log.msg:
+        line += " msg=" + log.msg
+    return line
+
+
+def events_summary_iterator(path):
+    """Every event, as rill-events prints it."""
+    import tensorflow as tf
+
+    lines = []
+    for event in tf.compat.v1.train.summary_iterator(path):
+        what = event.WhichOneof("what")
+        if what == "file_version":
+            rest = "file_version " + event.file_version
+        elif what == "summary":
+            rest = "summary"
+            for v in event.summary.value:
+                kind = v.WhichOneof("value")
+                if kind == "simple_value":
+                    rest += " %s=%.9g" % (v.tag, v.simple_value)
+                elif kind == "histo":
+                    h = v.histo
+                    rest += " %s=histo{num=%.9g,min=%.9g,max=%.9g,sum=%.9g}" % (
+                        v.tag, h.num, h.min, h.max, h.sum)
+                else:
+                    rest += " %s=other" % v.tag
+        elif what == "session_log":
+            rest = _session_log_line(event.session_log)
+        else:
+            rest = "other"
+        lines.append("%.6f %d %s" % (event.wall_time, event.step, rest))
+    return lines
+
+
 def main(argv):
-    if len(argv) != 2:
-        sys.stderr.write("usage: read_rill_events.py EVENT_FILE\n")
+    args = argv[1:]
+    reader, events = None, False
+    while args and args[0].startswith("--"):
+        opt = args.pop(0)
+        if opt == "--events":
+            events = True
+        elif opt in ("--reader=tensorboard", "--reader=summary_iterator"):
+            reader = opt.split("=", 1)[1]
+        else:
+            args = []
+            break
+    if len(args) != 1:
+        sys.stderr.write("usage: read_rill_events.py [--reader=tensorboard|summary_iterator] "
+                         "[--events] EVENT_FILE\n")
         return 2
-    path = argv[1]
+    path = args[0]
     try:
         records = check_framing(path)
-        try:
-            import tensorboard.backend.event_processing.event_accumulator  # noqa: F401
+        if events:
+            for line in events_summary_iterator(path):
+                print(line)
+            sys.stderr.write("read_rill_events.py: %d records, read with "
+                             "tf.compat.v1.train.summary_iterator\n" % records)
+            return 0
+        if reader is None:
+            try:
+                import tensorboard.backend.event_processing.event_accumulator  # noqa: F401
 
+                reader = "tensorboard"
+            except ImportError:
+                reader = "summary_iterator"
+        if reader == "tensorboard":
             reader = "tensorboard EventAccumulator"
-        except ImportError:
-            reader = "tf.compat.v1.train.summary_iterator"
-        if reader.startswith("tensorboard"):
             points = scalars_tensorboard(path)
         else:
+            reader = "tf.compat.v1.train.summary_iterator"
             points = scalars_summary_iterator(path)
     except Exception as e:  # any read error, whatever raised it
         sys.stderr.write("read_rill_events.py: %s: %s: %s\n" % (path, type(e).__name__, e))
