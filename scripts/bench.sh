@@ -6,6 +6,7 @@ B=${1:-build}
 echo "== machine"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
 echo "kernel: $(uname -r); OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
+echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo); ${TMPDIR:-/tmp} on: $(df -T "${TMPDIR:-/tmp}" | awk 'NR == 2 {print $2 " (" $1 ")"}')"
 echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
 echo
 echo "== seed graph step vs hand-written loop"
@@ -33,3 +34,14 @@ echo "== transport: rill's TCP channel against raw TCP on loopback (same run)"
 echo
 echo "== the seed's step on a cluster (1 ps + 1 worker on loopback) against two raw TCP round trips"
 RILL_OPENCL_CPU_AS_GPU=0 "$B/bench/bench_cluster_step" 3000 2>&1 | grep -v '^I[0-9]'
+echo
+echo "== synchronous vs asynchronous training: the seed's model, 1 ps + 2 and 4 workers (same run)"
+RILL_OPENCL_CPU_AS_GPU=0 bench/bench_sync.sh "$B" 2 4
+echo
+echo "== checkpoints: rill_saver_save/restore against write()+fsync and read() of the same bytes (same run)"
+"$B/bench/bench_checkpoint" --mib=256 --reps=5
+echo
+"$B/bench/bench_checkpoint" --mib=1024 --reps=3
+echo
+echo "-- the same 256 MiB as 1024 variables of 256 KiB"
+"$B/bench/bench_checkpoint" --mib=256 --var_kib=256 --reps=3
