@@ -20,6 +20,7 @@ static const char *const known_attrs[] = {
     "use_nesterov", "value",
     /* queues, accumulators, savers, summaries */
     "shared_name", "timeout_ms", "capacity", "names", "shard", "num_shards", "dtypes", "tag",
+    "num_outputs", "shapes",
 };
 
 static const char *intern(const char *name, size_t len)

@@ -513,7 +513,12 @@ rill_node *rill__node_create(rill_graph *g, const char *op_type, const char *nam
         memcpy(n->inputs, inputs, (size_t)ninputs * sizeof *inputs);
     }
     copy_attrs(n, attrs, nattrs);
+    /* An op with noutputs < 0 takes its count from the attribute num_outputs. */
     n->noutputs = op->noutputs;
+    if (op->noutputs < 0) {
+        int64_t k = rill__attr_int(n, "num_outputs", -1);
+        n->noutputs = k >= 0 && k <= (1 << 20) ? (int)k : 0;
+    }
     n->out_dtypes = rill__calloc((size_t)(n->noutputs ? n->noutputs : 1), sizeof *n->out_dtypes);
     n->out_shapes = rill__calloc((size_t)(n->noutputs ? n->noutputs : 1), sizeof *n->out_shapes);
     RILL_CHECK_ALLOC(n->out_dtypes);

@@ -92,7 +92,7 @@ struct rill__op_def {
     const char *name;           /* "Add" */
     const char *default_name;   /* node name when the builder gets NULL ("add") */
     int min_inputs, max_inputs; /* max -1: variadic */
-    int noutputs;
+    int noutputs;        /* -1: as many as the attribute num_outputs says */
     bool stateful;       /* never pruned as duplicate, never constant-folded */
     bool blocking;       /* may wait on other steps (queues, accumulators): a server runs a
                           * graph holding one off its transport thread */

@@ -3,8 +3,9 @@
  * The graph a saver adds, under the name scope "save": a string placeholder for the prefix;
  * per task that holds variables, a BundleSaveShard on that task's CPU reading its variables
  * and writing shard k of n; a BundleMergeIndex on the saving task writing the index from the
- * shards' entries; per variable a BundleRestore on its task's CPU and an Assign (after every
- * BundleRestore of its task, so that a failed read changes nothing). On a cluster
+ * shards' entries; per task a BundleRestoreShard on its CPU that reads all of the task's
+ * tensors or fails with none, and an Assign per variable (a failed read changes nothing). On a
+ * cluster
  * each ps writes its own data file and the chief the index, as TF's sharded save does; on one
  * machine it is one shard, .data-00000-of-00001.
  *
@@ -139,33 +140,37 @@ rill_saver *rill_saver_new(rill_graph *g, const rill_output *var_list, int nvars
     rill__attr ma[] = {RILL__A_INT("num_shards", nshards)};
     rill_node *merge = rill__node_create(g, "BundleMergeIndex", "merge_index", entries, nshards + 1, ma, 1);
     sv->save_op = (rill_output){merge, 0};
-    rill_node **restores = rill__calloc((size_t)nvars + 1, sizeof *restores);
-    rill_node **deps = rill__calloc((size_t)nvars + 1, sizeof *deps);
-    RILL_CHECK_ALLOC(restores);
-    RILL_CHECK_ALLOC(deps);
-    for (int i = 0; i < nvars; i++) {
-        rill_node *v = vars[i].node;
-        rill__attr ra[] = {RILL__A_STRING("tensor_name", v->name),
-                           RILL__A_TYPE("dtype", v->out_dtypes[0]),
-                           RILL__A_SHAPE("shape", v->out_shapes[0])};
-        rill_graph_push_device(g, dev[shard[i]]);
-        restores[i] = rill__node_create(g, "BundleRestore", "restore", &sv->filename, 1, ra, 3);
-        rill_graph_pop_device(g);
-    }
-    /* A shard's Assigns wait for all of its reads, as TF's one RestoreV2 per device: a missing
-     * or damaged tensor fails the step before any variable of that task has changed. */
+    /* Per shard one BundleRestoreShard reading all of its tensors, as TF's one RestoreV2 per
+     * device: a missing or damaged tensor fails the step before any variable has changed. */
+    int64_t *dts = rill__calloc((size_t)nvars + 1, sizeof *dts);
+    int64_t *shp = rill__calloc((size_t)nvars * (RILL_MAX_DIMS + 1) + 1, sizeof *shp);
+    RILL_CHECK_ALLOC(dts);
+    RILL_CHECK_ALLOC(shp);
     for (int k = 0; k < nshards; k++) {
-        int nd = 0;
-        for (int i = 0; i < nvars; i++)
-            if (shard[i] == k && restores[i]) deps[nd++] = restores[i];
-        rill_graph_push_control_dependencies(g, deps, nd);
-        for (int i = 0; i < nvars; i++)
+        int n = 0, ns = 0;
+        for (int i = 0; i < nvars; i++) {
+            if (shard[i] != k) continue;
+            rill_shape sh = vars[i].node->out_shapes[0];
+            dts[n++] = vars[i].node->out_dtypes[0];
+            shp[ns++] = sh.rank;
+            for (int d = 0; d < sh.rank; d++) shp[ns++] = sh.dims[d];
+        }
+        rill_tensor *names = rill_tensor_new(RILL_STRING, (int64_t[]){n}, 1);
+        RILL_CHECK_ALLOC(names);
+        for (int i = 0, j = 0; i < nvars; i++)
             if (shard[i] == k)
-                assigns[i] = rill_assign(g, vars[i], (rill_output){restores[i], 0}, NULL).node;
-        rill_graph_pop_control_dependencies(g);
+                rill_tensor_set_string(names, j++, vars[i].node->name, strlen(vars[i].node->name));
+        rill__attr ra[] = {RILL__A_TENSOR("names", names), RILL__A_INTS("dtypes", n, dts),
+                           RILL__A_INTS("shapes", ns, shp), RILL__A_INT("num_outputs", n)};
+        rill_graph_push_device(g, dev[k]);
+        rill_node *r = rill__node_create(g, "BundleRestoreShard", "restore_shard", &sv->filename, 1, ra, 4);
+        rill_graph_pop_device(g);
+        rill_tensor_free(names);
+        for (int i = 0, j = 0; r && i < nvars; i++)
+            if (shard[i] == k) assigns[i] = rill_assign(g, vars[i], (rill_output){r, j++}, NULL).node;
     }
-    rill__free(restores);
-    rill__free(deps);
+    rill__free(dts);
+    rill__free(shp);
     sv->restore_op = rill_group(g, assigns, nvars, "restore_all");
     rill_graph_pop_name_scope(g);
     rill_graph_pop_control_dependencies(g);

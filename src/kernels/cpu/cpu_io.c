@@ -136,38 +136,79 @@ static void merge_index_kernel(rill__kctx *ctx)
     rill_status_free(s);
 }
 
-static void restore_kernel(rill__kctx *ctx)
+typedef struct restore_job {
+    rill__kctx *ctx;
+    rill_checkpoint_reader *r;
+    const char *prefix;
+    rill_tensor **out;
+    rill_status **err; /* per tensor, NULL when it read well */
+} restore_job;
+
+static void restore_range(void *arg, int64_t begin, int64_t end)
+{
+    restore_job *j = arg;
+    const rill_node *n = j->ctx->node;
+    const rill_tensor *names = rill__node_attr(n, "names")->v.tensor;
+    for (int64_t i = begin; i < end; i++) {
+        const char *name = rill_tensor_get_string(names, i, NULL);
+        rill_status *s = rill_status_new();
+        rill_tensor *t = rill_checkpoint_reader_get_tensor(j->r, name, s);
+        if (t && (rill_tensor_dtype(t) != n->out_dtypes[i] ||
+                  !rill_shape_equal(&t->shape, &n->out_shapes[i]))) {
+            char a[96], b[96];
+            rill_status_set(s, RILL_INVALID_ARGUMENT,
+                            "%s in checkpoint %s is %s %s; the variable is %s %s", name, j->prefix,
+                            rill_dtype_name(rill_tensor_dtype(t)),
+                            rill_shape_str(&t->shape, a, sizeof a),
+                            rill_dtype_name(n->out_dtypes[i]),
+                            rill_shape_str(&n->out_shapes[i], b, sizeof b));
+            rill_tensor_free(t);
+            t = NULL;
+        }
+        j->out[i] = t;
+        if (t) rill_status_free(s);
+        else j->err[i] = s;
+    }
+}
+
+/* Reads every tensor of the shard (in parallel on the intra-op pool), then outputs all of them
+ * or, if any failed, none. */
+static void restore_shard_kernel(rill__kctx *ctx)
 {
     const char *prefix = prefix_of(ctx, 0);
     if (!prefix) return;
-    const rill__attr *tn = rill__node_attr(ctx->node, "tensor_name");
-    const char *name = tn && tn->v.s ? tn->v.s : "";
+    int n = ctx->node->noutputs;
     rill_status *s = rill_status_new();
-    rill_checkpoint_reader *r = rill_checkpoint_reader_new(prefix, s);
-    rill_tensor *t = r ? rill_checkpoint_reader_get_tensor(r, name, s) : NULL;
-    rill_dtype want = rill__attr_type(ctx->node, "dtype", RILL_FLOAT);
-    const rill__attr *sh = rill__node_attr(ctx->node, "shape");
-    if (t && (rill_tensor_dtype(t) != want ||
-              (sh && rill_shape_is_fully_defined(&sh->v.shape) &&
-               !rill_shape_equal(&sh->v.shape, &t->shape)))) {
-        char a[96], b[96];
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                        "%s in checkpoint %s is %s %s; the variable is %s %s", name, prefix,
-                        rill_dtype_name(rill_tensor_dtype(t)), rill_shape_str(&t->shape, a, sizeof a),
-                        rill_dtype_name(want), sh ? rill_shape_str(&sh->v.shape, b, sizeof b) : "?");
-        rill_tensor_free(t);
-    } else if (t) {
-        rill__kctx_set_output(ctx, 0, t);
-    } else {
+    restore_job j = {ctx, rill_checkpoint_reader_new(prefix, s), prefix,
+                     rill__calloc((size_t)n + 1, sizeof(rill_tensor *)),
+                     rill__calloc((size_t)n + 1, sizeof(rill_status *))};
+    RILL_CHECK_ALLOC(j.out);
+    RILL_CHECK_ALLOC(j.err);
+    if (!j.r) {
         rill__kctx_fail(ctx, rill_status_code(s), "%s", rill_status_message(s));
+    } else {
+        rill__parallel_for(ctx->pool, n, 1, restore_range, &j);
+        int bad = -1;
+        for (int i = 0; i < n && bad < 0; i++)
+            if (j.err[i]) bad = i;
+        if (bad >= 0)
+            rill__kctx_fail(ctx, rill_status_code(j.err[bad]), "%s",
+                            rill_status_message(j.err[bad]));
+        for (int i = 0; i < n; i++) {
+            if (bad < 0) rill__kctx_set_output(ctx, i, j.out[i]);
+            else rill_tensor_free(j.out[i]);
+            rill_status_free(j.err[i]);
+        }
     }
-    rill_checkpoint_reader_free(r);
+    rill_checkpoint_reader_free(j.r);
+    rill__free(j.out);
+    rill__free(j.err);
     rill_status_free(s);
 }
 
 const rill__kernel_def rill__cpu_kernels_io[] = {
     {.op = "BundleSaveShard", .device_type = "CPU", .fn = save_shard_kernel},
     {.op = "BundleMergeIndex", .device_type = "CPU", .fn = merge_index_kernel},
-    {.op = "BundleRestore", .device_type = "CPU", .fn = restore_kernel},
+    {.op = "BundleRestoreShard", .device_type = "CPU", .fn = restore_shard_kernel},
     {0},
 };

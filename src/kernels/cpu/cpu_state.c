@@ -49,7 +49,15 @@ void rill__cpu_assign(rill__kctx *ctx)
         return;
     }
     pthread_mutex_lock(&v->mu);
-    if (v->value && rill__tensor_exclusive(v->value)) {
+    /* A big value nobody else holds (a restored tensor, a fresh initial value) becomes the
+     * variable's without a copy; readers and updates are copy-on-write, so sharing it with the
+     * step's slot until the step ends is safe. A view (a received payload) is copied, so it does
+     * not pin the whole message. */
+    if (rill_tensor_nbytes(x) >= (64u << 10) && x->dtype != RILL_STRING && !x->buf->parent &&
+        rill__tensor_exclusive(x)) {
+        rill_tensor_free(v->value);
+        v->value = rill_tensor_ref((rill_tensor *)x);
+    } else if (v->value && rill__tensor_exclusive(v->value)) {
         memcpy(v->value->buf->data, x->buf->data, rill_tensor_nbytes(x));
     } else {
         rill_tensor_free(v->value);
