@@ -81,11 +81,62 @@ uint64_t rill__random_seed(void)
 
 #ifdef __SSE4_2__
 
+/* The crc32 instruction has a latency of 3 cycles and a throughput of 1, so three independent
+ * streams over three adjacent blocks run about three times as fast as one. The block CRCs are
+ * then joined: in register form (no inversions) crc(A || B) = shift(crc(A), |B|) ^ crc0(B),
+ * where shift multiplies by x^(8|B|) mod P; for the two fixed shifts used, that linear map is
+ * four 256-entry tables, built once from the instruction itself. */
+#define CRC_BLOCK 4096 /* bytes per stream per round */
+
+static uint32_t shift_table[2][4][256]; /* [0]: by CRC_BLOCK bytes, [1]: by 2 * CRC_BLOCK */
+static pthread_once_t shift_once = PTHREAD_ONCE_INIT;
+
+static uint32_t shift_by_zeros(uint32_t c, size_t n)
+{
+    uint64_t r = c;
+    for (size_t i = 0; i < n; i += 8) r = _mm_crc32_u64(r, 0);
+    return (uint32_t)r;
+}
+
+static void shift_init(void)
+{
+    for (int k = 0; k < 2; k++) {
+        uint32_t basis[32];
+        for (int j = 0; j < 32; j++) basis[j] = shift_by_zeros(1u << j, (size_t)(k + 1) * CRC_BLOCK);
+        for (int byte = 0; byte < 4; byte++)
+            for (int b = 0; b < 256; b++) {
+                uint32_t v = 0;
+                for (int j = 0; j < 8; j++)
+                    if (b & (1 << j)) v ^= basis[8 * byte + j];
+                shift_table[k][byte][b] = v;
+            }
+    }
+}
+
+static inline uint32_t shift(int k, uint32_t c)
+{
+    return shift_table[k][0][c & 0xff] ^ shift_table[k][1][(c >> 8) & 0xff] ^
+           shift_table[k][2][(c >> 16) & 0xff] ^ shift_table[k][3][c >> 24];
+}
+
 uint32_t rill__crc32c(uint32_t crc, const void *data, size_t n)
 {
     const uint8_t *p = data;
     uint64_t c = ~crc;
     for (; n > 0 && ((uintptr_t)p & 7); n--) c = _mm_crc32_u8((uint32_t)c, *p++);
+    if (n >= 3 * CRC_BLOCK) {
+        pthread_once(&shift_once, shift_init);
+        for (; n >= 3 * CRC_BLOCK; n -= 3 * CRC_BLOCK, p += 3 * CRC_BLOCK) {
+            uint64_t c1 = 0, c2 = 0;
+            const uint64_t *a = (const uint64_t *)p, *b = a + CRC_BLOCK / 8, *d = b + CRC_BLOCK / 8;
+            for (int i = 0; i < CRC_BLOCK / 8; i++) {
+                c = _mm_crc32_u64(c, a[i]);
+                c1 = _mm_crc32_u64(c1, b[i]);
+                c2 = _mm_crc32_u64(c2, d[i]);
+            }
+            c = shift(1, (uint32_t)c) ^ shift(0, (uint32_t)c1) ^ (uint32_t)c2;
+        }
+    }
     for (; n >= 8; n -= 8, p += 8) {
         uint64_t v;
         memcpy(&v, p, 8);

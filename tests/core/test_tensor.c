@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void test_dtypes(void)
@@ -454,6 +455,23 @@ static void test_crc32c(void)
     uint32_t c = 0;
     for (size_t k = 0; k < sizeof data; k++) c = rill__crc32c(c, data + k, 1);
     CHECK_EQ_INT(c, whole);
+    /* Big buffers take the three-stream path (12 KiB and up): against the same bytes fed in
+     * pieces too small for it, at several lengths and misalignments. */
+    size_t big_n = 100000 + 13;
+    uint8_t *big = malloc(big_n);
+    uint64_t x = 0x12345;
+    for (size_t i = 0; i < big_n; i++) big[i] = (uint8_t)((x = x * 6364136223846793005ull + 1) >> 56);
+    size_t lens[] = {12288, 12289, 24575, 36864 + 5, 99999};
+    bad = 0;
+    for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++)
+        for (size_t off = 0; off < 9; off += 3) {
+            uint32_t bulk = rill__crc32c(7, big + off, lens[l]), pieces = 7;
+            for (size_t k = 0; k < lens[l]; k += 1000)
+                pieces = rill__crc32c(pieces, big + off + k, lens[l] - k < 1000 ? lens[l] - k : 1000);
+            if (bulk != pieces) bad++;
+        }
+    CHECK_EQ_INT(bad, 0);
+    free(big);
 }
 
 static void test_status(void)
