@@ -13,7 +13,10 @@
 #      dropped as stale;
 #  (d) restart recovery: a cluster killed mid-run (every process, SIGKILL) and a fresh one (a new
 #      ps, so the variables are gone) on the same logdir: the chief restores the latest checkpoint,
-#      training goes on from its step to the new train_steps and the latest checkpoint is there.
+#      training goes on from its step to the new train_steps and the latest checkpoint is there;
+#  (e) two ps tasks: each writes its own data shard (.data-0000{0,1}-of-00002), the chief the index;
+#      rill-inspect-checkpoint and local_reload_test read the sharded checkpoint, and a restarted
+#      two-ps cluster restores it.
 # $1 is the build directory.
 set -u
 B=${1:?build dir}
@@ -252,6 +255,35 @@ check "[ \$(echo \"\$ev\" | grep -c '^# ') -ge 2 ]" "(d) an event file per run"
 check "echo \"\$ev\" | grep -q '^[0-9.]* $S session_log START$'" \
   "(d) the restarted Supervisor logs START at step $S: $(echo "$ev" | grep START)"
 echo "  ((d) restart: $(($(date +%s) - t0)) s)"
+
+# --- (e) two ps tasks: a sharded checkpoint, one data file per ps ---
+D="$T/e"
+t0=$(date +%s)
+out=$(RILL_LOCAL_PS=2 timeout 120 "$ROOT/scripts/local_cluster.sh" "$B" --issync=1 \
+      --learning_rate=0.01 --train_steps=3000 --steps_to_validate=1000 --logdir="$D" \
+      --sync_timeout=60 2>&1); rc=$?
+check "[ $rc -eq 0 ]" "(e) 2 ps + 2 workers exit 0 (got $rc): $(echo "$out" | tail -5)"
+for k in 0 1; do
+    check "[ -s '$D/model.ckpt-3000.data-0000$k-of-00002' ]" "(e) ps shard $k wrote its data file: $(ls "$D")"
+done
+check "[ -s '$D/model.ckpt-3000.index' ] && [ ! -e '$D/model.ckpt-3000.data-00000-of-00001' ]" \
+  "(e) one index, no single-shard data file: $(ls "$D")"
+insp=$("$B/bin/rill-inspect-checkpoint" "$D/model.ckpt-3000" 2>&1)
+for v in 'biase (DT_FLOAT) \[1\]' 'global_step (DT_INT64) \[\]' 'weight (DT_FLOAT) \[1\]'; do
+    check "echo \"\$insp\" | grep -qx '$v'" "(e) the sharded checkpoint lists $v: $insp"
+done
+rl=$("$RELOAD" --logdir="$D" 2>&1)
+w0=$(echo "$out" | sed -n 's/^local_cluster: worker 0 exited 0: final: .*weight \([-0-9.]*\),.*/\1/p')
+check "echo \"\$rl\" | grep -q '^weight: ${w0:-x},'" "(e) local_reload_test reads the shards (worker 0 weight ${w0:-?}): $rl"
+out=$(RILL_LOCAL_PS=2 timeout 120 "$ROOT/scripts/local_cluster.sh" "$B" --issync=1 \
+      --learning_rate=0.01 --train_steps=4000 --steps_to_validate=1000 --logdir="$D" \
+      --sync_timeout=60 2>&1); rc=$?
+check "[ $rc -eq 0 ]" "(e) a restarted 2-ps cluster exits 0 (got $rc)"
+check "echo \"\$out\" | grep -q 'Restoring parameters from $D/model.ckpt-3000'" \
+  "(e) the restarted chief restores the sharded checkpoint: $(echo "$out" | grep -i restor)"
+check "grep -qx 'model_checkpoint_path: \"$D/model.ckpt-4000\"' '$D/checkpoint'" \
+  "(e) the latest checkpoint is model.ckpt-4000"
+echo "  ((e) two ps: $(($(date +%s) - t0)) s)"
 
 echo "  (total $(($(date +%s) - T0)) s)"
 echo "$((checks-fail)) passed, $fail failed"
