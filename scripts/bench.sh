@@ -35,7 +35,7 @@ echo
 echo "== the seed's step on a cluster (1 ps + 1 worker on loopback) against two raw TCP round trips"
 RILL_OPENCL_CPU_AS_GPU=0 "$B/bench/bench_cluster_step" 3000 2>&1 | grep -v '^I[0-9]'
 echo
-echo "== synchronous vs asynchronous training: the seed's model, 1 ps + 2 and 4 workers (same run)"
+echo "== synchronous vs asynchronous training: the seed's model, 1 ps + 2 and 4 workers, rill and TensorFlow (same run)"
 RILL_OPENCL_CPU_AS_GPU=0 bench/bench_sync.sh "$B" 2 4
 echo
 echo "== checkpoints: rill_saver_save/restore against write()+fsync and read() of the same bytes (same run)"
