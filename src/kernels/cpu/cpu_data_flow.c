@@ -59,6 +59,7 @@ typedef struct accum {
     rill_shape shape; /* may be partly unknown until the first gradient */
     int64_t global_step;
     int counter;
+    int want; /* what a waiting take needs (0: none waits): appliers wake it only then */
     int64_t dropped;
     double *sum; /* accumulated in double whatever the dtype */
     int64_t numel;
@@ -168,7 +169,7 @@ static void apply_grad_kernel(rill__kctx *ctx)
             for (int64_t i = 0; i < g->numel; i++) x->sum[i] += elem(g, i);
         x->counter++;
         accepted = 1;
-        pthread_cond_broadcast(&x->cv);
+        if (x->want && x->counter >= x->want) pthread_cond_broadcast(&x->cv);
     } else {
         x->dropped++;
     }
@@ -193,7 +194,10 @@ static void take_grad_kernel(rill__kctx *ctx)
     double deadline = rill__now_seconds() + timeout_s(ctx);
     pthread_mutex_lock(&x->mu);
     while (x->counter < need) {
-        if (!wait_slice(ctx, &x->cv, &x->mu, deadline, what)) {
+        x->want = need;
+        bool ok = wait_slice(ctx, &x->cv, &x->mu, deadline, what);
+        x->want = 0;
+        if (!ok) {
             pthread_mutex_unlock(&x->mu);
             return;
         }
