@@ -355,6 +355,7 @@ rill_code rill_supervisor_start_queue_runner(rill_supervisor *sv, rill_session *
 bool rill_supervisor_should_stop(rill_supervisor *sv)
 {
     for (int i = 0; i < sv->nqrs; i++) {
+        if (rill_queue_runner_running(sv->qrs[i])) continue; /* the common case: no allocation */
         rill_status *e = rill_status_new();
         if (rill_queue_runner_error(sv->qrs[i], e) != RILL_OK) report(sv, e);
         rill_status_free(e);
