@@ -87,7 +87,8 @@ typedef struct master {
     rill__placement pl;
     pthread_mutex_t mu;
     sig *sigs;
-    uint64_t owner; /* this master's id on the servers (REGISTER, CANCEL) */
+    pthread_mutex_t sigs_mu; /* the list's links, for master_cancel (mu is held during steps) */
+    uint64_t owner;          /* this master's id on the servers (REGISTER, CANCEL) */
 } master;
 
 static double now(void)
@@ -856,8 +857,10 @@ static rill_code master_run(void *mp, const rill_output *feeds, rill_tensor *con
         }
         sg->key = key;
         sg->nkey = nkey;
+        pthread_mutex_lock(&m->sigs_mu);
         sg->next = m->sigs;
         m->sigs = sg;
+        pthread_mutex_unlock(&m->sigs_mu);
     } else {
         rill__free(key);
     }
@@ -921,6 +924,7 @@ static void master_close(void *mp)
     rill__free(m->devp);
     rill__free(m->dev_task);
     pthread_mutex_destroy(&m->mu);
+    pthread_mutex_destroy(&m->sigs_mu);
     rill__free(m);
 }
 
@@ -942,6 +946,7 @@ static void *master_open(const char *target, rill_graph *g, const rill_session_o
     m->opts = *o;
     m->owner = rill__random_seed() ^ (uint64_t)(uintptr_t)m;
     pthread_mutex_init(&m->mu, NULL);
+    pthread_mutex_init(&m->sigs_mu, NULL);
     if (!discover(m, s)) {
         master_close(m);
         return NULL;
@@ -953,11 +958,15 @@ static void *master_open(const char *target, rill_graph *g, const rill_session_o
     return m;
 }
 
-/* Cancels this master's steps on every remote task, over connections of its own (the step's
- * thread holds the master's; this may run on any thread while it waits). */
+/* Cancels this master's steps on its own task and on every remote task, over connections of its
+ * own (the step's thread holds the master's; this may run on any thread while it waits). */
 static void master_cancel(void *mp)
 {
     master *m = mp;
+    /* The master's own pieces run in local sessions of their own. */
+    pthread_mutex_lock(&m->sigs_mu);
+    for (sig *sg = m->sigs; sg; sg = sg->next) rill_session_cancel(sg->pieces[m->self].sess);
+    pthread_mutex_unlock(&m->sigs_mu);
     rill__tcp_options o;
     rill__server_client_options(m->srv, &o);
     for (int t = 0; t < m->ntasks; t++) {

@@ -232,7 +232,8 @@ rill_tensor *rill__mread_tensor(rill__mread *r, rill__buffer *payload, uint64_t 
         numel *= dim;
     }
     size_t es = rill_dtype_size((rill_dtype)dtype);
-    if (es == 0 || (uint64_t)numel > UINT64_MAX / es || (uint64_t)numel * es > left) {
+    if (es == 0 || (uint64_t)numel > UINT64_MAX / es || (uint64_t)numel * es > left ||
+        (!payload && numel != 0)) {
         r->bad = true;
         return NULL;
     }
@@ -243,7 +244,9 @@ rill_tensor *rill__mread_tensor(rill__mread *r, rill__buffer *payload, uint64_t 
     }
     r->off += used;
     rill_shape sh = rill_shape_make(d.rank, d.dims);
-    rill_tensor *t = rill__tensor_view(payload, (size_t)*off, d.dtype, &sh);
+    /* A message holding only empty tensors and strings may come without a payload block. */
+    rill_tensor *t = payload ? rill__tensor_view(payload, (size_t)*off, d.dtype, &sh)
+                             : rill_tensor_new_shape(d.dtype, &sh);
     *off += (uint64_t)numel * es;
     return t;
 }

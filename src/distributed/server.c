@@ -396,10 +396,15 @@ static void *pool_main(void *arg)
     return NULL;
 }
 
-/* Queues b for the pool, starting a thread when none is idle for it. */
-static void pool_submit(rill_server *srv, blocking_run *b)
+/* Queues b for the pool, starting a thread when none is idle for it; false once the server is
+ * being freed (its pool takes no more work). */
+static const char *pool_submit(rill_server *srv, blocking_run *b)
 {
     pthread_mutex_lock(&srv->mu);
+    if (srv->pool_stop) {
+        pthread_mutex_unlock(&srv->mu);
+        return "is shutting down";
+    }
     int queued = 0;
     for (blocking_run *j = srv->jobs; j; j = j->next) queued++;
     if (srv->jobs_tail) srv->jobs_tail->next = b;
@@ -410,19 +415,32 @@ static void pool_submit(rill_server *srv, blocking_run *b)
     if (spawn) srv->nthreads++;
     pthread_cond_signal(&srv->job_cv);
     pthread_mutex_unlock(&srv->mu);
-    if (!spawn) return;
+    if (!spawn) return NULL;
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     pthread_t th;
+    const char *why = NULL;
     if (pthread_create(&th, &at, pool_main, srv) != 0) {
-        pthread_mutex_lock(&srv->mu);
-        srv->nthreads--;
-        pthread_mutex_unlock(&srv->mu);
         rill__log(RILL_LOG_ERROR, "server %s: cannot start a thread for a blocking run",
                   srv->address);
+        pthread_mutex_lock(&srv->mu);
+        srv->nthreads--;
+        /* With no thread at all, nothing would ever run b: take it back and say so. Other
+         * threads will get to it otherwise. */
+        blocking_run **pp = &srv->jobs, *prev = NULL;
+        while (srv->nthreads == 0 && *pp && *pp != b) prev = *pp, pp = &(*pp)->next;
+        if (srv->nthreads == 0 && *pp == b) {
+            *pp = b->next;
+            if (srv->jobs_tail == b) srv->jobs_tail = prev;
+            srv->running--;
+            pthread_cond_broadcast(&srv->run_cv);
+            why = "cannot start a thread for a blocking run";
+        }
+        pthread_mutex_unlock(&srv->mu);
     }
     pthread_attr_destroy(&at);
+    return why;
 }
 
 static void on_release(void *arg)
@@ -455,7 +473,14 @@ static bool run_off_thread(rill_server *srv, rill__tcp_request *req, rill__mread
     b->req.peer = b->peer;
     req->payload = NULL; /* the thread owns it */
     b->d = rill__tcp_response_defer(resp, on_hangup, on_release, b);
-    pool_submit(srv, b);
+    const char *why = pool_submit(srv, b);
+    if (why) {
+        rill__tcp_response_set_error(rill__tcp_deferred_response(b->d), RILL_UNAVAILABLE,
+                                     "server %s %s", srv->address, why);
+        if (b->req.payload) rill__aligned_free(b->req.payload, b->req.payload_len);
+        rill__free((void *)b->req.meta);
+        rill__tcp_deferred_finish(b->d); /* b is released on the server thread after this */
+    }
     return true;
 }
 

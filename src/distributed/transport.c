@@ -1139,11 +1139,17 @@ static void *srv_main(void *arg)
         }
         int n = epoll_wait(srv->epfd, ev, 64, ms);
         if (n < 0 && errno != EINTR) break;
+        /* Deferred answers go out after the batch: sending one may free its connection, whose
+         * own event may still be later in ev[]. */
+        bool deferred_ready = false;
         for (int i = 0; i < n; i++) {
             void *p = ev[i].data.ptr;
-            if (p == &srv->wake_fd) return NULL;
+            if (p == &srv->wake_fd) {
+                if (deferred_ready) srv_send_deferred(srv);
+                return NULL;
+            }
             if (p == &srv->done_fd) {
-                srv_send_deferred(srv);
+                deferred_ready = true;
                 continue;
             }
             if (p == &srv->listen_fd) {
@@ -1164,6 +1170,7 @@ static void *srv_main(void *arg)
             }
             if (!ok) conn_free(srv, c);
         }
+        if (deferred_ready) srv_send_deferred(srv);
         if (srv->next_deadline > 0) {
             double now = rill__now_seconds();
             if (now >= srv->next_deadline) srv_sweep(srv, now);

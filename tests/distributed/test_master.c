@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -319,6 +320,607 @@ static void test_hung_ps(void)
     rill_status_free(s);
 }
 
+/* --- clusters of in-process servers: nps ps tasks and one worker ---------------------------- */
+
+typedef struct cluster {
+    rill_cluster_spec *spec;
+    rill_server *ps[2];
+    rill_server *w;
+} cluster;
+
+static bool cluster_start_with(cluster *c, int nps, const rill_server_options *o)
+{
+    rill_status *s = rill_status_new();
+    char ps[128] = "", wk[32];
+    for (int i = 0; i < nps; i++) {
+        size_t k = strlen(ps);
+        snprintf(ps + k, sizeof ps - k, "%s127.0.0.1:%d", i ? "," : "", free_port());
+    }
+    snprintf(wk, sizeof wk, "127.0.0.1:%d", free_port());
+    memset(c, 0, sizeof *c);
+    c->spec = rill_cluster_spec_from_hosts(ps, wk, s);
+    bool ok = c->spec != NULL;
+    for (int i = 0; ok && i < nps; i++) ok = (c->ps[i] = rill_server_new(c->spec, "ps", i, o, s));
+    if (ok) ok = (c->w = rill_server_new(c->spec, "worker", 0, o, s)) != NULL;
+    if (!CHECK(ok)) fprintf(stderr, "  %s\n", rill_status_message(s));
+    rill_status_free(s);
+    return ok;
+}
+
+static bool cluster_start(cluster *c, int nps)
+{
+    return cluster_start_with(c, nps, NULL);
+}
+
+static void cluster_stop(cluster *c)
+{
+    rill_server_free(c->w);
+    for (int i = 0; i < 2; i++) rill_server_free(c->ps[i]);
+    rill_cluster_spec_free(c->spec);
+}
+
+/* Fetches float scalars; false (printed) when the step failed. */
+static bool fetch_floats(rill_session *sess, const rill_output *feeds, rill_tensor *const *fv,
+                         int nf, const rill_output *fetches, float *out, int n)
+{
+    rill_status *s = rill_status_new();
+    rill_tensor *t[8] = {0};
+    bool ok = rill_session_run(sess, feeds, fv, nf, fetches, t, n, NULL, 0, s) == RILL_OK;
+    if (!ok) fprintf(stderr, "  step failed: %s\n", rill_status_message(s));
+    for (int i = 0; i < n; i++) {
+        out[i] = ok ? *(float *)rill_tensor_data(t[i]) : -999;
+        rill_tensor_free(t[i]);
+    }
+    rill_status_free(s);
+    return ok;
+}
+
+static rill_node *init_of(rill_output v)
+{
+    return rill_variable_initializer(v);
+}
+
+/* (a) A worker-local node that needs a value the ps computes in its post run (from a fed worker
+ * value) runs in the same step, in the master's tail: the assign back to a worker variable, a
+ * bridge from the rest of the worker's piece, and a control edge into the tail each run exactly
+ * once per step. A remote node needing a tail value, or a ps needing another ps's post value,
+ * is UNIMPLEMENTED at the first run, before anything ran. */
+static void test_tail_step(void)
+{
+    cluster c;
+    if (!cluster_start(&c, 2)) {
+        cluster_stop(&c);
+        return;
+    }
+    rill_status *s = rill_status_new();
+    rill_graph *g = rill_graph_new();
+    rill_graph_push_device(g, "/job:worker/task:0");
+    rill_output x = rill_placeholder(g, RILL_FLOAT, rill_shape_scalar(), "x");
+    rill_output lv = rill_variable(g, RILL_FLOAT, rill_shape_scalar(), rill_zeros_initializer(),
+                                   false, "local_copy");
+    rill_output cnt =
+        rill_variable(g, RILL_FLOAT, rill_shape_scalar(), rill_zeros_initializer(), false, "count");
+    rill_output cnt2 = rill_variable(g, RILL_FLOAT, rill_shape_scalar(), rill_zeros_initializer(),
+                                     false, "count2");
+    rill_graph_pop_device(g);
+    rill_graph_push_device(g, "/job:ps/task:0");
+    rill_output v =
+        rill_variable(g, RILL_FLOAT, rill_shape_scalar(), rill_constant_initializer(5), false, "v");
+    rill_output u = rill_assign_add(g, v, x, "update"); /* ps0's post run */
+    rill_graph_pop_device(g);
+    rill_graph_push_device(g, "/job:worker/task:0");
+    rill_output a = rill_assign(g, lv, u, "copy_back"); /* the tail */
+    rill_output bump = rill_assign_add(g, cnt, rill_const_float(g, 1, "one"), "bump");
+    rill_output mark = rill_assign_add(g, cnt2, rill_const_float(g, 1, "one2"), "mark");
+    rill_node_add_control_input(a.node, mark.node); /* a control edge into the tail */
+    rill_output z = rill_add(g, rill_mul(g, u, rill_const_float(g, 10, "ten"), "u10"), bump, "z");
+    rill_graph_pop_device(g);
+    rill_graph_push_device(g, "/job:ps/task:1");
+    rill_output needs_tail = rill_mul(g, z, rill_const_float(g, 3, "three"), "needs_tail");
+    rill_output needs_post = rill_mul(g, u, rill_const_float(g, 2, "two"), "needs_ps0_post");
+    rill_graph_pop_device(g);
+    rill_node *init = rill_global_variables_initializer(g, NULL);
+    if (!CHECK(rill_graph_ok(g))) goto out;
+    rill_session *sess = session_on(c.w, g, s);
+    if (!CHECK(sess != NULL)) {
+        fprintf(stderr, "  %s\n", rill_status_message(s));
+        goto out;
+    }
+    CHECK(rill_session_run_targets(sess, &init, 1, s) == RILL_OK);
+    rill_tensor *xv = rill_tensor_scalar_float(0);
+    rill_output fetch[] = {z, a, u};
+    float want_v = 5;
+    for (int step = 1; step <= 3; step++) {
+        *(float *)rill_tensor_data(xv) = (float)step;
+        want_v += (float)step;
+        float got[3];
+        if (!CHECK(fetch_floats(sess, &x, &xv, 1, fetch, got, 3))) break;
+        CHECK_NEAR(got[0], want_v * 10 + (float)step, 1e-4); /* z: u * 10 + count */
+        CHECK_NEAR(got[1], want_v, 1e-4);                    /* copy_back */
+        CHECK_NEAR(got[2], want_v, 1e-4);                    /* update */
+    }
+    rill_output state[] = {lv, cnt, cnt2, v};
+    float st[4];
+    if (CHECK(fetch_floats(sess, NULL, NULL, 0, state, st, 4))) {
+        CHECK_NEAR(st[0], 11, 1e-4); /* the worker's copy of v after the last update */
+        CHECK_NEAR(st[1], 3, 1e-4);  /* the bridge ran once per step */
+        CHECK_NEAR(st[2], 3, 1e-4);  /* so did the control source of the tail */
+        CHECK_NEAR(st[3], 11, 1e-4);
+    }
+    /* a third round trip would be needed: refused before anything runs */
+    rill_tensor *out = NULL;
+    rill_code code = rill_session_run(sess, &x, &xv, 1, &needs_tail, &out, 1, NULL, 0, s);
+    CHECK_EQ_INT(code, RILL_UNIMPLEMENTED);
+    CHECK_STR_CONTAINS(rill_status_message(s), "'z:0'");
+    CHECK_STR_CONTAINS(rill_status_message(s), "/job:ps/task:1");
+    CHECK_STR_CONTAINS(rill_status_message(s), "two round trips");
+    rill_tensor_free(out);
+    out = NULL;
+    code = rill_session_run(sess, &x, &xv, 1, &needs_post, &out, 1, NULL, 0, s);
+    CHECK_EQ_INT(code, RILL_UNIMPLEMENTED);
+    CHECK_STR_CONTAINS(rill_status_message(s), "'update:0' on /job:ps/task:0");
+    CHECK_STR_CONTAINS(rill_status_message(s), "/job:ps/task:1");
+    rill_tensor_free(out);
+    if (CHECK(fetch_floats(sess, NULL, NULL, 0, state, st, 4))) {
+        CHECK_NEAR(st[1], 3, 1e-4);
+        CHECK_NEAR(st[3], 11, 1e-4); /* nothing ran */
+    }
+    /* and the session goes on */
+    *(float *)rill_tensor_data(xv) = 1;
+    float got[3];
+    if (CHECK(fetch_floats(sess, &x, &xv, 1, fetch, got, 3))) {
+        CHECK_NEAR(got[0], 124, 1e-4);
+        CHECK_NEAR(got[1], 12, 1e-4);
+    }
+    rill_tensor_free(xv);
+    rill_session_free(sess);
+out:
+    rill_graph_free(g);
+    rill_status_free(s);
+    cluster_stop(&c);
+}
+
+/* (b) Remote runs follow the control edges between tasks. The observable: a step stops at the
+ * first task that fails, so when an op on ps0 waits (control edge) for an op on ps1 that fails
+ * (an uninitialised variable), ps0's op must not have run. Checked in the pre runs and in the
+ * post runs (fed values), against the opposite edge, and without an edge (task order: ps0's
+ * op runs, then ps1 fails), then with everything initialised. */
+static void test_remote_order(void)
+{
+    cluster c;
+    if (!cluster_start(&c, 2)) {
+        cluster_stop(&c);
+        return;
+    }
+    rill_status *s = rill_status_new();
+    rill_graph *g = rill_graph_new();
+    rill_graph_push_device(g, "/job:worker/task:0");
+    rill_output x = rill_placeholder(g, RILL_FLOAT, rill_shape_scalar(), "x");
+    rill_graph_pop_device(g);
+    rill_output v[2], u[2], inc[2], incx[2], bad[2], badx[2], inc_free;
+    for (int t = 0; t < 2; t++) {
+        char dev[32], name[32];
+        snprintf(dev, sizeof dev, "/job:ps/task:%d", t);
+        rill_graph_push_device(g, dev);
+        snprintf(name, sizeof name, "v%d", t);
+        v[t] = rill_variable(g, RILL_FLOAT, rill_shape_scalar(), rill_zeros_initializer(), false,
+                             name);
+        snprintf(name, sizeof name, "u%d", t);
+        u[t] = rill_variable(g, RILL_FLOAT, rill_shape_scalar(), rill_zeros_initializer(), false,
+                             name);
+        rill_output one = rill_const_float(g, 1, NULL);
+        snprintf(name, sizeof name, "inc%d", t);
+        inc[t] = rill_assign_add(g, v[t], one, name);
+        snprintf(name, sizeof name, "inc%dx", t);
+        incx[t] = rill_assign_add(g, v[t], x, name);
+        snprintf(name, sizeof name, "bad%d", t);
+        bad[t] = rill_assign_add(g, u[t], one, name);
+        snprintf(name, sizeof name, "bad%dx", t);
+        badx[t] = rill_assign_add(g, u[t], x, name);
+        if (t == 0) inc_free = rill_assign_add(g, v[0], one, "inc0_free");
+        rill_graph_pop_device(g);
+    }
+    rill_node_add_control_input(inc[0].node, bad[1].node);   /* ps1, then ps0 (pre runs) */
+    rill_node_add_control_input(incx[0].node, badx[1].node); /* ps1, then ps0 (post runs) */
+    rill_node_add_control_input(inc[1].node, bad[0].node);   /* ps0, then ps1 */
+    if (!CHECK(rill_graph_ok(g))) goto out;
+    rill_session *sess = session_on(c.w, g, s);
+    if (!CHECK(sess != NULL)) goto out;
+    rill_node *vinit[] = {init_of(v[0]), init_of(v[1])};
+    CHECK(rill_session_run_targets(sess, vinit, 2, s) == RILL_OK);
+    rill_output vs[] = {v[0], v[1]};
+    float got[4];
+
+    CHECK(rill_session_run_targets(sess, &inc[0].node, 1, s) != RILL_OK);
+    CHECK_STR_CONTAINS(rill_status_message(s), "u1");
+    if (CHECK(fetch_floats(sess, NULL, NULL, 0, vs, got, 2)))
+        CHECK_NEAR(got[0], 0, 0); /* not run */
+
+    rill_tensor *two = rill_tensor_scalar_float(2);
+    rill_tensor *out = NULL;
+    CHECK(rill_session_run(sess, &x, &two, 1, NULL, &out, 0, &incx[0].node, 1, s) != RILL_OK);
+    CHECK_STR_CONTAINS(rill_status_message(s), "u1");
+    if (CHECK(fetch_floats(sess, NULL, NULL, 0, vs, got, 2))) CHECK_NEAR(got[0], 0, 0);
+
+    CHECK(rill_session_run_targets(sess, &inc[1].node, 1, s) != RILL_OK);
+    CHECK_STR_CONTAINS(rill_status_message(s), "u0");
+    if (CHECK(fetch_floats(sess, NULL, NULL, 0, vs, got, 2))) CHECK_NEAR(got[1], 0, 0);
+
+    /* no edge: ps0 goes first and its op runs before ps1 fails (the observable works) */
+    rill_node *both[] = {inc_free.node, bad[1].node};
+    CHECK(rill_session_run_targets(sess, both, 2, s) != RILL_OK);
+    if (CHECK(fetch_floats(sess, NULL, NULL, 0, vs, got, 2))) CHECK_NEAR(got[0], 1, 0);
+
+    rill_node *uinit[] = {init_of(u[0]), init_of(u[1])};
+    CHECK(rill_session_run_targets(sess, uinit, 2, s) == RILL_OK);
+    CHECK(rill_session_run_targets(sess, &inc[0].node, 1, s) == RILL_OK);
+    CHECK(rill_session_run(sess, &x, &two, 1, NULL, &out, 0, &incx[0].node, 1, s) == RILL_OK);
+    CHECK(rill_session_run_targets(sess, &inc[1].node, 1, s) == RILL_OK);
+    rill_output all[] = {v[0], v[1], u[0], u[1]};
+    if (CHECK(fetch_floats(sess, NULL, NULL, 0, all, got, 4))) {
+        CHECK_NEAR(got[0], 4, 0); /* 1 + inc0 + 2 */
+        CHECK_NEAR(got[1], 1, 0);
+        CHECK_NEAR(got[2], 1, 0); /* bad0 once */
+        CHECK_NEAR(got[3], 3, 0); /* bad1 + bad1x(2) */
+    }
+    rill_tensor_free(two);
+    rill_session_free(sess);
+out:
+    rill_graph_free(g);
+    rill_status_free(s);
+    cluster_stop(&c);
+}
+
+/* --- blocking ops: a dequeue in one thread, released or cancelled from another -------------- */
+
+typedef struct dequeuer {
+    rill_session *sess;
+    rill_output what;
+    atomic_int started, done;
+    rill_code code;
+    char msg[512];
+    float val;
+} dequeuer;
+
+static void *dequeue_main(void *p)
+{
+    dequeuer *d = p;
+    rill_status *s = rill_status_new();
+    rill_tensor *t = NULL;
+    atomic_store(&d->started, 1);
+    d->code = rill_session_run(d->sess, NULL, NULL, 0, &d->what, &t, 1, NULL, 0, s);
+    snprintf(d->msg, sizeof d->msg, "%s", rill_status_message(s));
+    d->val = t ? *(float *)rill_tensor_data(t) : -999;
+    rill_tensor_free(t);
+    rill_status_free(s);
+    atomic_store(&d->done, 1);
+    return NULL;
+}
+
+static void start_dequeue(dequeuer *d, rill_session *sess, rill_output what, pthread_t *th)
+{
+    memset(d, 0, sizeof *d);
+    d->sess = sess;
+    d->what = what;
+    pthread_create(th, NULL, dequeue_main, d);
+    while (!atomic_load(&d->started)) usleep(1000);
+    usleep(300 * 1000); /* let the request reach its task (not relied on: see the callers) */
+}
+
+/* Waits at most secs for d to finish; true when it did. */
+static bool wait_done(dequeuer *d, double secs)
+{
+    double t_end = mono_now() + secs;
+    while (!atomic_load(&d->done) && mono_now() < t_end) usleep(2000);
+    return atomic_load(&d->done);
+}
+
+static bool enqueue(rill_session *sess, rill_output vals, rill_node *enq, const float *v, int n)
+{
+    rill_status *s = rill_status_new();
+    rill_tensor *t = rill_tensor_new(RILL_FLOAT, (int64_t[]){n}, 1);
+    memcpy(rill_tensor_data(t), v, sizeof *v * (size_t)n);
+    bool ok = rill_session_run(sess, &vals, &t, 1, NULL, NULL, 0, &enq, 1, s) == RILL_OK;
+    if (!ok) fprintf(stderr, "  enqueue: %s\n", rill_status_message(s));
+    rill_tensor_free(t);
+    rill_status_free(s);
+    return ok;
+}
+
+typedef struct queue_graph {
+    rill_graph *g;
+    rill_output vals, deq, local_deq;
+    rill_node *enq, *local_enq;
+} queue_graph;
+
+static void build_queues(queue_graph *q, int64_t timeout_ms)
+{
+    q->g = rill_graph_new();
+    rill_graph_push_device(q->g, "/job:worker/task:0");
+    q->vals = rill_placeholder(q->g, RILL_FLOAT, rill_shape_vector(-1), "vals");
+    q->local_deq =
+        rill_queue_dequeue(q->g, "lq", RILL_FLOAT, rill_shape_scalar(), timeout_ms, "local_deq");
+    q->local_enq = rill_queue_enqueue_many(q->g, "lq", -1, q->vals, "local_enq");
+    rill_graph_pop_device(q->g);
+    rill_graph_push_device(q->g, "/job:ps/task:0");
+    q->deq = rill_queue_dequeue(q->g, "q", RILL_FLOAT, rill_shape_scalar(), timeout_ms, "deq");
+    q->enq = rill_queue_enqueue_many(q->g, "q", -1, q->vals, "enq");
+    rill_graph_pop_device(q->g);
+    CHECK(rill_graph_ok(q->g));
+}
+
+/* (c) A dequeue on the ps blocks until another session enqueues; several blocked at once are
+ * all served (the ps's pool grows); rill_session_cancel ends a blocked dequeue with CANCELLED
+ * through the CANCEL RPC, and the session works afterwards. Also for a dequeue on the master's
+ * own task. */
+static void test_blocking_queue(void)
+{
+    cluster c;
+    if (!cluster_start(&c, 1)) {
+        cluster_stop(&c);
+        return;
+    }
+    rill_status *s = rill_status_new();
+    queue_graph q;
+    build_queues(&q, 60 * 1000);
+    enum { NA = 3 };
+    rill_session *a[NA], *b = session_on(c.w, q.g, s);
+    for (int i = 0; i < NA; i++) a[i] = session_on(c.w, q.g, s);
+    if (!CHECK(b && a[0] && a[1] && a[2])) goto out;
+    /* warm up: each signature registered once */
+    float one = 1;
+    CHECK(enqueue(b, q.vals, q.enq, &one, 1));
+    float got;
+    CHECK(fetch_floats(a[0], NULL, NULL, 0, &q.deq, &got, 1) && got == 1);
+
+    /* released by an enqueue from another session */
+    dequeuer d[NA];
+    pthread_t th[NA];
+    start_dequeue(&d[0], a[0], q.deq, &th[0]);
+    CHECK(!atomic_load(&d[0].done)); /* the queue is empty: it cannot have returned */
+    float seven = 7;
+    CHECK(enqueue(b, q.vals, q.enq, &seven, 1));
+    CHECK(wait_done(&d[0], 30));
+    pthread_join(th[0], NULL);
+    CHECK_EQ_INT(d[0].code, RILL_OK);
+    CHECK_NEAR(d[0].val, 7, 0);
+
+    /* three sessions blocked on the ps at once, released by one enqueue of three */
+    for (int i = 0; i < NA; i++) start_dequeue(&d[i], a[i], q.deq, &th[i]);
+    for (int i = 0; i < NA; i++) CHECK(!atomic_load(&d[i].done));
+    float three[] = {1, 2, 3};
+    CHECK(enqueue(b, q.vals, q.enq, three, 3));
+    float sum = 0;
+    for (int i = 0; i < NA; i++) {
+        CHECK(wait_done(&d[i], 30));
+        pthread_join(th[i], NULL);
+        if (!CHECK_EQ_INT(d[i].code, RILL_OK)) fprintf(stderr, "  %s\n", d[i].msg);
+        sum += d[i].val * d[i].val;
+    }
+    CHECK_NEAR(sum, 14, 0); /* each of 1, 2, 3 once */
+
+    /* cancelled: the CANCEL RPC reaches the ps */
+    start_dequeue(&d[0], a[0], q.deq, &th[0]);
+    CHECK(!atomic_load(&d[0].done));
+    int cancels = 0;
+    for (double t0 = mono_now(); !atomic_load(&d[0].done) && mono_now() - t0 < 45;) {
+        rill_session_cancel(a[0]);
+        cancels++;
+        wait_done(&d[0], 5);
+    }
+    CHECK(atomic_load(&d[0].done));
+    pthread_join(th[0], NULL);
+    if (!CHECK_EQ_INT(d[0].code, RILL_CANCELLED)) fprintf(stderr, "  %s\n", d[0].msg);
+    CHECK_STR_CONTAINS(d[0].msg, "cancel");
+    printf("a dequeue on the ps was cancelled after %d cancel(s): %s\n", cancels, d[0].msg);
+    /* the session still works */
+    float five = 5;
+    CHECK(enqueue(b, q.vals, q.enq, &five, 1));
+    CHECK(fetch_floats(a[0], NULL, NULL, 0, &q.deq, &got, 1) && got == 5);
+
+    /* a dequeue on the master's own task */
+    CHECK(enqueue(b, q.vals, q.local_enq, &one, 1));
+    CHECK(fetch_floats(a[1], NULL, NULL, 0, &q.local_deq, &got, 1) && got == 1);
+    start_dequeue(&d[1], a[1], q.local_deq, &th[1]);
+    CHECK(!atomic_load(&d[1].done));
+    cancels = 0;
+    for (double t0 = mono_now(); !atomic_load(&d[1].done) && mono_now() - t0 < 45;) {
+        rill_session_cancel(a[1]);
+        cancels++;
+        wait_done(&d[1], 5);
+    }
+    CHECK(atomic_load(&d[1].done));
+    pthread_join(th[1], NULL);
+    if (!CHECK_EQ_INT(d[1].code, RILL_CANCELLED)) fprintf(stderr, "  %s\n", d[1].msg);
+    printf("a dequeue on the master's task was cancelled after %d cancel(s): %s\n", cancels,
+           d[1].msg);
+    CHECK(enqueue(b, q.vals, q.local_enq, &five, 1));
+    CHECK(fetch_floats(a[1], NULL, NULL, 0, &q.local_deq, &got, 1) && got == 5);
+out:
+    for (int i = 0; i < NA; i++) rill_session_free(a[i]);
+    rill_session_free(b);
+    rill_graph_free(q.g);
+    rill_status_free(s);
+    cluster_stop(&c);
+}
+
+/* (d) Freeing a ps while a blocking run of it is in flight cancels the run: the step fails with
+ * CANCELLED or UNAVAILABLE, not at the dequeue's two-minute deadline. */
+static void test_free_server_with_blocking_run(void)
+{
+    cluster c;
+    if (!cluster_start(&c, 1)) {
+        cluster_stop(&c);
+        return;
+    }
+    rill_status *s = rill_status_new();
+    queue_graph q;
+    build_queues(&q, 120 * 1000);
+    rill_session *a = session_on(c.w, q.g, s);
+    if (CHECK(a != NULL)) {
+        float one = 1, got;
+        CHECK(enqueue(a, q.vals, q.enq, &one, 1));
+        CHECK(fetch_floats(a, NULL, NULL, 0, &q.deq, &got, 1) && got == 1);
+        dequeuer d;
+        pthread_t th;
+        start_dequeue(&d, a, q.deq, &th);
+        CHECK(!atomic_load(&d.done));
+        rill_server_free(c.ps[0]);
+        c.ps[0] = NULL;
+        CHECK(wait_done(&d, 60));
+        pthread_join(th, NULL);
+        if (!CHECK(d.code == RILL_CANCELLED || d.code == RILL_UNAVAILABLE))
+            fprintf(stderr, "  %s: %s\n", rill_code_name(d.code), d.msg);
+        printf("the ps was freed under a blocked dequeue: %s\n", d.msg);
+    }
+    rill_session_free(a);
+    rill_graph_free(q.g);
+    rill_status_free(s);
+    cluster_stop(&c);
+}
+
+/* A ps that answers with only an empty tensor (no payload at all) or with strings and an empty
+ * tensor. */
+static void test_empty_and_string_fetches(void)
+{
+    cluster c;
+    if (!cluster_start(&c, 1)) {
+        cluster_stop(&c);
+        return;
+    }
+    rill_status *s = rill_status_new();
+    rill_graph *g = rill_graph_new();
+    rill_graph_push_device(g, "/job:ps/task:0");
+    rill_tensor *e = rill_tensor_new(RILL_FLOAT, (int64_t[]){0}, 1);
+    rill_output empty = rill_const(g, e, "empty");
+    rill_tensor_free(e);
+    rill_tensor *str = rill_tensor_new(RILL_STRING, (int64_t[]){2}, 1);
+    rill_tensor_set_string(str, 0, "a\0b", 3);
+    rill_tensor_set_string(str, 1, "", 0);
+    rill_output strs = rill_const(g, str, "strs");
+    rill_tensor_free(str);
+    rill_output f = rill_const_float(g, 2.5f, "f");
+    rill_graph_pop_device(g);
+    /* fed on the worker, used on the ps: the request's feeds are strings and an empty tensor */
+    rill_graph_push_device(g, "/job:worker/task:0");
+    rill_output fe = rill_placeholder(g, RILL_FLOAT, rill_shape_vector(-1), "fed_empty");
+    rill_output fs = rill_placeholder(g, RILL_STRING, rill_shape_vector(-1), "fed_strings");
+    rill_graph_pop_device(g);
+    rill_graph_push_device(g, "/job:ps/task:0");
+    rill_output back_e = rill_identity(g, fe, "back_empty");
+    rill_output back_s = rill_identity(g, fs, "back_strings");
+    rill_graph_pop_device(g);
+    rill_session *sess = session_on(c.w, g, s);
+    if (CHECK(sess != NULL)) {
+        rill_output sets[3][3] = {{empty}, {strs, empty}, {empty, strs, f}};
+        int ns[3] = {1, 2, 3};
+        for (int k = 0; k < 3; k++) {
+            rill_tensor *out[3] = {0};
+            rill_code code = rill_session_run(sess, NULL, NULL, 0, sets[k], out, ns[k], NULL, 0, s);
+            if (!CHECK_EQ_INT(code, RILL_OK)) fprintf(stderr, "  %s\n", rill_status_message(s));
+            for (int i = 0; code == RILL_OK && i < ns[k]; i++) {
+                if (sets[k][i].node == empty.node) {
+                    CHECK(rill_tensor_rank(out[i]) == 1 && rill_tensor_dim(out[i], 0) == 0);
+                } else if (sets[k][i].node == strs.node) {
+                    size_t l0, l1;
+                    const char *p0 = rill_tensor_get_string(out[i], 0, &l0);
+                    rill_tensor_get_string(out[i], 1, &l1);
+                    CHECK(l0 == 3 && memcmp(p0, "a\0b", 3) == 0 && l1 == 0);
+                } else {
+                    CHECK_NEAR(*(float *)rill_tensor_data(out[i]), 2.5, 0);
+                }
+            }
+            for (int i = 0; i < ns[k]; i++) rill_tensor_free(out[i]);
+        }
+        rill_tensor *fv[2] = {rill_tensor_new(RILL_FLOAT, (int64_t[]){0}, 1),
+                              rill_tensor_new(RILL_STRING, (int64_t[]){3}, 1)};
+        rill_tensor_set_string(fv[1], 0, "x\0y", 3);
+        rill_tensor_set_string(fv[1], 2, "last", 4);
+        rill_output feeds[] = {fe, fs}, fetches[] = {back_e, back_s};
+        rill_tensor *out[2] = {0};
+        rill_code code = rill_session_run(sess, feeds, fv, 2, fetches, out, 2, NULL, 0, s);
+        if (!CHECK_EQ_INT(code, RILL_OK)) fprintf(stderr, "  %s\n", rill_status_message(s));
+        if (code == RILL_OK) {
+            CHECK(rill_tensor_rank(out[0]) == 1 && rill_tensor_dim(out[0], 0) == 0);
+            size_t l0, l1, l2;
+            const char *p0 = rill_tensor_get_string(out[1], 0, &l0);
+            rill_tensor_get_string(out[1], 1, &l1);
+            const char *p2 = rill_tensor_get_string(out[1], 2, &l2);
+            CHECK(l0 == 3 && memcmp(p0, "x\0y", 3) == 0 && l1 == 0);
+            CHECK(l2 == 4 && memcmp(p2, "last", 4) == 0);
+        }
+        for (int i = 0; i < 2; i++) rill_tensor_free(out[i]), rill_tensor_free(fv[i]);
+    }
+    rill_session_free(sess);
+    rill_graph_free(g);
+    rill_status_free(s);
+    cluster_stop(&c);
+}
+
+/* Blocking runs keep arriving while the ps is freed (a worker retrying its step): the free
+ * returns, every step in flight fails cleanly, and nothing runs on the freed server. */
+typedef struct hammer {
+    rill_session *sess;
+    queue_graph *q;
+    atomic_int stop, runs;
+    rill_code last;
+} hammer;
+
+static void *hammer_main(void *p)
+{
+    hammer *h = p;
+    rill_status *s = rill_status_new();
+    rill_tensor *t = rill_tensor_new(RILL_FLOAT, (int64_t[]){1}, 1);
+    *(float *)rill_tensor_data(t) = 1;
+    while (!atomic_load(&h->stop)) {
+        h->last = rill_session_run(h->sess, &h->q->vals, &t, 1, NULL, NULL, 0, &h->q->enq, 1, s);
+        atomic_fetch_add(&h->runs, 1);
+    }
+    rill_tensor_free(t);
+    rill_status_free(s);
+    return NULL;
+}
+
+static void test_free_server_under_blocking_runs(void)
+{
+    for (int round = 0; round < 8; round++) {
+        cluster c;
+        rill_server_options o = {.connect_deadline_s = 0.5};
+        if (!cluster_start_with(&c, 1, &o)) {
+            cluster_stop(&c);
+            return;
+        }
+        rill_status *s = rill_status_new();
+        queue_graph q;
+        build_queues(&q, 5 * 1000);
+        enum { NH = 3 };
+        hammer h[NH];
+        pthread_t th[NH];
+        for (int i = 0; i < NH; i++) {
+            memset(&h[i], 0, sizeof h[i]);
+            h[i].q = &q;
+            h[i].sess = session_on(c.w, q.g, s);
+            CHECK(h[i].sess != NULL);
+            pthread_create(&th[i], NULL, hammer_main, &h[i]);
+        }
+        double t0 = mono_now();
+        for (int i = 0; i < NH; i++)
+            while (atomic_load(&h[i].runs) < 20 && mono_now() - t0 < 30) usleep(1000);
+        rill_server_free(c.ps[0]);
+        c.ps[0] = NULL;
+        usleep(100 * 1000);
+        for (int i = 0; i < NH; i++) {
+            atomic_store(&h[i].stop, 1);
+            pthread_join(th[i], NULL);
+            CHECK(h[i].last != RILL_OK);
+            rill_session_free(h[i].sess);
+        }
+        rill_graph_free(q.g);
+        rill_status_free(s);
+        cluster_stop(&c);
+    }
+}
+
 int main(void)
 {
     setenv("RILL_OPENCL_CPU_AS_GPU", "0", 1);
@@ -326,5 +928,11 @@ int main(void)
     test_unreachable_ps();
     test_async_two_workers();
     test_hung_ps();
+    test_tail_step();
+    test_remote_order();
+    test_empty_and_string_fetches();
+    test_blocking_queue();
+    test_free_server_with_blocking_run();
+    test_free_server_under_blocking_runs();
     TEST_MAIN_END();
 }

@@ -14,9 +14,11 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MIB (1024 * 1024)
@@ -606,6 +608,636 @@ out:
     rill_status_free(s);
 }
 
+/* --- deferred responses ---------------------------------------------------------------------
+ * A handler that defers ("hold:<k>") parks its request in token k; the test finishes it from
+ * other threads. Each token counts its hang-up, release and payload-done callbacks, so "exactly
+ * once" is checked per request. "now:<k>" defers and finishes inside the handler itself;
+ * "sleep:<ms>" keeps the server thread busy inline, so that events pile up behind it. */
+
+#define MAX_HELD 256
+
+typedef struct dtoken {
+    rill__tcp_deferred *d; /* set by the handler, under the context's lock */
+    atomic_int hangups, releases, payload_done, hangup_after_release;
+    uint8_t *bytes; /* the payload the answer is sent from */
+    size_t nbytes;
+} dtoken;
+
+typedef struct dctx {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    dtoken tok[MAX_HELD];
+    atomic_int sleeping;
+} dctx;
+
+static void tok_hangup(void *arg)
+{
+    dtoken *t = arg;
+    if (atomic_load(&t->releases) > 0) atomic_fetch_add(&t->hangup_after_release, 1);
+    atomic_fetch_add(&t->hangups, 1);
+}
+
+static void tok_release(void *arg)
+{
+    atomic_fetch_add(&((dtoken *)arg)->releases, 1);
+}
+
+static void tok_payload_done(void *arg)
+{
+    atomic_fetch_add(&((dtoken *)arg)->payload_done, 1);
+}
+
+static uint8_t pattern(int k, size_t i)
+{
+    return (uint8_t)(k * 131 + (int)(i * 7) + (int)(i >> 12));
+}
+
+/* Fills token k's deferred response with meta "answer:<k>" and n pattern bytes in two pieces
+ * (done counted), and finishes it. Any thread. */
+static void answer(dtoken *t, int k, size_t n)
+{
+    rill__tcp_response *r = rill__tcp_deferred_response(t->d);
+    char meta[32];
+    int ml = snprintf(meta, sizeof meta, "answer:%d", k);
+    rill__tcp_response_set_meta(r, meta, (uint32_t)ml);
+    free(t->bytes);
+    t->bytes = malloc(n ? n : 1);
+    t->nbytes = n;
+    for (size_t i = 0; i < n; i++) t->bytes[i] = pattern(k, i);
+    struct iovec iov[2] = {{t->bytes, n / 3}, {t->bytes + n / 3, n - n / 3}};
+    rill__tcp_response_set_payload(r, iov, 2, tok_payload_done, t);
+    rill__tcp_deferred_finish(t->d);
+}
+
+static void deferring_handler(void *arg, rill__tcp_request *req, rill__tcp_response *resp)
+{
+    dctx *x = arg;
+    char m[32] = {0};
+    memcpy(m, req->meta, req->meta_len < sizeof m - 1 ? req->meta_len : sizeof m - 1);
+    int k, ms;
+    if (sscanf(m, "hold:%d", &k) == 1 && k >= 0 && k < MAX_HELD) {
+        rill__tcp_deferred *d = rill__tcp_response_defer(resp, tok_hangup, tok_release, &x->tok[k]);
+        pthread_mutex_lock(&x->mu);
+        x->tok[k].d = d;
+        pthread_cond_broadcast(&x->cv);
+        pthread_mutex_unlock(&x->mu);
+        return;
+    }
+    if (sscanf(m, "now:%d", &k) == 1 && k >= 0 && k < MAX_HELD) {
+        x->tok[k].d = rill__tcp_response_defer(resp, tok_hangup, tok_release, &x->tok[k]);
+        answer(&x->tok[k], k, 1000);
+        return;
+    }
+    if (sscanf(m, "sleep:%d", &ms) == 1) {
+        atomic_store(&x->sleeping, 1);
+        usleep((useconds_t)ms * 1000);
+        rill__tcp_response_set_meta(resp, "slept", 5);
+        return;
+    }
+    echo_handler(NULL, req, resp);
+}
+
+static dctx *dctx_new(void)
+{
+    dctx *x = calloc(1, sizeof *x);
+    pthread_mutex_init(&x->mu, NULL);
+    pthread_cond_init(&x->cv, NULL);
+    return x;
+}
+
+static void dctx_free(dctx *x)
+{
+    for (int i = 0; i < MAX_HELD; i++) free(x->tok[i].bytes);
+    pthread_mutex_destroy(&x->mu);
+    pthread_cond_destroy(&x->cv);
+    free(x);
+}
+
+static rill__tcp_server *start_deferring(dctx *x, char *addr, size_t cap)
+{
+    rill_status *s = rill_status_new();
+    rill__tcp_server *srv = rill__tcp_server_new("127.0.0.1:0", NULL, deferring_handler, x, s);
+    if (!CHECK(srv != NULL))
+        fprintf(stderr, "  %s\n", rill_status_message(s));
+    else
+        snprintf(addr, cap, "127.0.0.1:%d", rill__tcp_server_port(srv));
+    rill_status_free(s);
+    return srv;
+}
+
+/* Token k's deferred request, once the handler parked it (at most 20 s); NULL if it never came. */
+static rill__tcp_deferred *wait_held(dctx *x, int k)
+{
+    double t_end = now() + 20;
+    pthread_mutex_lock(&x->mu);
+    while (!x->tok[k].d && now() < t_end) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+    }
+    rill__tcp_deferred *d = x->tok[k].d;
+    pthread_mutex_unlock(&x->mu);
+    return d;
+}
+
+/* Waits (at most 20 s) until *v reaches want; true when it did. */
+static bool wait_count(atomic_int *v, int want)
+{
+    double t_end = now() + 20;
+    while (atomic_load(v) < want && now() < t_end) usleep(1000);
+    return atomic_load(v) >= want;
+}
+
+/* A call of "hold:<k>" whose answer must be "answer:<k>" with n pattern bytes. */
+static bool call_held(rill__channel *ch, int k, size_t n, double deadline, rill_status *s)
+{
+    char meta[32];
+    int ml = snprintf(meta, sizeof meta, "hold:%d", k);
+    rill__reply r = {0};
+    if (!rill__channel_call(ch, RILL__MSG_REQUEST, meta, (uint32_t)ml, NULL, 0, &r, deadline, s))
+        return false;
+    char want[32];
+    int wl = snprintf(want, sizeof want, "answer:%d", k);
+    bool ok =
+        r.meta_len == (uint32_t)wl && memcmp(r.meta, want, (size_t)wl) == 0 && r.payload_len == n;
+    for (size_t i = 0; ok && i < n; i++) ok = ((uint8_t *)r.payload)[i] == pattern(k, i);
+    if (r.payload_owned) rill__aligned_free(r.payload, r.payload_len);
+    if (!ok) rill_status_set(s, RILL_DATA_LOSS, "wrong answer to hold:%d", k);
+    return ok;
+}
+
+/* A raw client (handshake done) that has sent one REQUEST with meta m; -1 on failure. */
+static int raw_request(int port, const char *m)
+{
+    int fd = raw_handshaked(port);
+    if (fd < 0) return -1;
+    uint8_t frame[RILL__WIRE_HEADER_SIZE + 64];
+    size_t ml = strlen(m);
+    rill__frame_header h = {
+        .version = 1, .type = RILL__MSG_REQUEST, .request_id = 1, .meta_len = (uint32_t)ml};
+    rill__frame_header_encode(&h, frame);
+    memcpy(frame + RILL__WIRE_HEADER_SIZE, m, ml);
+    if (send(fd, frame, RILL__WIRE_HEADER_SIZE + ml, MSG_NOSIGNAL) !=
+        (ssize_t)(RILL__WIRE_HEADER_SIZE + ml)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+typedef struct held_call {
+    rill__channel *ch;
+    int k;
+    size_t n;
+    double deadline;
+    bool ok;
+    rill_code code;
+    char msg[256];
+} held_call;
+
+static void *held_call_main(void *p)
+{
+    held_call *c = p;
+    rill_status *s = rill_status_new();
+    c->ok = call_held(c->ch, c->k, c->n, c->deadline, s);
+    c->code = rill_status_code(s);
+    snprintf(c->msg, sizeof c->msg, "%s", rill_status_message(s));
+    rill_status_free(s);
+    return NULL;
+}
+
+typedef struct finisher {
+    dctx *x;
+    int k;
+    size_t n;
+    int delay_ms;
+} finisher;
+
+static void *finisher_main(void *p)
+{
+    finisher *f = p;
+    if (wait_held(f->x, f->k)) {
+        usleep((useconds_t)f->delay_ms * 1000);
+        answer(&f->x->tok[f->k], f->k, f->n);
+    }
+    return NULL;
+}
+
+/* (a) Answered from another thread after a delay: the right meta and payload, the payload's
+ * done callback and on_release once each, no hang-up; the connection then serves again. */
+static void test_deferred_answer(void)
+{
+    dctx *x = dctx_new();
+    char addr[64];
+    rill__tcp_server *srv = start_deferring(x, addr, sizeof addr);
+    if (!srv) goto out;
+    rill_status *s = rill_status_new();
+    rill__channel *ch = rill__tcp_connect(addr, NULL, 10, s);
+    if (CHECK(ch != NULL)) {
+        size_t sizes[3] = {100, 0, 8 * MIB}; /* small, empty, big enough to need EPOLLOUT */
+        for (int k = 0; k < 3; k++) {
+            finisher f = {x, k, sizes[k], 50};
+            pthread_t th;
+            pthread_create(&th, NULL, finisher_main, &f);
+            if (!CHECK(call_held(ch, k, sizes[k], 20, s)))
+                fprintf(stderr, "  hold:%d: %s\n", k, rill_status_message(s));
+            pthread_join(th, NULL);
+            CHECK(echo_ok(ch, "served again after a deferred answer"));
+        }
+        /* deferred and finished inside the handler, on the server thread itself */
+        rill__reply r = {0};
+        CHECK(rill__channel_call(ch, RILL__MSG_REQUEST, "now:3", 5, NULL, 0, &r, 20, s));
+        CHECK(r.meta_len == 8 && memcmp(r.meta, "answer:3", 8) == 0 && r.payload_len == 1000);
+        if (r.payload_owned) rill__aligned_free(r.payload, r.payload_len);
+        CHECK(rill__channel_ping(ch, 10, s));
+        for (int k = 0; k < 4; k++) {
+            CHECK(wait_count(&x->tok[k].releases, 1));
+            CHECK(wait_count(&x->tok[k].payload_done, 1));
+        }
+        usleep(20 * 1000); /* a second call of either would show now */
+        for (int k = 0; k < 4; k++) {
+            CHECK_EQ_INT(atomic_load(&x->tok[k].releases), 1);
+            CHECK_EQ_INT(atomic_load(&x->tok[k].payload_done), 1);
+            CHECK_EQ_INT(atomic_load(&x->tok[k].hangups), 0);
+        }
+    }
+    rill__channel_close(ch);
+    rill_status_free(s);
+    rill__tcp_server_free(srv);
+out:
+    dctx_free(x);
+}
+
+/* (b) While one connection's request is deferred, every other connection is served inline, and
+ * new ones are accepted. */
+static void test_deferred_others_served(void)
+{
+    dctx *x = dctx_new();
+    char addr[64];
+    rill__tcp_server *srv = start_deferring(x, addr, sizeof addr);
+    if (!srv) goto out;
+    rill_status *s = rill_status_new();
+    rill__channel *a = rill__tcp_connect(addr, NULL, 10, s),
+                  *b = rill__tcp_connect(addr, NULL, 10, s);
+    if (CHECK(a && b)) {
+        held_call hc = {.ch = a, .k = 0, .n = 4096, .deadline = 30};
+        pthread_t th;
+        pthread_create(&th, NULL, held_call_main, &hc);
+        if (CHECK(wait_held(x, 0) != NULL)) {
+            int ok = 0;
+            for (int i = 0; i < 50; i++) ok += echo_ok(b, "while a is deferred");
+            CHECK_EQ_INT(ok, 50);
+            CHECK(rill__channel_ping(b, 10, s));
+            rill__channel *c = rill__tcp_connect(addr, NULL, 10, s);
+            if (CHECK(c != NULL)) CHECK(echo_ok(c, "a new connection meanwhile"));
+            rill__channel_close(c);
+            CHECK_EQ_INT(atomic_load(&x->tok[0].releases), 0);
+            answer(&x->tok[0], 0, 4096);
+        }
+        pthread_join(th, NULL);
+        CHECK(hc.ok);
+        if (!hc.ok) fprintf(stderr, "  %s\n", hc.msg);
+        CHECK(echo_ok(a, "a is served again"));
+        CHECK(wait_count(&x->tok[0].releases, 1));
+    }
+    rill__channel_close(a);
+    rill__channel_close(b);
+    rill_status_free(s);
+    rill__tcp_server_free(srv);
+out:
+    dctx_free(x);
+}
+
+/* (c) A deferred error arrives as the remote code and message; a payload set before the error
+ * is released exactly once; the channel stays usable. */
+static void test_deferred_error(void)
+{
+    dctx *x = dctx_new();
+    char addr[64];
+    rill__tcp_server *srv = start_deferring(x, addr, sizeof addr);
+    if (!srv) goto out;
+    rill_status *s = rill_status_new();
+    rill__channel *ch = rill__tcp_connect(addr, NULL, 10, s);
+    if (CHECK(ch != NULL)) {
+        held_call hc = {.ch = ch, .k = 0, .deadline = 30};
+        pthread_t th;
+        pthread_create(&th, NULL, held_call_main, &hc);
+        rill__tcp_deferred *d = wait_held(x, 0);
+        if (CHECK(d != NULL)) {
+            rill__tcp_response *r = rill__tcp_deferred_response(d);
+            static char bytes[64];
+            struct iovec iov = {bytes, sizeof bytes};
+            rill__tcp_response_set_meta(r, "dropped", 7);
+            rill__tcp_response_set_payload(r, &iov, 1, tok_payload_done, &x->tok[0]);
+            rill__tcp_response_set_error(r, RILL_NOT_FOUND, "deferred: no queue named '%s'", "q7");
+            rill__tcp_deferred_finish(d);
+        }
+        pthread_join(th, NULL);
+        CHECK(!hc.ok);
+        CHECK_EQ_INT(hc.code, RILL_NOT_FOUND);
+        CHECK_STR_CONTAINS(hc.msg, "deferred: no queue named 'q7'");
+        CHECK(echo_ok(ch, "after a deferred error"));
+        CHECK(wait_count(&x->tok[0].releases, 1));
+        CHECK(wait_count(&x->tok[0].payload_done, 1));
+        usleep(20 * 1000);
+        CHECK_EQ_INT(atomic_load(&x->tok[0].payload_done), 1);
+        CHECK_EQ_INT(atomic_load(&x->tok[0].releases), 1);
+        CHECK_EQ_INT(atomic_load(&x->tok[0].hangups), 0);
+    }
+    rill__channel_close(ch);
+    rill_status_free(s);
+    rill__tcp_server_free(srv);
+out:
+    dctx_free(x);
+}
+
+/* (d) The client goes away while its request is deferred: on_hangup once on the server, the
+ * connection is closed, the server keeps serving, and the later finish is dropped (payload done
+ * and on_release once each, no second hang-up). */
+static void test_deferred_hangup(void)
+{
+    dctx *x = dctx_new();
+    char addr[64];
+    rill__tcp_server *srv = start_deferring(x, addr, sizeof addr);
+    if (!srv) goto out;
+    int port = rill__tcp_server_port(srv);
+    rill_status *s = rill_status_new();
+    /* a channel whose call times out and which is then closed */
+    rill__channel *ch = rill__tcp_connect(addr, NULL, 10, s);
+    if (CHECK(ch != NULL)) {
+        CHECK(!call_held(ch, 0, 0, 0.3, s));
+        CHECK_EQ_INT(rill_status_code(s), RILL_DEADLINE_EXCEEDED);
+        rill__channel_close(ch);
+        CHECK(wait_count(&x->tok[0].hangups, 1));
+        CHECK_EQ_INT(atomic_load(&x->tok[0].releases), 0);
+    }
+    /* a raw client that sends its request and closes at once */
+    int fd = raw_request(port, "hold:1");
+    if (CHECK(fd >= 0) && CHECK(wait_held(x, 1) != NULL)) {
+        close(fd);
+        CHECK(wait_count(&x->tok[1].hangups, 1));
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    double t0 = now();
+    while (rill__tcp_server_connections(srv) > 0 && now() - t0 < 20) usleep(5000);
+    CHECK_EQ_INT(rill__tcp_server_connections(srv), 0);
+    /* the server is healthy */
+    rill__channel *c2 = rill__tcp_connect(addr, NULL, 10, s);
+    if (CHECK(c2 != NULL)) CHECK(echo_ok(c2, "after hang-ups"));
+    /* the late answers go nowhere */
+    for (int k = 0; k < 2; k++) {
+        if (!x->tok[k].d) continue;
+        answer(&x->tok[k], k, k == 0 ? 2 * MIB : 10);
+        CHECK(wait_count(&x->tok[k].releases, 1));
+        CHECK(wait_count(&x->tok[k].payload_done, 1));
+    }
+    if (c2) CHECK(echo_ok(c2, "after the dropped answers"));
+    usleep(20 * 1000);
+    for (int k = 0; k < 2; k++) {
+        CHECK_EQ_INT(atomic_load(&x->tok[k].hangups), 1);
+        CHECK_EQ_INT(atomic_load(&x->tok[k].releases), 1);
+        CHECK_EQ_INT(atomic_load(&x->tok[k].payload_done), 1);
+        CHECK_EQ_INT(atomic_load(&x->tok[k].hangup_after_release), 0);
+    }
+    rill__channel_close(c2);
+    rill_status_free(s);
+    rill__tcp_server_free(srv);
+out:
+    dctx_free(x);
+}
+
+/* (e) Many deferred requests on many connections at once, finished in random order by several
+ * threads, round after round. */
+enum { MANY_CONNS = 24, MANY_ROUNDS = 4 };
+
+static size_t many_size(int k)
+{
+    return k % 7 == 0 ? (size_t)MIB + (size_t)k : (size_t)(k * 37 % 5000);
+}
+
+typedef struct many_client {
+    const char *addr;
+    int i, ok;
+    char msg[256];
+} many_client;
+
+static void *many_client_main(void *p)
+{
+    many_client *c = p;
+    rill_status *s = rill_status_new();
+    rill__channel *ch = rill__tcp_connect(c->addr, NULL, 30, s);
+    for (int r = 0; ch && r < MANY_ROUNDS; r++) {
+        int k = r * MANY_CONNS + c->i;
+        if (call_held(ch, k, many_size(k), 60, s))
+            c->ok++;
+        else
+            snprintf(c->msg, sizeof c->msg, "%s", rill_status_message(s));
+    }
+    if (!ch) snprintf(c->msg, sizeof c->msg, "%s", rill_status_message(s));
+    rill__channel_close(ch);
+    rill_status_free(s);
+    return NULL;
+}
+
+typedef struct many_finisher {
+    dctx *x;
+    const int *order;
+    int from, step, n;
+} many_finisher;
+
+static void *many_finisher_main(void *p)
+{
+    many_finisher *f = p;
+    for (int j = f->from; j < f->n; j += f->step) {
+        int k = f->order[j];
+        answer(&f->x->tok[k], k, many_size(k));
+    }
+    return NULL;
+}
+
+static void test_deferred_many(void)
+{
+    dctx *x = dctx_new();
+    char addr[64];
+    rill__tcp_server *srv = start_deferring(x, addr, sizeof addr);
+    if (!srv) goto out;
+    pthread_t th[MANY_CONNS];
+    many_client c[MANY_CONNS];
+    for (int i = 0; i < MANY_CONNS; i++) {
+        c[i] = (many_client){.addr = addr, .i = i};
+        pthread_create(&th[i], NULL, many_client_main, &c[i]);
+    }
+    rill__rng rng;
+    rill__rng_seed(&rng, 4242);
+    bool all_held = true;
+    for (int r = 0; r < MANY_ROUNDS && all_held; r++) {
+        int order[MANY_CONNS];
+        for (int i = 0; i < MANY_CONNS; i++) {
+            order[i] = r * MANY_CONNS + i;
+            if (!wait_held(x, order[i])) all_held = false;
+        }
+        if (!CHECK(all_held)) break;
+        for (int i = MANY_CONNS - 1; i > 0; i--) {
+            int j = (int)(rill__rng_next(&rng) % (uint64_t)(i + 1)), t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        enum { NF = 4 };
+        pthread_t ft[NF];
+        many_finisher mf[NF];
+        for (int f = 0; f < NF; f++) {
+            mf[f] = (many_finisher){x, order, f, NF, MANY_CONNS};
+            pthread_create(&ft[f], NULL, many_finisher_main, &mf[f]);
+        }
+        for (int f = 0; f < NF; f++) pthread_join(ft[f], NULL);
+    }
+    int total = 0;
+    for (int i = 0; i < MANY_CONNS; i++) {
+        pthread_join(th[i], NULL);
+        total += c[i].ok;
+        if (c[i].ok != MANY_ROUNDS) fprintf(stderr, "  client %d: %s\n", i, c[i].msg);
+    }
+    CHECK_EQ_INT(total, MANY_CONNS * MANY_ROUNDS);
+    int released = 0, done = 0, hung = 0;
+    for (int k = 0; k < MANY_CONNS * MANY_ROUNDS; k++) {
+        wait_count(&x->tok[k].releases, 1);
+        wait_count(&x->tok[k].payload_done, 1);
+    }
+    for (int k = 0; k < MANY_CONNS * MANY_ROUNDS; k++) {
+        released += atomic_load(&x->tok[k].releases) == 1;
+        done += atomic_load(&x->tok[k].payload_done) == 1;
+        hung += atomic_load(&x->tok[k].hangups);
+    }
+    CHECK_EQ_INT(released, MANY_CONNS * MANY_ROUNDS);
+    CHECK_EQ_INT(done, MANY_CONNS * MANY_ROUNDS);
+    CHECK_EQ_INT(hung, 0);
+    rill__tcp_server_free(srv);
+out:
+    dctx_free(x);
+}
+
+/* (f) Freeing the server once every deferred request was finished: answers finished but not yet
+ * sent, answers already sent, and answers whose client had hung up are each released exactly
+ * once, by the time rill__tcp_server_free returns. */
+static void test_deferred_then_server_free(void)
+{
+    dctx *x = dctx_new();
+    char addr[64];
+    rill__tcp_server *srv = start_deferring(x, addr, sizeof addr);
+    if (!srv) goto out;
+    int port = rill__tcp_server_port(srv);
+    rill_status *s = rill_status_new();
+    /* 0: answered and received */
+    rill__channel *ch = rill__tcp_connect(addr, NULL, 10, s);
+    if (CHECK(ch != NULL)) {
+        finisher f = {x, 0, 300, 0};
+        pthread_t th;
+        pthread_create(&th, NULL, finisher_main, &f);
+        CHECK(call_held(ch, 0, 300, 20, s));
+        pthread_join(th, NULL);
+    }
+    /* 1: the client hung up, then the answer came */
+    int fd1 = raw_request(port, "hold:1");
+    if (CHECK(fd1 >= 0) && CHECK(wait_held(x, 1) != NULL)) {
+        close(fd1);
+        fd1 = -1;
+        CHECK(wait_count(&x->tok[1].hangups, 1));
+        answer(&x->tok[1], 1, 50);
+    }
+    if (fd1 >= 0) close(fd1);
+    /* 2, 3: finished just before the free, maybe never sent (one of them big) */
+    int fd2 = raw_request(port, "hold:2"), fd3 = raw_request(port, "hold:3");
+    bool h2 = fd2 >= 0 && wait_held(x, 2), h3 = fd3 >= 0 && wait_held(x, 3);
+    CHECK(h2 && h3);
+    if (h2) answer(&x->tok[2], 2, 4 * MIB);
+    if (h3) answer(&x->tok[3], 3, 10);
+    rill__tcp_server_free(srv);
+    for (int k = 0; k < 4; k++) {
+        if (!x->tok[k].d) continue;
+        CHECK_EQ_INT(atomic_load(&x->tok[k].releases), 1);
+        CHECK_EQ_INT(atomic_load(&x->tok[k].payload_done), 1);
+        CHECK_EQ_INT(atomic_load(&x->tok[k].hangups), k == 1);
+    }
+    if (fd2 >= 0) close(fd2);
+    if (fd3 >= 0) close(fd3);
+    rill__channel_close(ch);
+    rill_status_free(s);
+out:
+    dctx_free(x);
+}
+
+/* An answer finished while its client hangs up, both noticed by the server thread in one batch
+ * of events (it was busy serving an inline request meanwhile): no use of a freed connection,
+ * release once, and the server goes on serving. Repeated with the two events in both orders. */
+typedef struct sleeper {
+    const char *addr;
+    bool ok;
+} sleeper;
+
+static void *sleeper_main(void *p)
+{
+    sleeper *z = p;
+    rill_status *s = rill_status_new();
+    rill__channel *ch = rill__tcp_connect(z->addr, NULL, 10, s);
+    rill__reply r = {0};
+    z->ok = ch && rill__channel_call(ch, RILL__MSG_REQUEST, "sleep:300", 9, NULL, 0, &r, 20, s) &&
+            r.meta_len == 5 && memcmp(r.meta, "slept", 5) == 0;
+    rill__channel_close(ch);
+    rill_status_free(s);
+    return NULL;
+}
+
+static void test_deferred_finish_races_hangup(void)
+{
+    dctx *x = dctx_new();
+    char addr[64];
+    rill__tcp_server *srv = start_deferring(x, addr, sizeof addr);
+    if (!srv) goto out;
+    int port = rill__tcp_server_port(srv);
+    for (int round = 0; round < 6; round++) {
+        int k = round;
+        char m[32];
+        snprintf(m, sizeof m, "hold:%d", k);
+        int fd = raw_request(port, m);
+        if (!CHECK(fd >= 0) || !CHECK(wait_held(x, k) != NULL)) {
+            if (fd >= 0) close(fd);
+            continue;
+        }
+        atomic_store(&x->sleeping, 0);
+        sleeper z = {addr, false};
+        pthread_t th;
+        pthread_create(&th, NULL, sleeper_main, &z);
+        double t0 = now();
+        while (!atomic_load(&x->sleeping) && now() - t0 < 20) usleep(1000);
+        /* the server thread sleeps in the handler: both events wait for it */
+        if (round % 2 == 0) {
+            answer(&x->tok[k], k, 100);
+            close(fd);
+        } else {
+            close(fd);
+            usleep(10 * 1000);
+            answer(&x->tok[k], k, 100);
+        }
+        pthread_join(th, NULL);
+        CHECK(z.ok);
+        CHECK(wait_count(&x->tok[k].releases, 1));
+        CHECK_EQ_INT(atomic_load(&x->tok[k].payload_done), 1);
+        CHECK(atomic_load(&x->tok[k].hangups) <= 1);
+        CHECK_EQ_INT(atomic_load(&x->tok[k].hangup_after_release), 0);
+    }
+    rill_status *s = rill_status_new();
+    rill__channel *ch = rill__tcp_connect(addr, NULL, 10, s);
+    if (CHECK(ch != NULL)) CHECK(echo_ok(ch, "after the races"));
+    rill__channel_close(ch);
+    rill_status_free(s);
+    rill__tcp_server_free(srv);
+out:
+    dctx_free(x);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -620,5 +1252,12 @@ int main(void)
     test_connection_limit();
     test_port_in_use_and_restart();
     test_hostile_bytes();
+    test_deferred_answer();
+    test_deferred_others_served();
+    test_deferred_error();
+    test_deferred_hangup();
+    test_deferred_many();
+    test_deferred_then_server_free();
+    test_deferred_finish_races_hangup();
     TEST_MAIN_END();
 }
