@@ -55,7 +55,7 @@ rill_node *rill_optimizer_minimize(rill_optimizer *o, rill_graph *g, rill_output
 
 /* --- gradient accumulators and FIFO queues (what SyncReplicasOptimizer is made of) ---
  * A resource is named by shared_name and lives on the task its op runs on, like a variable.
- * Waits (take, dequeue) last at most timeout_ms (<= 0: 300 s; an enqueue into a full queue 300 s),
+ * Waits (take, dequeue, an enqueue into a full queue) last at most timeout_ms (<= 0: 300 s),
  * then DEADLINE_EXCEEDED naming the resource; rill_session_cancel ends them with CANCELLED. */
 /* Adds grad unless local_step is older than the accumulator's step (then it is dropped and
  * counted). Returns 1 when accepted, 0 when dropped (int32). */
@@ -75,7 +75,7 @@ rill_output rill_accumulator_num_dropped(rill_graph *g, const char *shared_name,
                                          rill_shape shape, const char *name);
 /* Enqueues the slices of values along dimension 0; capacity < 0: unbounded. */
 rill_node *rill_queue_enqueue_many(rill_graph *g, const char *shared_name, int64_t capacity,
-                                   rill_output values, const char *name);
+                                   rill_output values, int64_t timeout_ms, const char *name);
 rill_output rill_queue_dequeue(rill_graph *g, const char *shared_name, rill_dtype dtype,
                                rill_shape shape, int64_t timeout_ms, const char *name);
 rill_output rill_queue_size(rill_graph *g, const char *shared_name, rill_dtype dtype,

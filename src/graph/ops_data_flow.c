@@ -187,7 +187,7 @@ rill_output rill_accumulator_num_dropped(rill_graph *g, const char *shared_name,
 }
 
 rill_node *rill_queue_enqueue_many(rill_graph *g, const char *shared_name, int64_t capacity,
-                                   rill_output values, const char *name)
+                                   rill_output values, int64_t timeout_ms, const char *name)
 {
     rill_dtype t = values.node ? values.node->out_dtypes[values.index] : RILL_INT64;
     rill_shape el = rill_shape_unknown();
@@ -195,7 +195,10 @@ rill_node *rill_queue_enqueue_many(rill_graph *g, const char *shared_name, int64
         rill_shape v = values.node->out_shapes[values.index];
         el = rill_shape_make(v.rank - 1, v.dims + 1);
     }
-    return make(g, "QueueEnqueueMany", name, &values, 1, shared_name, t, el, capacity, "capacity");
+    rill__attr a[5] = {RILL__A_STRING("shared_name", shared_name), RILL__A_TYPE("dtype", t),
+                       RILL__A_SHAPE("shape", el), RILL__A_INT("capacity", capacity),
+                       RILL__A_INT("timeout_ms", timeout_ms)};
+    return rill__node_create(g, "QueueEnqueueMany", name, &values, 1, a, 5);
 }
 
 rill_output rill_queue_dequeue(rill_graph *g, const char *shared_name, rill_dtype dtype,

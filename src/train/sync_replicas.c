@@ -90,7 +90,7 @@ static rill_node *enqueue_tokens(rill_sync_replicas_optimizer *o, rill_graph *g,
     rill_output cnt = rill_const(g, d, NULL);
     rill_tensor_free(d);
     rill_output tokens = rill_fill(g, cnt, o->global_step, NULL);
-    return rill_queue_enqueue_many(g, "sync_token_q", -1, tokens, name);
+    return rill_queue_enqueue_many(g, "sync_token_q", -1, tokens, 0, name);
 }
 
 rill_node *rill_sync_replicas_apply_gradients(rill_sync_replicas_optimizer *o, rill_graph *g,

@@ -640,11 +640,11 @@ static void build_queues(queue_graph *q, int64_t timeout_ms)
     q->vals = rill_placeholder(q->g, RILL_FLOAT, rill_shape_vector(-1), "vals");
     q->local_deq =
         rill_queue_dequeue(q->g, "lq", RILL_FLOAT, rill_shape_scalar(), timeout_ms, "local_deq");
-    q->local_enq = rill_queue_enqueue_many(q->g, "lq", -1, q->vals, "local_enq");
+    q->local_enq = rill_queue_enqueue_many(q->g, "lq", -1, q->vals, 0, "local_enq");
     rill_graph_pop_device(q->g);
     rill_graph_push_device(q->g, "/job:ps/task:0");
     q->deq = rill_queue_dequeue(q->g, "q", RILL_FLOAT, rill_shape_scalar(), timeout_ms, "deq");
-    q->enq = rill_queue_enqueue_many(q->g, "q", -1, q->vals, "enq");
+    q->enq = rill_queue_enqueue_many(q->g, "q", -1, q->vals, 0, "enq");
     rill_graph_pop_device(q->g);
     CHECK(rill_graph_ok(q->g));
 }

@@ -428,12 +428,12 @@ static void test_queue_order(void)
     rill_graph *g = rill_graph_new();
     rill_status *s = rill_status_new();
     rill_output iv = rill_placeholder(g, RILL_INT64, rill_shape_vector(4), "ints");
-    rill_node *enq_i = rill_queue_enqueue_many(g, "qi", -1, iv, "enq_i");
+    rill_node *enq_i = rill_queue_enqueue_many(g, "qi", -1, iv, 0, "enq_i");
     rill_output deq_i = rill_queue_dequeue(g, "qi", RILL_INT64, rill_shape_scalar(), 1000, "deq_i");
     rill_output size_i = rill_queue_size(g, "qi", RILL_INT64, "size_i");
     const float mv[6] = {1, 2, 3, 4, 5, 6};
     rill_output m = rill_const_floats(g, mv, (int64_t[]){3, 2}, 2, "m");
-    rill_node *enq_f = rill_queue_enqueue_many(g, "qf", -1, m, "enq_f");
+    rill_node *enq_f = rill_queue_enqueue_many(g, "qf", -1, m, 0, "enq_f");
     rill_output deq_f =
         rill_queue_dequeue(g, "qf", RILL_FLOAT, rill_shape_vector(2), 1000, "deq_f");
     rill_output size_f = rill_queue_size(g, "qf", RILL_FLOAT, "size_f");
@@ -497,7 +497,7 @@ static void test_bounded_queue(void)
     rill_graph *g = rill_graph_new();
     rill_status *s = rill_status_new();
     rill_output two = rill_placeholder(g, RILL_INT64, rill_shape_vector(-1), "values");
-    rill_node *enq = rill_queue_enqueue_many(g, "qb", 2, two, "enq");
+    rill_node *enq = rill_queue_enqueue_many(g, "qb", 2, two, 0, "enq");
     rill_output deq = rill_queue_dequeue(g, "qb", RILL_INT64, rill_shape_scalar(), 1000, "deq");
     rill_output size = rill_queue_size(g, "qb", RILL_INT64, "size");
     /* The public builder has no timeout for an enqueue (it waits up to 300 s): this node is the
@@ -571,7 +571,7 @@ static void test_cancel_blocked_dequeue(void)
     rill_output v = rill_const_scalar(g, RILL_INT64, 0, NULL);
     rill_output one =
         rill_reshape(g, rill_const_scalar(g, RILL_INT64, 77, NULL), (int64_t[]){1}, 1, NULL);
-    rill_node *enq = rill_queue_enqueue_many(g, "qc", -1, one, "enq");
+    rill_node *enq = rill_queue_enqueue_many(g, "qc", -1, one, 0, "enq");
     rill_output plus = rill_add(g, v, rill_const_scalar(g, RILL_INT64, 5, NULL), "plus");
     rill_session *sess = NULL;
     if (!graph_ok(g)) goto out;
