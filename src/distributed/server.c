@@ -233,12 +233,11 @@ static void free_sent(void *arg)
     rill__free(x);
 }
 
-static void do_run(rill_server *srv, rill__tcp_request *req, rill__mread *r,
-                   rill__tcp_response *resp)
+/* RUN of rg (borrowed; NULL when the handle is not registered). */
+static void do_run(rill__tcp_request *req, rill__mread *r, reg_graph *rg, rill__tcp_response *resp)
 {
     rill_status *s = rill_status_new();
     uint64_t h = rill__mread_u64(r);
-    reg_graph *rg = find_graph(srv, h);
     uint32_t nf = rill__mread_u32(r);
     /* The feeds are views of the request's payload: take it over from the transport. */
     rill__buffer *pay = rill__buffer_adopt(req->payload, req->payload_len);
@@ -334,7 +333,6 @@ out:
     rill__free(targets);
     rill__buffer_unref(pay);
     rill_status_free(s);
-    graph_unref(rg);
 }
 
 /* --- runs that may block: a thread each, answered through a deferred response --- */
@@ -358,7 +356,7 @@ static void blocking_run_job(blocking_run *b)
 {
     rill__mread r = {.p = b->req.meta, .n = b->req.meta_len};
     rill__mread_u32(&r); /* the op */
-    do_run(b->srv, &b->req, &r, rill__tcp_deferred_response(b->d));
+    do_run(&b->req, &r, b->rg, rill__tcp_deferred_response(b->d));
     if (b->req.payload) rill__aligned_free(b->req.payload, b->req.payload_len);
     rill__free((void *)b->req.meta);
     rill__tcp_deferred_finish(b->d); /* b is released on the server thread after this */
@@ -450,16 +448,10 @@ static void on_release(void *arg)
     rill__free(b);
 }
 
-/* A RUN whose graph may block goes to a thread of its own; false: serve it inline. */
-static bool run_off_thread(rill_server *srv, rill__tcp_request *req, rill__mread *r,
+/* A RUN of a graph that may block goes to the pool, which takes over the reference to rg. */
+static void run_off_thread(rill_server *srv, rill__tcp_request *req, reg_graph *rg,
                            rill__tcp_response *resp)
 {
-    rill__mread peek = *r;
-    reg_graph *rg = find_graph(srv, rill__mread_u64(&peek));
-    if (!rg || !rg->blocking || peek.bad) {
-        graph_unref(rg);
-        return false;
-    }
     blocking_run *b = rill__calloc(1, sizeof *b);
     RILL_CHECK_ALLOC(b);
     b->srv = srv;
@@ -481,7 +473,6 @@ static bool run_off_thread(rill_server *srv, rill__tcp_request *req, rill__mread
         rill__free((void *)b->req.meta);
         rill__tcp_deferred_finish(b->d); /* b is released on the server thread after this */
     }
-    return true;
 }
 
 static void do_cancel(rill_server *srv, rill__mread *r)
@@ -520,9 +511,17 @@ static void handle(void *arg, rill__tcp_request *req, rill__tcp_response *resp)
     switch (r.bad ? 0 : op) {
     case RILL__RPC_GET_DEVICES: do_get_devices(srv, resp); break;
     case RILL__RPC_REGISTER: do_register(srv, req, &r, resp); break;
-    case RILL__RPC_RUN:
-        if (!run_off_thread(srv, req, &r, resp)) do_run(srv, req, &r, resp);
+    case RILL__RPC_RUN: {
+        rill__mread peek = r;
+        reg_graph *rg = find_graph(srv, rill__mread_u64(&peek));
+        if (rg && rg->blocking) {
+            run_off_thread(srv, req, rg, resp);
+        } else {
+            do_run(req, &r, rg, resp);
+            graph_unref(rg);
+        }
         break;
+    }
     case RILL__RPC_CANCEL: do_cancel(srv, &r); break;
     case RILL__RPC_DEREGISTER: do_deregister(srv, &r, resp); break;
     default:
