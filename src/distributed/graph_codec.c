@@ -1,6 +1,7 @@
 /* graph_codec.c - see graph_codec.h. */
 #include "graph_codec.h"
 
+#include "../core/pb.h"
 #include "../device/device.h"
 
 #include <string.h>
@@ -33,23 +34,11 @@ static const char *intern(const char *name, size_t len)
 
 /* --- writer --- */
 
-typedef struct wbuf {
-    uint8_t *p;
-    size_t n, cap;
-} wbuf;
+typedef rill__pbw wbuf; /* the core's growable byte buffer */
 
 static void put(wbuf *w, const void *d, size_t n)
 {
-    if (w->n + n > w->cap) {
-        size_t cap = w->cap ? w->cap : 256;
-        while (cap < w->n + n) cap *= 2;
-        uint8_t *p = rill__realloc(w->p, cap);
-        RILL_CHECK_ALLOC(p);
-        w->p = p;
-        w->cap = cap;
-    }
-    memcpy(w->p + w->n, d, n);
-    w->n += n;
+    rill__pbw_raw(w, d, n);
 }
 
 /* Integers are stored little-endian; the hosts we run on are little-endian x86-64 and arm64,

@@ -7,16 +7,7 @@
 
 void rill__mbuf_put(rill__mbuf *m, const void *d, size_t n)
 {
-    if (m->n + n > m->cap) {
-        size_t cap = m->cap ? m->cap : 256;
-        while (cap < m->n + n) cap *= 2;
-        uint8_t *p = rill__realloc(m->p, cap);
-        RILL_CHECK_ALLOC(p);
-        m->p = p;
-        m->cap = cap;
-    }
-    if (n) memcpy(m->p + m->n, d, n);
-    m->n += n;
+    rill__pbw_raw(m, d, n);
 }
 
 void rill__mbuf_u32(rill__mbuf *m, uint32_t v)
@@ -114,8 +105,7 @@ int rill__payload_iovecs(rill_tensor *const *ts, int n, struct iovec *iov, int c
 
 void rill__mbuf_free(rill__mbuf *m)
 {
-    rill__free(m->p);
-    memset(m, 0, sizeof *m);
+    rill__pbw_free(m);
 }
 
 static bool take(rill__mread *r, void *d, size_t n)

@@ -15,16 +15,14 @@
 #define RILL_DISTRIBUTED_RPC_H
 
 #include "../core/core.h"
+#include "../core/pb.h"
 
 #include <sys/uio.h>
 
 enum { RILL__RPC_GET_DEVICES = 1, RILL__RPC_REGISTER = 2, RILL__RPC_RUN = 3, RILL__RPC_DEREGISTER = 4,
        RILL__RPC_CANCEL = 5 };
 
-typedef struct rill__mbuf {
-    uint8_t *p;
-    size_t n, cap;
-} rill__mbuf;
+typedef rill__pbw rill__mbuf; /* the core's growable byte buffer */
 void rill__mbuf_put(rill__mbuf *m, const void *d, size_t n);
 void rill__mbuf_u32(rill__mbuf *m, uint32_t v);
 void rill__mbuf_u64(rill__mbuf *m, uint64_t v);
