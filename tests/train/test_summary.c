@@ -11,6 +11,7 @@
  * graph built in rill must produce byte-identical Summary protos from the same numbers. The
  * event-file writer and reader on their own are tested in test_events.c.
  */
+#include "graph/op_check.h"
 #include "summary_check.h"
 
 #include <dirent.h>
@@ -30,30 +31,7 @@ static void golden_weights(int step, float *w)
 /* A placeholder-fed vector of doubles as dtype t. */
 static rill_tensor *vector_of(rill_dtype t, const double *v, int64_t n)
 {
-    rill_tensor *x = rill_tensor_new(t, &n, 1);
-    void *d = rill_tensor_data(x);
-    for (int64_t i = 0; i < n; i++) {
-        switch (t) {
-        case RILL_FLOAT:
-            ((float *)d)[i] = (float)v[i];
-            break;
-        case RILL_DOUBLE:
-            ((double *)d)[i] = v[i];
-            break;
-        case RILL_INT32:
-            ((int32_t *)d)[i] = (int32_t)v[i];
-            break;
-        case RILL_INT64:
-            ((int64_t *)d)[i] = (int64_t)v[i];
-            break;
-        case RILL_HALF:
-            ((rill_half *)d)[i] = rill_half_from_float((float)v[i]);
-            break;
-        default:
-            break;
-        }
-    }
-    return x;
+    return oc_tensor(t, &n, 1, v);
 }
 
 /* --- ScalarSummary --- */
