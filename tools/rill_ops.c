@@ -1,5 +1,6 @@
 /* rill_ops.c - lists the ops this build of rill knows and, for each, the kernels registered per
- * device type and dtype (what the placer can choose from). `rill_ops MatMul` shows one op. */
+ * device type and dtype (what the placer can choose from). `rill_ops MatMul` shows one op;
+ * `rill_ops --version` prints the version and the code paths chosen for this CPU. */
 #include <rill/rill.h>
 
 #include "graph/graph_internal.h"
@@ -13,7 +14,13 @@ extern const rill__op_def rill__ops_array[], rill__ops_math[], rill__ops_nn[], r
 int main(int argc, char **argv)
 {
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        printf("usage: %s [OP...]\nLists registered ops with their kernels.\n", argv[0]);
+        printf("usage: %s [OP...] | --version\nLists registered ops with their kernels; --version "
+               "prints the library version, the CPU and the code paths chosen for it.\n",
+               argv[0]);
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+        fputs(rill_runtime_info(), stdout);
         return 0;
     }
     const rill__op_def *tables[] = {rill__ops_array, rill__ops_math, rill__ops_nn, rill__ops_state};

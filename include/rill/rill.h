@@ -15,5 +15,6 @@
 #include <rill/cluster.h>
 #include <rill/server.h>
 #include <rill/checkpoint.h>
+#include <rill/version.h>
 
 #endif

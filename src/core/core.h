@@ -131,7 +131,7 @@ uint64_t rill__random_seed(void); /* from the OS clock and a counter */
 
 /* --- CRC32C (Castagnoli), for the checkpoint and event file formats ---
  * Extends crc (0 to start) with n bytes: rill__crc32c(rill__crc32c(0, a), b) is the CRC of a
- * followed by b. Uses the SSE4.2 crc32 instruction when compiled for it. */
+ * followed by b. Uses the SSE4.2 crc32 instruction where the CPU has it (chosen at run time). */
 uint32_t rill__crc32c(uint32_t crc, const void *data, size_t n);
 /* The "masked" CRC that TF/LevelDB files store (a CRC of data that embeds CRCs is weak):
  * rotate right by 15 and add a constant; unmask undoes it. */

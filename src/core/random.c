@@ -10,8 +10,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __SSE4_2__
+#include "cpu.h"
+#if defined(__x86_64__)
 #include <nmmintrin.h>
+#define RILL_CRC_HW 1
+/* The SSE4.2 version is compiled for SSE4.2 whatever the build's baseline, and runs only where
+ * the CPU has it (rill__crc32c picks at run time). */
+#define CRC_HW __attribute__((target("sse4.2")))
 #endif
 
 static uint64_t splitmix64(uint64_t *x)
@@ -74,12 +79,45 @@ uint64_t rill__random_seed(void)
 
 /* --- CRC32C (Castagnoli, reflected polynomial 0x82F63B78) ---
  *
- * With SSE4.2 (the Release build compiles for the host CPU) the crc32 instruction does 8 bytes
- * per step; otherwise a slicing-by-8 table does. Both give the same result:
+ * Where the CPU has SSE4.2 (checked at run time) the crc32 instruction does 8 bytes per step;
+ * otherwise a slicing-by-8 table does. Both give the same result:
  * crc32c("123456789") = 0xE3069283. The pre- and post-inversion make
  * rill__crc32c(rill__crc32c(0, a), b) the CRC of a followed by b. */
 
-#ifdef __SSE4_2__
+static uint32_t crc_table[8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (int t = 1; t < 8; t++)
+        for (int i = 0; i < 256; i++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+}
+
+uint32_t rill__crc32c_tables(uint32_t crc, const void *data, size_t n)
+{
+    pthread_once(&crc_once, crc_init);
+    const uint8_t *p = data;
+    crc = ~crc;
+    while (n >= 8) {
+        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                             (uint32_t)p[3] << 24);
+        crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
+              crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^ crc_table[3][p[4]] ^
+              crc_table[2][p[5]] ^ crc_table[1][p[6]] ^ crc_table[0][p[7]];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xff];
+    return ~crc;
+}
+
+#ifdef RILL_CRC_HW
 
 /* The crc32 instruction has a latency of 3 cycles and a throughput of 1, so three independent
  * streams over three adjacent blocks run about three times as fast as one. The block CRCs are
@@ -91,7 +129,7 @@ uint64_t rill__random_seed(void)
 static uint32_t shift_table[2][4][256]; /* [0]: by CRC_BLOCK bytes, [1]: by 2 * CRC_BLOCK */
 static pthread_once_t shift_once = PTHREAD_ONCE_INIT;
 
-static uint32_t shift_by_zeros(uint32_t c, size_t n)
+CRC_HW static uint32_t shift_by_zeros(uint32_t c, size_t n)
 {
     uint64_t r = c;
     for (size_t i = 0; i < n; i += 8) r = _mm_crc32_u64(r, 0);
@@ -119,7 +157,7 @@ static inline uint32_t shift(int k, uint32_t c)
            shift_table[k][2][(c >> 16) & 0xff] ^ shift_table[k][3][c >> 24];
 }
 
-uint32_t rill__crc32c(uint32_t crc, const void *data, size_t n)
+CRC_HW static uint32_t crc32c_sse42(uint32_t crc, const void *data, size_t n)
 {
     const uint8_t *p = data;
     uint64_t c = ~crc;
@@ -146,39 +184,31 @@ uint32_t rill__crc32c(uint32_t crc, const void *data, size_t n)
     return ~(uint32_t)c;
 }
 
-#else
+#endif
 
-static uint32_t crc_table[8][256];
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+typedef uint32_t (*crc_fn)(uint32_t, const void *, size_t);
+static _Atomic(crc_fn) crc_impl;
 
-static void crc_init(void)
+static crc_fn crc_choose(void)
 {
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-        crc_table[0][i] = c;
-    }
-    for (int t = 1; t < 8; t++)
-        for (int i = 0; i < 256; i++)
-            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+    crc_fn f = rill__crc32c_tables;
+#ifdef RILL_CRC_HW
+    if (rill__cpu()->sse42) f = crc32c_sse42;
+#endif
+    atomic_store_explicit(&crc_impl, f, memory_order_release);
+    return f;
 }
 
 uint32_t rill__crc32c(uint32_t crc, const void *data, size_t n)
 {
-    pthread_once(&crc_once, crc_init);
-    const uint8_t *p = data;
-    crc = ~crc;
-    while (n >= 8) {
-        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                             (uint32_t)p[3] << 24);
-        crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
-              crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^ crc_table[3][p[4]] ^
-              crc_table[2][p[5]] ^ crc_table[1][p[6]] ^ crc_table[0][p[7]];
-        p += 8;
-        n -= 8;
-    }
-    while (n--) crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xff];
-    return ~crc;
+    crc_fn f = atomic_load_explicit(&crc_impl, memory_order_acquire);
+    if (!f) f = crc_choose();
+    return f(crc, data, n);
 }
 
-#endif
+const char *rill__crc32c_path(void)
+{
+    crc_fn f = atomic_load_explicit(&crc_impl, memory_order_acquire);
+    if (!f) f = crc_choose();
+    return f == rill__crc32c_tables ? "slicing-by-8 tables" : "sse4.2 crc32 instruction, 3 streams";
+}

@@ -130,10 +130,13 @@ __attribute__((noinline, unused)) static rill_tensor *oc_tensor(rill_dtype t, co
     return x;
 }
 
+/* Shapes in these tests have at most OC_MAX_DIMS dimensions; arrays of dims are that long. */
+#define OC_MAX_DIMS RILL_MAX_DIMS
+
 static inline int64_t oc_numel(const int64_t *dims, int rank)
 {
     int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= dims[i];
+    for (int i = 0; i < rank && i < OC_MAX_DIMS; i++) n *= dims[i];
     return n;
 }
 
@@ -248,6 +251,7 @@ static inline bool oc_bcast_shape(const int64_t *a, int ra, const int64_t *b, in
                                   int *ro)
 {
     int r = ra > rb ? ra : rb;
+    if (r > OC_MAX_DIMS) return false;
     for (int i = 0; i < r; i++) {
         int ia = i - (r - ra), ib = i - (r - rb);
         int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;

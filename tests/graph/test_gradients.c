@@ -74,9 +74,9 @@ static const shape_case cases[] = {
  * at least 0.05 apart (no ties within the finite-difference step). */
 static void binary_values(int op, const shape_case *sc, rill_tensor **ta, rill_tensor **tb)
 {
-    int64_t od[3] = {0};
+    int64_t od[OC_MAX_DIMS] = {0};
     int orank = 0;
-    oc_bcast_shape(sc->a, sc->ra, sc->b, sc->rb, od, &orank);
+    CHECK(oc_bcast_shape(sc->a, sc->ra, sc->b, sc->rb, od, &orank));
     for (;;) {
         *ta = oc_random(sc->a, sc->ra, -2, 2);
         *tb = oc_random(sc->b, sc->rb, op == 3 ? 0.5 : -2, 2);
@@ -704,9 +704,9 @@ static void test_unknown_shape_reuse(void)
     for (int k = 0; sess && k < 3; k++) {
         rill_tensor *xv = oc_random(xs[k], 2, -1, 1), *bv = oc_random(bs[k], 2, -1, 1);
         /* dy/db = sum over broadcast of x; dy/dx = 2x + b broadcast (x may broadcast too). */
-        int64_t od[2] = {0};
+        int64_t od[OC_MAX_DIMS] = {0};
         int orank = 0;
-        oc_bcast_shape(xs[k], 2, bs[k], 2, od, &orank);
+        CHECK(oc_bcast_shape(xs[k], 2, bs[k], 2, od, &orank));
         double refb[16] = {0}, refx[16] = {0};
         const double *xd = rill_tensor_data(xv), *bd = rill_tensor_data(bv);
         for (int64_t i = 0; i < oc_numel(od, 2); i++) {

@@ -91,9 +91,9 @@ static void test_binary_forward(void)
             for (int unknown = 0; unknown < 2; unknown++) {
                 for (int c = 0; c < NBCAST; c++) {
                     const shape_case *sc = &bcast_cases[c];
-                    int64_t od[4] = {0};
+                    int64_t od[OC_MAX_DIMS] = {0};
                     int orank = 0;
-                    oc_bcast_shape(sc->a, sc->ra, sc->b, sc->rb, od, &orank);
+                    CHECK(oc_bcast_shape(sc->a, sc->ra, sc->b, sc->rb, od, &orank));
                     int64_t na = oc_numel(sc->a, sc->ra), nb = oc_numel(sc->b, sc->rb);
                     int64_t no = oc_numel(od, orank);
                     double xa[64], xb[64], ref[64];
@@ -158,9 +158,9 @@ static void test_binary_large(void)
     const int ops[] = {B_SUB, B_MAX, B_DIV};
     for (int c = 0; c < (int)(sizeof big / sizeof big[0]); c++) {
         const shape_case *sc = &big[c];
-        int64_t od[4] = {0};
+        int64_t od[OC_MAX_DIMS] = {0};
         int orank = 0;
-        oc_bcast_shape(sc->a, sc->ra, sc->b, sc->rb, od, &orank);
+        CHECK(oc_bcast_shape(sc->a, sc->ra, sc->b, sc->rb, od, &orank));
         int64_t na = oc_numel(sc->a, sc->ra), nb = oc_numel(sc->b, sc->rb),
                 no = oc_numel(od, orank);
         double *xa = malloc(sizeof(double) * (size_t)na), *xb = malloc(sizeof(double) * (size_t)nb);
@@ -434,8 +434,8 @@ static void test_reductions(void)
                     mask[ac->axes[k] < 0 ? ac->axes[k] + ac->rank : ac->axes[k]] = true;
                 int64_t n = oc_numel(ac->dims, ac->rank);
                 double x[24], ref[24];
-                int64_t od[3];
-                int orank;
+                int64_t od[OC_MAX_DIMS] = {0};
+                int orank = 0;
                 oc_fill_random(t, x, n, oc_is_int(t) ? -9 : -2, oc_is_int(t) ? 9 : 2);
                 ref_reduce(x, ac->dims, ac->rank, mask, mean, ac->keep, ref, od, &orank);
                 /* Integer means truncate (TF divides in the integer type). */

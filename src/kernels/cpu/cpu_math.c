@@ -5,6 +5,7 @@
  * scalar right) and one general broadcast walk. Big same-shape loops are sharded over the
  * intra-op pool. half is computed in float. */
 #include "cpu_kernels.h"
+#include "loops.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -14,7 +15,7 @@
 
 /* --- binary ops --- */
 
-enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX };
+enum { OP_ADD = RILL__BIN_ADD, OP_SUB = RILL__BIN_SUB, OP_MUL = RILL__BIN_MUL, OP_DIV = RILL__BIN_DIV, OP_MAX = RILL__BIN_MAX };
 
 typedef struct bin_job {
     int op;
@@ -97,7 +98,7 @@ typedef struct bin_job {
             }                                                                                      \
         }                                                                                          \
     }
-TYPED_RANGE(float)
+TYPED_RANGE(float) /* the broadcast walk only: the other forms go to loops.h */
 TYPED_RANGE(double)
 TYPED_RANGE(int32_t)
 TYPED_RANGE(int64_t)
@@ -105,12 +106,24 @@ TYPED_RANGE(int64_t)
 static void bin_range(void *arg, int64_t b0, int64_t e0)
 {
     const bin_job *j = arg;
+    const rill__bcast *bc = j->bc;
+    /* float and double without a broadcast walk: the vector loops for this CPU. */
+    int form = bc->same ? RILL__FORM_SAME
+               : bc->a_scalar ? RILL__FORM_A_SCALAR
+               : bc->b_scalar ? RILL__FORM_B_SCALAR
+                              : -1;
     switch (j->t) {
     case RILL_FLOAT:
-        range_float(j, b0, e0);
+        if (form >= 0)
+            rill__loops_get()->f32.binary(j->op, form, j->o, j->a, j->b, b0, e0);
+        else
+            range_float(j, b0, e0);
         break;
     case RILL_DOUBLE:
-        range_double(j, b0, e0);
+        if (form >= 0)
+            rill__loops_get()->f64.binary(j->op, form, j->o, j->a, j->b, b0, e0);
+        else
+            range_double(j, b0, e0);
         break;
     case RILL_INT32:
         range_int32_t(j, b0, e0);
@@ -312,9 +325,15 @@ void rill__cpu_add_n(rill__kctx *ctx)
         }                                                                                          \
     }
     case RILL_FLOAT:
-        ADDN(float) break;
+        memcpy(out->buf->data, x0->buf->data, (size_t)m * sizeof(float));
+        for (int k = 1; k < n; k++)
+            rill__loops_get()->f32.accumulate(out->buf->data, ctx->inputs[k]->buf->data, m);
+        break;
     case RILL_DOUBLE:
-        ADDN(double) break;
+        memcpy(out->buf->data, x0->buf->data, (size_t)m * sizeof(double));
+        for (int k = 1; k < n; k++)
+            rill__loops_get()->f64.accumulate(out->buf->data, ctx->inputs[k]->buf->data, m);
+        break;
     case RILL_INT32:
         ADDN(int32_t) break;
     case RILL_INT64:
@@ -383,9 +402,7 @@ void rill__cpu_reduce(rill__kctx *ctx)
     bool mean = strcmp(ctx->node->op->name, "Mean") == 0;
     /* float fast path: all axes, or the last axis of a matrix. */
     if (x->dtype == RILL_FLOAT && on == 1) {
-        const float *a = x->buf->data;
-        double sum = 0;
-        for (int64_t i = 0; i < x->numel; i++) sum += a[i];
+        double sum = rill__loops_get()->f32.sum(x->buf->data, x->numel);
         ((float *)out->buf->data)[0] = (float)(mean ? sum / (double)(count ? count : 1) : sum);
         return;
     }

@@ -3,12 +3,13 @@
  *
  * Every kernel has the same three steps. It validates its inputs (build-time shapes may have
  * been unknown), allocates its outputs with rill__kctx_alloc_output (recycled across steps) and
- * runs its loop, written once per element type, float and double; "the loops" below says how
- * they are kept vectorised (these ops sit on the training fast path: BiasAdd, Relu and their
- * gradients run on every layer of every step). Half tensors are widened into float scratch,
+ * runs its loop (loops.h: written once per element type, float and double, compiled once per
+ * instruction set and chosen at run time; these ops sit on the training fast path: BiasAdd, Relu
+ * and their gradients run on every layer of every step). Half tensors are widened into float scratch,
  * computed as float and narrowed back. Tensors big enough to pay for the hand-off are split
  * into element, row or column ranges over the intra-op pool. */
 #include "../kernel.h"
+#include "loops.h"
 
 #include <math.h>
 #include <string.h>
@@ -82,228 +83,13 @@ static void job_run(rill__kctx *ctx, nn_job *j, int64_t n, int64_t cost, rill__r
 }
 
 /* --- the loops ---
- *
- * GCC's -O2 (the Release build) vectorises only under its very-cheap cost model, which leaves
- * loops of unknown length scalar, and under -ftrapping-math it will not if-convert a select
- * that feeds arithmetic. So: the simple loops run in blocks of 8 (NN_EACH) over restrict
- * pointer parameters, which it does vectorise; reductions keep 8 partial results, one per lane
- * (float addition is not associative, so GCC may not reorder one running sum); and float exp,
- * sigmoid and tanh are written with GCC vector types, 8 lanes at a time, as polynomials rather
- * than libm calls. Each loop exists for float (suffix f32) and double (f64); double calls libm. */
-
-/* for (i = B; i < E; i++) BODY, in blocks of 8. */
-#define NN_EACH(B, E, BODY)                                                                        \
-    do {                                                                                           \
-        int64_t i_ = (B), e_ = (E);                                                                \
-        for (; i_ + 8 <= e_; i_ += 8) {                                                            \
-            _Pragma("GCC unroll 8") for (int64_t i = i_; i < i_ + 8; i++) BODY;                    \
-        }                                                                                          \
-        for (int64_t i = i_; i < e_; i++) BODY;                                                    \
-    } while (0)
-
-/* 8 floats (or int32s) as one value. They never cross a function boundary by value: that
- * would change the ABI of builds without AVX (GCC's -Wpsabi); helpers take arrays. */
-typedef float nn_f8 __attribute__((vector_size(32)));
-typedef int32_t nn_i8 __attribute__((vector_size(32)));
-#define NN_F8(c) ((nn_f8){(c), (c), (c), (c), (c), (c), (c), (c)})
-/* Lanes of a where mask m (a comparison's result) is set, of b elsewhere. */
-#define NN_SELECT(m, a, b) ((nn_f8)(((nn_i8)(a) & (m)) | ((nn_i8)(b) & ~(m))))
-
-/* y = e^x, 8 lanes (y may be x): Cephes' expf, about 1 ulp. x = n ln2 + r with |r| <= ln2/2,
- * e^r by a polynomial, 2^n built from exponent bits in two halves so that n = 128 still works.
- * Below -87.34 it gives 0, above 88.72 infinity; NaN stays NaN. */
-static inline void nn_exp8(float *y, const float *x)
-{
-    const nn_f8 lo = NN_F8(-87.3365402f), hi = NN_F8(88.7228394f);
-    nn_f8 v;
-    memcpy(&v, x, sizeof v);
-    nn_f8 xc = NN_SELECT(v > lo, v, lo); /* NaN becomes lo here and is put back at the end */
-    xc = NN_SELECT(xc < hi, xc, hi);
-    nn_f8 n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f; /* round(x / ln2): 1.5 * 2^23 */
-    nn_f8 r = xc - n * 0.693359375f + n * 2.12194440e-4f;     /* ln2 in two parts */
-    nn_f8 p = NN_F8(1.9875691500e-4f);
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    nn_f8 e = p * r * r + r + 1.0f;
-    nn_i8 ni = __builtin_convertvector(n, nn_i8), n1 = ni >> 1, n2 = ni - n1;
-    e = e * (nn_f8)((n1 + 127) << 23) * (nn_f8)((n2 + 127) << 23);
-    e = NN_SELECT(v < lo, NN_F8(0.0f), e);
-    e = NN_SELECT(v > hi, NN_F8(INFINITY), e);
-    e = NN_SELECT(v == v, e, v);
-    memcpy(y, &e, sizeof e);
-}
-
-/* y = 1 / (1 + e^-x), 8 lanes. */
-static inline void nn_sigmoid8(float *y, const float *x)
-{
-    nn_f8 v;
-    float t[8];
-    memcpy(&v, x, sizeof v);
-    v = -v;
-    memcpy(t, &v, sizeof v);
-    nn_exp8(t, t);
-    memcpy(&v, t, sizeof v);
-    v = 1.0f / (1.0f + v);
-    memcpy(y, &v, sizeof v);
-}
-
-/* y = tanh x, 8 lanes: Cephes' tanhf. An odd polynomial below |x| = 0.625 (where
- * 1 - 2/(e^2|x| + 1) would cancel), that formula above; both computed, one selected. */
-static inline void nn_tanh8(float *y, const float *x)
-{
-    nn_f8 v, e;
-    float t[8];
-    memcpy(&v, x, sizeof v);
-    nn_i8 neg = v < 0.0f;
-    nn_f8 ax = NN_SELECT(neg, -v, v), z = v * v;
-    nn_f8 small = -5.70498872745e-3f * z + 2.06390887954e-2f;
-    small = small * z - 5.37397155531e-2f;
-    small = small * z + 1.33314422036e-1f;
-    small = small * z - 3.33332819422e-1f;
-    small = small * z * v + v;
-    e = 2.0f * ax;
-    memcpy(t, &e, sizeof e);
-    nn_exp8(t, t);
-    memcpy(&e, t, sizeof e);
-    nn_f8 big = 1.0f - 2.0f / (e + 1.0f);
-    big = NN_SELECT(neg, -big, big);
-    v = NN_SELECT(ax < 0.625f, small, big);
-    memcpy(y, &v, sizeof v);
-}
-
-/* y[i] = f(x[i]) for i < n with an 8-lane f; the last partial block goes through a buffer. */
-static inline void nn_map8(void (*f)(float *, const float *), float *y, const float *x, int64_t n)
-{
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) f(y + i, x + i);
-    if (i < n) {
-        /* Element loops, not memcpy: a call per row is the whole cost on rows of 10. */
-        float buf[8] = {0};
-        int rest = (int)(n - i);
-        for (int l = 0; l < rest; l++) buf[l] = x[i + l];
-        f(buf, buf);
-        for (int l = 0; l < rest; l++) y[i + l] = buf[l];
-    }
-}
-
-static void sigmoid_f32(float *y, const float *x, int64_t b, int64_t e)
-{
-    if (e > b) nn_map8(nn_sigmoid8, y + b, x + b, e - b);
-}
-
-static void tanh_f32(float *y, const float *x, int64_t b, int64_t e)
-{
-    if (e > b) nn_map8(nn_tanh8, y + b, x + b, e - b);
-}
-
-static void exp_inplace_f32(float *y, int64_t n)
-{
-    nn_map8(nn_exp8, y, y, n);
-}
-
-static void sigmoid_f64(double *restrict y, const double *restrict x, int64_t b, int64_t e)
-{
-    for (int64_t i = b; i < e; i++) y[i] = 1 / (1 + exp(-x[i]));
-}
-
-static void tanh_f64(double *restrict y, const double *restrict x, int64_t b, int64_t e)
-{
-    for (int64_t i = b; i < e; i++) y[i] = tanh(x[i]);
-}
-
-static void exp_inplace_f64(double *y, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) y[i] = exp(y[i]);
-}
-
-#define NN_DEFINE_LOOPS(T, S)                                                                      \
-    static void relu_##S(T *restrict y, const T *restrict x, int64_t b, int64_t e)                 \
-    {                                                                                              \
-        NN_EACH(b, e, y[i] = x[i] > 0 ? x[i] : (T)0);                                              \
-    }                                                                                              \
-    /* f: the features, or Relu's output (positive at the same places). g[i] is loaded before      \
-     * the select: a load on one branch only keeps GCC from vectorising. */                        \
-    static void relu_grad_##S(T *restrict d, const T *restrict g, const T *restrict f, int64_t b,  \
-                              int64_t e)                                                           \
-    {                                                                                              \
-        NN_EACH(b, e, {                                                                            \
-            T gi = g[i];                                                                           \
-            d[i] = f[i] > 0 ? gi : (T)0;                                                           \
-        });                                                                                        \
-    }                                                                                              \
-    static void sigmoid_grad_##S(T *restrict d, const T *restrict y, const T *restrict dy,         \
-                                 int64_t b, int64_t e)                                             \
-    {                                                                                              \
-        NN_EACH(b, e, d[i] = dy[i] * y[i] * ((T)1 - y[i]));                                        \
-    }                                                                                              \
-    static void tanh_grad_##S(T *restrict d, const T *restrict y, const T *restrict dy, int64_t b, \
-                              int64_t e)                                                           \
-    {                                                                                              \
-        NN_EACH(b, e, d[i] = dy[i] * ((T)1 - y[i] * y[i]));                                        \
-    }                                                                                              \
-    static void add_##S(T *restrict y, const T *restrict x, const T *restrict v, int64_t n)        \
-    {                                                                                              \
-        NN_EACH(0, n, y[i] = x[i] + v[i]);                                                         \
-    }                                                                                              \
-    static void accumulate_##S(T *restrict acc, const T *restrict x, int64_t n)                    \
-    {                                                                                              \
-        NN_EACH(0, n, acc[i] += x[i]);                                                             \
-    }                                                                                              \
-    static void scale_##S(T *restrict y, T s, int64_t n)                                           \
-    {                                                                                              \
-        NN_EACH(0, n, y[i] *= s);                                                                  \
-    }                                                                                              \
-    static void shift_##S(T *restrict y, const T *restrict x, T s, int64_t n)                      \
-    {                                                                                              \
-        NN_EACH(0, n, y[i] = x[i] - s);                                                            \
-    }                                                                                              \
-    /* The largest of x[0..n), n >= 1 (NaN is skipped unless first; then e^(x - max) is NaN        \
-     * anyway, so NaN logits still give NaN). */                                                   \
-    static T row_max_##S(const T *restrict x, int64_t n)                                           \
-    {                                                                                              \
-        T lane[8], m = x[0];                                                                       \
-        int64_t i = 0;                                                                             \
-        for (int l = 0; l < 8; l++) lane[l] = x[0];                                                \
-        for (; i + 8 <= n; i += 8)                                                                 \
-            for (int l = 0; l < 8; l++) lane[l] = x[i + l] > lane[l] ? x[i + l] : lane[l];         \
-        for (; i < n; i++) m = x[i] > m ? x[i] : m;                                                \
-        for (int l = 0; l < 8; l++) m = lane[l] > m ? lane[l] : m;                                 \
-        return m;                                                                                  \
-    }                                                                                              \
-    static T row_sum_##S(const T *restrict x, int64_t n)                                           \
-    {                                                                                              \
-        T lane[8] = {0}, sum = 0;                                                                  \
-        int64_t i = 0;                                                                             \
-        for (; i + 8 <= n; i += 8)                                                                 \
-            for (int l = 0; l < 8; l++) lane[l] += x[i + l];                                       \
-        for (; i < n; i++) sum += x[i];                                                            \
-        for (int l = 0; l < 8; l++) sum += lane[l];                                                \
-        return sum;                                                                                \
-    }                                                                                              \
-    /* For each of rows <= NN_ROW_CHUNK rows of n >= 1: y = e^(x - m) with m the row's largest,    \
-     * max[r] = m, sum[r] = the row's sum of y. No term exceeds 1, so nothing overflows. The       \
-     * exp runs once over the whole block, so short rows (10 classes) still fill the lanes. */     \
-    static void exp_shifted_rows_##S(T *restrict y, const T *restrict x, int64_t rows, int64_t n,  \
-                                     T *restrict max, T *restrict sum)                             \
-    {                                                                                              \
-        for (int64_t r = 0; r < rows; r++) {                                                       \
-            max[r] = row_max_##S(x + r * n, n);                                                    \
-            shift_##S(y + r * n, x + r * n, max[r], n);                                            \
-        }                                                                                          \
-        const int64_t total = rows * n;                                                            \
-        exp_inplace_##S(y, total);                                                                 \
-        for (int64_t r = 0; r < rows; r++) sum[r] = row_sum_##S(y + r * n, n);                     \
-    }
-NN_DEFINE_LOOPS(float, f32)
-NN_DEFINE_LOOPS(double, f64)
+ * The elementwise and row loops live in loops_isa.c, compiled once per instruction set; the
+ * table for this CPU is chosen at run time (loops.h). */
 
 #define LOG_T(x) _Generic((x), float : logf, default : log)(x)
 
-/* The f32 or f64 instance of loop F, chosen by the type of pointer p. */
-#define NN_T(F, p) _Generic((p), float * : F##_f32, double * : F##_f64)
+/* Loop F for the element type of pointer p, from the table for this CPU. */
+#define NN_T(F, p) _Generic((p), float * : rill__loops_get()->f32.F, double * : rill__loops_get()->f64.F)
 
 /* Defines NAME(void *job, int64_t b, int64_t e), a range function for rill__parallel_for, that
  * runs BODY over [b, e) with T the job's element type and j the job. */

@@ -4,6 +4,7 @@
  * nobody else (rill__tensor_exclusive); otherwise they copy first (copy-on-write), so a value a
  * reader or a fetch already holds never changes under it. */
 #include "cpu_kernels.h"
+#include "loops.h"
 
 #include <math.h>
 #include <string.h>
@@ -163,31 +164,14 @@ static void apply_gd_kernel(rill__kctx *ctx)
     rill_tensor *t = writable(ctx, v);
     if (t) {
         int64_t n = t->numel;
-        if (t->dtype == RILL_FLOAT) {
-            float *w = t->buf->data;
-            const float *d = delta->buf->data;
-            float a = (float)alpha;
-            for (int64_t i = 0; i < n; i++) w[i] -= a * d[i];
-        } else {
-            double *w = t->buf->data;
-            const double *d = delta->buf->data;
-            for (int64_t i = 0; i < n; i++) w[i] -= alpha * d[i];
-        }
+        if (t->dtype == RILL_FLOAT)
+            rill__loops_get()->f32.sgd(t->buf->data, delta->buf->data, (float)alpha, n);
+        else
+            rill__loops_get()->f64.sgd(t->buf->data, delta->buf->data, alpha, n);
         rill__kctx_set_output(ctx, 0, rill_tensor_ref(t));
     }
     pthread_mutex_unlock(&v->mu);
 }
-
-#define MOMENTUM_LOOP(T)                                                                           \
-    do {                                                                                           \
-        T *w = var->buf->data, *a = acc->buf->data;                                                \
-        const T *g = grad->buf->data;                                                              \
-        T l = (T)lr, m = (T)mom;                                                                   \
-        for (int64_t i = 0; i < n; i++) {                                                          \
-            a[i] = a[i] * m + g[i];                                                                \
-            w[i] -= nesterov ? g[i] * l + a[i] * m * l : a[i] * l;                                 \
-        }                                                                                          \
-    } while (0)
 
 static void apply_momentum_kernel(rill__kctx *ctx)
 {
@@ -200,25 +184,15 @@ static void apply_momentum_kernel(rill__kctx *ctx)
     if (var && acc) {
         int64_t n = var->numel;
         if (var->dtype == RILL_FLOAT)
-            MOMENTUM_LOOP(float);
+            rill__loops_get()->f32.momentum(var->buf->data, acc->buf->data, grad->buf->data,
+                                            (float)lr, (float)mom, nesterov, n);
         else
-            MOMENTUM_LOOP(double);
+            rill__loops_get()->f64.momentum(var->buf->data, acc->buf->data, grad->buf->data, lr,
+                                            mom, nesterov, n);
         rill__kctx_set_output(ctx, 0, rill_tensor_ref(var));
     }
     UNLOCK_ALL(2);
 }
-
-#define ADAM_LOOP(T)                                                                               \
-    do {                                                                                           \
-        T *w = var->buf->data, *mm = m->buf->data, *vv = v->buf->data;                             \
-        const T *g = grad->buf->data;                                                              \
-        T b1 = (T)beta1, b2 = (T)beta2, e = (T)eps, l = (T)lr_t;                                   \
-        for (int64_t i = 0; i < n; i++) {                                                          \
-            mm[i] += (g[i] - mm[i]) * (1 - b1);                                                    \
-            vv[i] += (g[i] * g[i] - vv[i]) * (1 - b2);                                             \
-            w[i] -= l * mm[i] / (sqrt(vv[i]) + e);                                                 \
-        }                                                                                          \
-    } while (0)
 
 static void apply_adam_kernel(rill__kctx *ctx)
 {
@@ -234,9 +208,12 @@ static void apply_adam_kernel(rill__kctx *ctx)
     if (var && m && v) {
         int64_t n = var->numel;
         if (var->dtype == RILL_FLOAT)
-            ADAM_LOOP(float);
+            rill__loops_get()->f32.adam(var->buf->data, m->buf->data, v->buf->data,
+                                        grad->buf->data, (float)beta1, (float)beta2, (float)eps,
+                                        (float)lr_t, n);
         else
-            ADAM_LOOP(double);
+            rill__loops_get()->f64.adam(var->buf->data, m->buf->data, v->buf->data,
+                                        grad->buf->data, beta1, beta2, eps, lr_t, n);
         rill__kctx_set_output(ctx, 0, rill_tensor_ref(var));
     }
     UNLOCK_ALL(3);
