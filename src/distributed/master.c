@@ -18,8 +18,14 @@
  * ps before the global step on another). A remote value that depends on the master's tail, or a
  * remote-to-remote edge whose value depends on the master, is UNIMPLEMENTED (it would need
  * another round trip). Connecting to a task that is not up yet is retried, with a log line
- * naming it every few seconds, until the server's connect deadline: then UNAVAILABLE. */
-#include "server_internal.h"
+ * naming it every few seconds, until the server's connect deadline: then UNAVAILABLE.
+ *
+ * Servers publish their tasks here (master.h: target, job and index, cluster, variables,
+ * options); the master keeps them by target, renames this process's devices for a task, and
+ * never calls a server. */
+#include "master.h"
+
+#include <rill/device_name.h>
 
 #include "graph_codec.h"
 #include "rpc.h"
@@ -75,7 +81,7 @@ typedef struct sig {
 } sig;
 
 typedef struct master {
-    rill_server *srv;
+    const rill__local_task *local_task; /* the task whose target the session named */
     rill_graph *g;
     rill_session_options opts;
     task *tasks;
@@ -91,6 +97,22 @@ typedef struct master {
     uint64_t owner;          /* this master's id on the servers (REGISTER, CANCEL) */
 } master;
 
+/* The tasks of this process, by target: published by their servers (rill__master_add_task). */
+#define MAX_LOCAL_TASKS 16
+static pthread_mutex_t tasks_mu = PTHREAD_MUTEX_INITIALIZER;
+static rill__local_task *local_tasks[MAX_LOCAL_TASKS];
+
+/* The published task answering target, or NULL. */
+static const rill__local_task *lookup_task(const char *target)
+{
+    const rill__local_task *found = NULL;
+    pthread_mutex_lock(&tasks_mu);
+    for (int i = 0; i < MAX_LOCAL_TASKS && !found; i++)
+        if (local_tasks[i] && strcmp(local_tasks[i]->target, target) == 0) found = local_tasks[i];
+    pthread_mutex_unlock(&tasks_mu);
+    return found;
+}
+
 static double now(void)
 {
     return rill__now_seconds();
@@ -102,8 +124,8 @@ static bool connect_task(master *m, task *t, rill_status *s)
 {
     if (t->local || t->ch) return true;
     rill__tcp_options o;
-    rill__server_client_options(m->srv, &o);
-    double deadline = now() + rill__server_options(m->srv)->connect_deadline_s, next_log = now();
+    rill__local_task_client_options(m->local_task, &o);
+    double deadline = now() + m->local_task->opts.connect_deadline_s, next_log = now();
     for (;;) {
         t->ch = rill__tcp_connect(t->addr, &o, 5, s);
         if (t->ch) return true;
@@ -118,7 +140,7 @@ static bool connect_task(master *m, task *t, rill_status *s)
     if (rill_status_code(s) != RILL_UNAUTHENTICATED)
         rill_status_set(s, RILL_UNAVAILABLE,
                         "task /job:%s/replica:0/task:%d (%s) did not come up within %.0f s", t->job,
-                        t->index, t->addr, rill__server_options(m->srv)->connect_deadline_s);
+                        t->index, t->addr, m->local_task->opts.connect_deadline_s);
     return false;
 }
 
@@ -130,7 +152,7 @@ static bool call(master *m, task *t, const rill__mbuf *meta, const struct iovec 
 {
     /* A channel idle for a while gets a heartbeat first: a peer that hung or went away while we
      * were not talking is found in seconds, not at the step deadline, and reconnected. */
-    const rill_server_options *so = rill__server_options(m->srv);
+    const rill_server_options *so = &m->local_task->opts;
     double hb_deadline = so->step_deadline_s < 5 ? so->step_deadline_s : 5;
     if (t->ch && now() - t->last_used > so->heartbeat_idle_s &&
         !rill__channel_ping(t->ch, hb_deadline, s)) {
@@ -142,7 +164,7 @@ static bool call(master *m, task *t, const rill__mbuf *meta, const struct iovec 
     if (!connect_task(m, t, s)) return false;
     t->last_used = now();
     if (rill__channel_call(t->ch, RILL__MSG_REQUEST, meta->p, (uint32_t)meta->n, iov, niov, rep,
-                           rill__server_options(m->srv)->step_deadline_s, s))
+                           m->local_task->opts.step_deadline_s, s))
         return true;
     rill_code c = rill_status_code(s);
     if (c == RILL_UNAVAILABLE || c == RILL_DEADLINE_EXCEEDED || c == RILL_DATA_LOSS) {
@@ -158,7 +180,7 @@ static bool call(master *m, task *t, const rill__mbuf *meta, const struct iovec 
 
 static bool discover(master *m, rill_status *s)
 {
-    const rill_cluster_spec *c = rill__server_cluster(m->srv);
+    const rill_cluster_spec *c = m->local_task->cluster;
     int cap = 0;
     for (int j = 0; j < rill_cluster_spec_num_jobs(c); j++)
         cap += rill_cluster_spec_num_tasks(c, rill_cluster_spec_job_name(c, j), NULL);
@@ -177,8 +199,7 @@ static bool discover(master *m, rill_status *s)
             t->index = rill_cluster_spec_task_index(c, job, i);
             snprintf(t->addr, sizeof t->addr, "%s",
                      rill_cluster_spec_task_address(c, job, t->index, NULL));
-            t->local = strcmp(job, rill_server_job(m->srv)) == 0 &&
-                       t->index == rill_server_task_index(m->srv);
+            t->local = strcmp(job, m->local_task->job) == 0 && t->index == m->local_task->index;
             if (t->local) m->self = m->ntasks;
             m->ntasks++;
         }
@@ -187,7 +208,7 @@ static bool discover(master *m, rill_status *s)
         task *t = &m->tasks[ti];
         int got;
         if (t->local) {
-            got = rill__server_devices(m->srv, m->devs + m->ndevs, 64, s);
+            got = rill__local_task_devices(m->local_task, m->devs + m->ndevs, 64, s);
             if (got < 0) return false;
         } else {
             rill__mbuf q = {0};
@@ -706,7 +727,7 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
             rill_session_options o = m->opts;
             o.target[0] = 0;
             o.log_device_placement = false; /* the master logged the cluster's placement */
-            p->sess = rill__session_new_with_rm(p->g, &o, rill__server_rm(m->srv), s);
+            p->sess = rill__session_new_with_rm(p->g, &o, m->local_task->rm, s);
             if (!p->sess) goto out;
             continue;
         }
@@ -931,8 +952,8 @@ static void master_close(void *mp)
 static void *master_open(const char *target, rill_graph *g, const rill_session_options *o,
                          rill_status *s)
 {
-    rill_server *srv = rill__server_lookup(target);
-    if (!srv) {
+    const rill__local_task *lt = lookup_task(target);
+    if (!lt) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
                         "No session factory registered for the given session options: {target: "
                         "\"%s\"}: no server of this process answers it",
@@ -941,7 +962,7 @@ static void *master_open(const char *target, rill_graph *g, const rill_session_o
     }
     master *m = rill__calloc(1, sizeof *m);
     RILL_CHECK_ALLOC(m);
-    m->srv = srv;
+    m->local_task = lt;
     m->g = g;
     m->opts = *o;
     m->owner = rill__random_seed() ^ (uint64_t)(uintptr_t)m;
@@ -968,7 +989,7 @@ static void master_cancel(void *mp)
     for (sig *sg = m->sigs; sg; sg = sg->next) rill_session_cancel(sg->pieces[m->self].sess);
     pthread_mutex_unlock(&m->sigs_mu);
     rill__tcp_options o;
-    rill__server_client_options(m->srv, &o);
+    rill__local_task_client_options(m->local_task, &o);
     for (int t = 0; t < m->ntasks; t++) {
         if (m->tasks[t].local) continue;
         rill_status *s = rill_status_new();
@@ -994,7 +1015,62 @@ static const rill__remote_ops master_ops = {
     .cancel = master_cancel,
 };
 
-void rill__master_register(void)
+/* --- the tasks of this process, by target --- */
+
+void rill__master_add_task(rill__local_task *t)
 {
+    pthread_mutex_lock(&tasks_mu);
+    for (int i = 0; i < MAX_LOCAL_TASKS; i++)
+        if (!local_tasks[i]) {
+            local_tasks[i] = t;
+            break;
+        }
+    pthread_mutex_unlock(&tasks_mu);
     rill__register_remote(&master_ops);
+}
+
+void rill__master_remove_task(rill__local_task *t)
+{
+    pthread_mutex_lock(&tasks_mu);
+    for (int i = 0; i < MAX_LOCAL_TASKS; i++)
+        if (local_tasks[i] == t) local_tasks[i] = NULL;
+    pthread_mutex_unlock(&tasks_mu);
+}
+
+void rill__local_task_client_options(const rill__local_task *t, rill__tcp_options *o)
+{
+    memset(o, 0, sizeof *o);
+    if (t->opts.secret) {
+        o->secret = t->opts.secret;
+        o->secret_len = strlen(t->opts.secret);
+    }
+}
+
+void rill__local_device_spec(const char *full, char *out, size_t len)
+{
+    rill_device_name n;
+    if (!rill_device_name_parse(full, &n, NULL)) {
+        snprintf(out, len, "%s", "");
+        return;
+    }
+    n.has_job = n.has_replica = n.has_task = false;
+    rill_device_name_str(&n, out, len);
+}
+
+int rill__local_task_devices(const rill__local_task *t, rill__device *out, int cap,
+                             rill_status *s)
+{
+    rill__device *const *devs;
+    int n = rill__devices(NULL, &devs, s);
+    if (n < 0) return -1;
+    int k = 0;
+    for (int i = 0; i < n && k < cap; i++, k++) {
+        out[k] = (rill__device){0};
+        snprintf(out[k].name, sizeof out[k].name, "/job:%s/replica:0/task:%d/device:%s:%d",
+                 t->job, t->index, devs[i]->type, devs[i]->id);
+        snprintf(out[k].type, sizeof out[k].type, "%s", devs[i]->type);
+        snprintf(out[k].kernel_key, sizeof out[k].kernel_key, "%s", devs[i]->kernel_key);
+        out[k].id = devs[i]->id;
+    }
+    return k;
 }

@@ -7,12 +7,12 @@
  * updates of several workers in turn, which is what use_locking asks for anyway. A RUN of a
  * graph that holds a blocking op (a queue dequeue, an accumulator take: SyncReplicasOptimizer)
  * runs on a thread of its own and answers when done, so that the steps it waits for can reach
- * the server meanwhile; if its client hangs up, the step is cancelled. */
-#include "server_internal.h"
-
-#include <rill/device_name.h>
-
+ * the server meanwhile; if its client hangs up, the step is cancelled.
+ *
+ * A server publishes its task to the master (master.h), which runs the sessions that name the
+ * server's target; the server uses the master, never the other way round. */
 #include "graph_codec.h"
+#include "master.h"
 #include "rpc.h"
 
 #include <errno.h>
@@ -30,15 +30,10 @@ typedef struct reg_graph {
 } reg_graph;
 
 struct rill_server {
-    rill_cluster_spec *cluster;
-    char job[64];
-    int task;
+    rill__local_task self; /* target, job, index, cluster, rm, opts: published to the master */
     char address[256];
-    char target[300];
-    char *secret;
-    rill_server_options opts;
+    char *secret; /* self.opts.secret */
     rill__tcp_server *tcp;
-    rill__resource_mgr *rm;
     pthread_mutex_t mu;
     rill__vec graphs;
     uint64_t next_handle;
@@ -53,74 +48,6 @@ struct rill_server {
     struct blocking_run *jobs, *jobs_tail;
     pthread_cond_t run_cv, job_cv;
 };
-
-/* --- the process's servers, by target --- */
-
-#define MAX_SERVERS 16
-static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
-static rill_server *servers[MAX_SERVERS];
-
-rill_server *rill__server_lookup(const char *target)
-{
-    rill_server *found = NULL;
-    pthread_mutex_lock(&reg_mu);
-    for (int i = 0; i < MAX_SERVERS && !found; i++)
-        if (servers[i] && strcmp(servers[i]->target, target) == 0) found = servers[i];
-    pthread_mutex_unlock(&reg_mu);
-    return found;
-}
-
-const rill_cluster_spec *rill__server_cluster(const rill_server *srv)
-{
-    return srv->cluster;
-}
-
-rill__resource_mgr *rill__server_rm(rill_server *srv)
-{
-    return srv->rm;
-}
-
-const rill_server_options *rill__server_options(const rill_server *srv)
-{
-    return &srv->opts;
-}
-
-void rill__server_client_options(const rill_server *srv, rill__tcp_options *o)
-{
-    memset(o, 0, sizeof *o);
-    if (srv->secret) {
-        o->secret = srv->secret;
-        o->secret_len = strlen(srv->secret);
-    }
-}
-
-void rill__local_device_spec(const char *full, char *out, size_t len)
-{
-    rill_device_name n;
-    if (!rill_device_name_parse(full, &n, NULL)) {
-        snprintf(out, len, "%s", "");
-        return;
-    }
-    n.has_job = n.has_replica = n.has_task = false;
-    rill_device_name_str(&n, out, len);
-}
-
-int rill__server_devices(rill_server *srv, rill__device *out, int cap, rill_status *s)
-{
-    rill__device *const *devs;
-    int n = rill__devices(NULL, &devs, s);
-    if (n < 0) return -1;
-    int k = 0;
-    for (int i = 0; i < n && k < cap; i++, k++) {
-        out[k] = (rill__device){0};
-        snprintf(out[k].name, sizeof out[k].name, "/job:%s/replica:0/task:%d/device:%s:%d",
-                 srv->job, srv->task, devs[i]->type, devs[i]->id);
-        snprintf(out[k].type, sizeof out[k].type, "%s", devs[i]->type);
-        snprintf(out[k].kernel_key, sizeof out[k].kernel_key, "%s", devs[i]->kernel_key);
-        out[k].id = devs[i]->id;
-    }
-    return k;
-}
 
 /* --- the worker service --- */
 
@@ -150,7 +77,7 @@ static void do_get_devices(rill_server *srv, rill__tcp_response *resp)
 {
     rill__device devs[64];
     rill_status *s = rill_status_new();
-    int n = rill__server_devices(srv, devs, 64, s);
+    int n = rill__local_task_devices(&srv->self, devs, 64, s);
     if (n < 0) {
         rill__tcp_response_set_error(resp, rill_status_code(s), "%s", rill_status_message(s));
         rill_status_free(s);
@@ -191,7 +118,7 @@ static void do_register(rill_server *srv, rill__tcp_request *req, rill__mread *r
     }
     rill__free(devs);
     rill_session_options *o = rill_session_options_new();
-    rill_session *sess = rill__session_new_with_rm(g, o, srv->rm, s);
+    rill_session *sess = rill__session_new_with_rm(g, o, srv->self.rm, s);
     rill_session_options_free(o);
     if (!sess) {
         rill__tcp_response_set_error(resp, rill_status_code(s), "%s", rill_status_message(s));
@@ -543,21 +470,22 @@ rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, 
     if (!addr) return NULL;
     rill_server *srv = rill__calloc(1, sizeof *srv);
     RILL_CHECK_ALLOC(srv);
-    srv->cluster = rill_cluster_spec_copy(cluster);
-    snprintf(srv->job, sizeof srv->job, "%s", job);
-    srv->task = task_index;
-    if (opts) srv->opts = *opts;
-    if (srv->opts.connect_deadline_s <= 0) srv->opts.connect_deadline_s = 60;
-    if (srv->opts.step_deadline_s <= 0) srv->opts.step_deadline_s = 300;
-    if (srv->opts.heartbeat_idle_s <= 0) srv->opts.heartbeat_idle_s = 10;
+    rill__local_task *self = &srv->self;
+    self->cluster = rill_cluster_spec_copy(cluster);
+    snprintf(self->job, sizeof self->job, "%s", job);
+    self->index = task_index;
+    if (opts) self->opts = *opts;
+    if (self->opts.connect_deadline_s <= 0) self->opts.connect_deadline_s = 60;
+    if (self->opts.step_deadline_s <= 0) self->opts.step_deadline_s = 300;
+    if (self->opts.heartbeat_idle_s <= 0) self->opts.heartbeat_idle_s = 10;
     if (opts && opts->secret) srv->secret = rill__strdup(opts->secret);
-    srv->opts.secret = srv->secret;
+    self->opts.secret = srv->secret;
     pthread_mutex_init(&srv->mu, NULL);
     pthread_mutex_init(&srv->jmu, NULL);
     pthread_cond_init(&srv->run_cv, NULL);
     pthread_cond_init(&srv->job_cv, NULL);
     pthread_cond_init(&srv->jcv, NULL);
-    srv->rm = rill__resource_mgr_new();
+    self->rm = rill__resource_mgr_new();
     /* Enumerate the devices here, on the caller's thread: OpenCL implementations (PoCL's LLVM)
      * may set up per-thread state such as an alternate signal stack on the first call, which the
      * transport thread must not own when it exits. */
@@ -567,7 +495,7 @@ rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, 
         return NULL;
     }
     rill__tcp_options to;
-    rill__server_client_options(srv, &to);
+    rill__local_task_client_options(self, &to);
     srv->tcp = rill__tcp_server_new(addr, &to, handle, srv, s);
     if (!srv->tcp) {
         rill_server_free(srv);
@@ -578,17 +506,10 @@ rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, 
     if (!rill_address_parse(addr, true, host, sizeof host, &port, NULL)) snprintf(host, sizeof host, "127.0.0.1");
     snprintf(srv->address, sizeof srv->address, "%.200s:%d",
              strcmp(host, "localhost") == 0 ? "127.0.0.1" : host, rill__tcp_server_port(srv->tcp));
-    snprintf(srv->target, sizeof srv->target, "rill://%s", srv->address);
-    pthread_mutex_lock(&reg_mu);
-    for (int i = 0; i < MAX_SERVERS; i++)
-        if (!servers[i]) {
-            servers[i] = srv;
-            break;
-        }
-    pthread_mutex_unlock(&reg_mu);
-    rill__master_register();
-    rill__log(RILL_LOG_INFO, "Started server with target: %s (/job:%s/task:%d)", srv->target,
-              srv->job, srv->task);
+    snprintf(self->target, sizeof self->target, "rill://%s", srv->address);
+    rill__master_add_task(self);
+    rill__log(RILL_LOG_INFO, "Started server with target: %s (/job:%s/task:%d)", self->target,
+              self->job, self->index);
     rill_status_clear(s);
     return srv;
 }
@@ -603,25 +524,25 @@ rill_server *rill_server_create_local(rill_status *s)
         rill_cluster_spec *real = rill_cluster_spec_new();
         const char *a[] = {srv->address};
         rill_cluster_spec_add_job(real, "local", a, 1, NULL);
-        rill_cluster_spec_free(srv->cluster);
-        srv->cluster = real;
+        rill_cluster_spec_free(srv->self.cluster);
+        srv->self.cluster = real;
     }
     return srv;
 }
 
 const char *rill_server_target(const rill_server *srv)
 {
-    return srv->target;
+    return srv->self.target;
 }
 
 const char *rill_server_job(const rill_server *srv)
 {
-    return srv->job;
+    return srv->self.job;
 }
 
 int rill_server_task_index(const rill_server *srv)
 {
-    return srv->task;
+    return srv->self.index;
 }
 
 static volatile sig_atomic_t got_signal;
@@ -650,7 +571,7 @@ rill_code rill_server_join(rill_server *srv, rill_status *s)
     pthread_mutex_unlock(&srv->jmu);
     sigaction(SIGTERM, &old_term, NULL);
     sigaction(SIGINT, &old_int, NULL);
-    rill__log(RILL_LOG_INFO, "server /job:%s/task:%d stopping", srv->job, srv->task);
+    rill__log(RILL_LOG_INFO, "server /job:%s/task:%d stopping", srv->self.job, srv->self.index);
     rill_status_clear(s);
     return RILL_OK;
 }
@@ -664,10 +585,7 @@ void rill_server_stop(rill_server *srv)
 void rill_server_free(rill_server *srv)
 {
     if (!srv) return;
-    pthread_mutex_lock(&reg_mu);
-    for (int i = 0; i < MAX_SERVERS; i++)
-        if (servers[i] == srv) servers[i] = NULL;
-    pthread_mutex_unlock(&reg_mu);
+    rill__master_remove_task(&srv->self);
     /* Blocking runs in flight are cancelled and finish before the transport goes. */
     pthread_mutex_lock(&srv->mu);
     srv->pool_stop = true;
@@ -685,8 +603,8 @@ void rill_server_free(rill_server *srv)
     rill__tcp_server_free(srv->tcp);
     for (int i = 0; i < srv->graphs.n; i++) graph_unref(srv->graphs.items[i]);
     rill__vec_free(&srv->graphs);
-    rill__resource_mgr_free(srv->rm);
-    rill_cluster_spec_free(srv->cluster);
+    rill__resource_mgr_free(srv->self.rm);
+    rill_cluster_spec_free(srv->self.cluster);
     rill__free(srv->secret);
     pthread_mutex_destroy(&srv->mu);
     pthread_mutex_destroy(&srv->jmu);

@@ -1,5 +1,6 @@
 /* kernel.h - the kernel layer's contract: the kernel context, the kernel registry keyed by
- * (op, device type, dtype), and variables as kernels see them.
+ * (op, device type, dtype), variables as kernels see them, and the resource manager that keeps
+ * variables and other resources.
  *
  * The executor (runtime layer) fills a rill__kctx per node execution: input tensors, variable
  * resources for reference inputs, the output slots, last step's output buffers to recycle, and a
@@ -48,10 +49,19 @@ static inline bool rill__kctx_cancelled(const rill__kctx *ctx)
 
 typedef void (*rill__kernel_fn)(rill__kctx *ctx);
 
-/* Named resources other than variables (queues, gradient accumulators), kept by the resource
- * manager (runtime/resource_mgr.c) for as long as it lives: the one of kind and name, made by
- * create(arg) on first lookup; free_fn frees it with the manager. NULL when create fails. */
+/* --- the resource manager (resource_mgr.c): variables by name, shared by every session that
+ * uses it, and other named resources --- */
 typedef struct rill__resource_mgr rill__resource_mgr;
+rill__resource_mgr *rill__resource_mgr_new(void);
+/* Frees every variable and resource it holds; NULL is a no-op. */
+void rill__resource_mgr_free(rill__resource_mgr *rm);
+/* The variable named name, created uninitialised on first lookup. A later lookup with another
+ * dtype or shape fails with INVALID_ARGUMENT. Borrowed; lives as long as rm. */
+rill__var *rill__resource_mgr_var(rill__resource_mgr *rm, const char *name, rill_dtype t,
+                                  const rill_shape *shape, rill_status *s);
+/* Named resources other than variables (queues, gradient accumulators), kept for as long as the
+ * manager lives: the one of kind and name, made by create(arg) on first lookup; free_fn frees it
+ * with the manager. NULL when create fails. */
 void *rill__resource_lookup(rill__resource_mgr *rm, const char *kind, const char *name,
                             void *(*create)(void *arg), void *arg, void (*free_fn)(void *));
 /* Frees a kernel's per-session state. */

@@ -1,4 +1,5 @@
-/* runtime.h - the runtime layer's internals: the resource manager and the executor.
+/* runtime.h - the runtime layer's internals: per-node kernel state, the placer, the partitioner
+ * and the executor (the resource manager is the kernels layer's: kernels/kernel.h).
  *
  * An executor plan is the pruned, topologically checked subgraph for one (feeds, fetches,
  * targets) with a kernel chosen per node and a slot per tensor. Running it reuses one cached
@@ -12,16 +13,7 @@
 
 #include "../kernels/kernel.h"
 
-/* --- resource manager: variables by name, shared by every session that uses it --- */
-typedef struct rill__resource_mgr rill__resource_mgr;
-rill__resource_mgr *rill__resource_mgr_new(void);
-void rill__resource_mgr_free(rill__resource_mgr *rm);
-/* The variable named name, created uninitialised on first lookup. A later lookup with another
- * dtype or shape fails with INVALID_ARGUMENT. Borrowed; lives as long as rm. */
-rill__var *rill__resource_mgr_var(rill__resource_mgr *rm, const char *name, rill_dtype t,
-                                  const rill_shape *shape, rill_status *s);
-
-/* --- per-node kernel state kept across steps (random generators) ---
+/* --- per-node kernel state kept across steps (random generators; node_states.c) ---
  * Entries live in fixed pages that never move, so a plan keeps a pointer to its nodes' entries
  * while another thread builds a plan for a grown graph. Two runs of one stateful kernel at once
  * take turns on the entry's lock. */

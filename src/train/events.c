@@ -22,7 +22,7 @@
 
 #include "../core/core.h"
 #include "../core/pb.h"
-#include "checkpoint.h"
+#include "../format/checkpoint.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -15,8 +15,8 @@
 #include <rill/device_name.h>
 #include <rill/train.h>
 
+#include "../format/checkpoint.h"
 #include "../graph/graph_internal.h"
-#include "checkpoint.h"
 
 #include <stdlib.h>
 #include <string.h>

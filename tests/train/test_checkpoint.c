@@ -19,7 +19,7 @@
 
 #include "core/core.h"
 #include "core/pb.h"
-#include "train/checkpoint.h"
+#include "format/checkpoint.h"
 
 #include <rill/checkpoint.h>
 

@@ -1,9 +1,9 @@
-/* cl_device.c - OpenCL devices: enumeration, memory, copies and the kernel program.
+/* cl_device.c - OpenCL devices: enumeration, contexts and queues, memory, copies, the lock.
  *
  * GPU-type OpenCL devices always become rill GPUs. CPU-type devices (PoCL) become GPUs only with
  * RILL_OPENCL_CPU_AS_GPU=1: that is how tests and CI drive the whole GPU path (separate device
- * memory, a queue, copies, dtype limits) without a GPU. The program is compiled lazily, once per
- * dtype; set POCL_CACHE_DIR to keep PoCL's compiled kernels between processes. */
+ * memory, a queue, copies, dtype limits) without a GPU. The kernel program is built from the
+ * kernels layer's sources by src/kernels/opencl/cl_program.c, not here. */
 #include "opencl.h"
 
 #include <stdlib.h>
@@ -105,83 +105,6 @@ static const rill__device_ops cl_ops = {
     .sync = cl_sync,
 };
 
-static int dtype_slot(rill_dtype t)
-{
-    return t == RILL_DOUBLE ? 1 : t == RILL_HALF ? 2 : 0;
-}
-
-static bool build_program(rill__device *d, int slot, rill_status *s)
-{
-    rill__cl_device *c = rill__cl(d);
-    static const char *const defs[3] = {
-        "-DT=float -DACC=float -DLD(p,i)=((p)[i]) -DST(p,i,v)=((p)[i]=(v)) -DIS_FLOAT=1",
-        "-DT=double -DACC=double -DLD(p,i)=((p)[i]) -DST(p,i,v)=((p)[i]=(v)) -DIS_DOUBLE=1",
-        "-DT=half -DACC=float -DLD(p,i)=vload_half((i),(p)) "
-        "-DST(p,i,v)=vstore_half_rte((v),(i),(p)) -DIS_HALF=1",
-    };
-    const char *srcs[] = {rill__cl_source_common, rill__cl_source_math, rill__cl_source_nn,
-                          rill__cl_source_state};
-    cl_int err;
-    cl_program p = clCreateProgramWithSource(c->ctx, 4, srcs, NULL, &err);
-    if (!rill__cl_check(err, "create program", s)) return false;
-    char opts[512];
-    snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s", defs[slot]);
-    err = clBuildProgram(p, 1, &c->id, opts, NULL, NULL);
-    if (err != CL_SUCCESS) {
-        size_t len = 0;
-        clGetProgramBuildInfo(p, c->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &len);
-        char *log = rill__malloc(len + 1);
-        RILL_CHECK_ALLOC(log);
-        clGetProgramBuildInfo(p, c->id, CL_PROGRAM_BUILD_LOG, len, log, NULL);
-        log[len] = 0;
-        rill_status_set(s, RILL_INTERNAL, "OpenCL program build failed on %s (%s):\n%.4000s",
-                        d->name, opts, log);
-        rill__free(log);
-        clReleaseProgram(p);
-        return false;
-    }
-    c->programs[slot] = p;
-    return true;
-}
-
-cl_kernel rill__cl_kernel(rill__device *d, const char *name, rill_dtype t, rill_status *s)
-{
-    rill__cl_device *c = rill__cl(d);
-    int slot = dtype_slot(t);
-    cl_kernel k = rill__strmap_get(&c->kernels[slot], name);
-    if (k) return k;
-    if (!c->programs[slot] && !build_program(d, slot, s)) return NULL;
-    cl_int err;
-    k = clCreateKernel(c->programs[slot], name, &err);
-    char what[160];
-    snprintf(what, sizeof what, "kernel '%s'", name);
-    if (!rill__cl_check(err, what, s)) return NULL;
-    rill__strmap_put(&c->kernels[slot], name, k);
-    return k;
-}
-
-bool rill__cl_run1d(rill__device *d, cl_kernel k, size_t n, rill_status *s)
-{
-    if (!n) return true;
-    size_t local = 64;
-    if (local > rill__cl(d)->max_wg) local = rill__cl(d)->max_wg;
-    size_t global = (n + local - 1) / local * local;
-    cl_int err = clEnqueueNDRangeKernel(rill__cl(d)->queue, k, 1, NULL, &global, &local, 0, NULL,
-                                        NULL);
-    return rill__cl_check(err, "enqueue", s);
-}
-
-bool rill__cl_run2d(rill__device *d, cl_kernel k, size_t rows, size_t cols, size_t tile,
-                    rill_status *s)
-{
-    if (!rows || !cols) return true;
-    size_t local[2] = {tile, tile};
-    size_t global[2] = {(rows + tile - 1) / tile * tile, (cols + tile - 1) / tile * tile};
-    cl_int err =
-        clEnqueueNDRangeKernel(rill__cl(d)->queue, k, 2, NULL, global, local, 0, NULL, NULL);
-    return rill__cl_check(err, "enqueue", s);
-}
-
 int rill__opencl_enumerate(rill__device **out, int cap, int first_gpu_id, rill_status *s)
 {
     (void)s; /* a machine without OpenCL simply has no OpenCL devices */
@@ -241,7 +164,7 @@ int rill__opencl_enumerate(rill__device **out, int cap, int first_gpu_id, rill_s
                      d->id, name, vendor, version,
                      gpu ? "" : " (OpenCL CPU device used as a GPU)");
             d->fp64 = strstr(ext, "cl_khr_fp64") != NULL;
-            d->fp16 = true; /* stored as half, computed in float: see opencl.h */
+            d->fp16 = true; /* stored as half, computed in float: kernels/opencl/cl_kernels.h */
             d->memory_bytes = (size_t)mem;
             out[n++] = d;
         }

@@ -4,7 +4,7 @@
 #include "cpu_kernels.h"
 
 #include "../../core/pb.h"
-#include "../../train/checkpoint.h"
+#include "../../format/checkpoint.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* cl_common.c - OpenCL C shared by every kernel source: fp64 enabling, and the index structs and
  * helpers for broadcasting, gathering and reducing over strided tensors.
  *
- * See src/device/opencl/opencl.h for the T / ACC / LD / ST macros the program is built with.
+ * See cl_kernels.h for the T / ACC / LD / ST macros the program is built with.
  * The structs are passed to kernels by value; their host mirrors (cl_math.c) lay them out the
  * same way: two 4-byte ints (or one and padding) first, then arrays of 8-byte longs.
  *
@@ -11,7 +11,7 @@
  *             into the input): reduce_base gives the input offset of an output element's first
  *             summand, reduce_offset the offset of its j-th summand relative to that base.
  * Hosts drop size-1 dims and merge contiguous ones first, so the loops are short. */
-#include "../../device/opencl/opencl.h"
+#include "cl_kernels.h"
 
 const char rill__cl_source_common[] =
     "#ifdef cl_khr_fp64\n"

@@ -1,10 +1,37 @@
-/* cl_kernels.h - what the OpenCL kernel files share: argument lists and the one launch path
- * (set the arguments, enqueue over n work items, report failures on the kernel context). */
+/* cl_kernels.h - what the OpenCL kernel files share: the kernel sources that make the program,
+ * the program's kernels and launch helpers (cl_program.c), argument lists and the one launch
+ * path (set the arguments, enqueue over n work items, report failures on the kernel context).
+ *
+ * The kernel sources are compiled once per process, device and dtype (float, double, half) with
+ * these macros defined:
+ *   T        the storage type (float, double, half)
+ *   ACC      the compute type (float, double, float for half)
+ *   LD(p,i)  loads element i of a __global T* as ACC (vload_half for half)
+ *   ST(p,i,v) stores ACC v as element i (vstore_half_rte for half)
+ * so half works on every OpenCL device: stored as half, computed in float, with no need for
+ * cl_khr_fp16. Kernels take an element count and check their global id against it. */
 #ifndef RILL_KERNELS_OPENCL_H
 #define RILL_KERNELS_OPENCL_H
 
 #include "../../device/opencl/opencl.h"
 #include "../kernel.h"
+
+/* Every kernel source, concatenated in this order, makes the program. Each file of this folder
+ * with kernels defines one of these as a string. */
+extern const char rill__cl_source_common[];
+extern const char rill__cl_source_math[];
+extern const char rill__cl_source_nn[];
+extern const char rill__cl_source_state[];
+
+/* The kernel `name` built for dtype t (float, double or half; anything else uses the float
+ * program). Built and cached on first use. Call with the lock held. */
+cl_kernel rill__cl_kernel(rill__device *d, const char *name, rill_dtype t, rill_status *s);
+/* Enqueues k over n work items (rounded up to a multiple of the work-group size). Call with the
+ * lock held, after setting the arguments. n == 0 enqueues nothing. */
+bool rill__cl_run1d(rill__device *d, cl_kernel k, size_t n, rill_status *s);
+/* 2-D range (rows x cols), rounded up to tile x tile work groups. */
+bool rill__cl_run2d(rill__device *d, cl_kernel k, size_t rows, size_t cols, size_t tile,
+                    rill_status *s);
 
 /* One kernel argument: its size and where its value is. */
 typedef struct rill__cl_arg {

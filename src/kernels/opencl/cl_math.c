@@ -3,7 +3,7 @@
  * metadata ops (Identity, Reshape, ExpandDims, Shape).
  *
  * The first half is the OpenCL C source (rill__cl_source_math), compiled once per dtype with T,
- * ACC, LD and ST (see opencl.h), so one kernel text serves float, double and half. The second
+ * ACC, LD and ST (see cl_kernels.h), so one kernel text serves float, double and half. The second
  * half is the host side: each kernel checks shapes as its CPU twin does (same messages), lays out
  * the index structs of cl_common.c, and enqueues under rill__cl_lock.
  *
@@ -11,9 +11,8 @@
  * functions, registered with every input and output in host memory. The metadata ops reuse the
  * CPU functions too, since they only read shapes: their outputs are views of the input buffer,
  * wherever it lives. */
-#include "../../device/opencl/opencl.h"
 #include "../cpu/cpu_kernels.h"
-#include "../kernel.h"
+#include "cl_kernels.h"
 
 #include <assert.h>
 #include <string.h>

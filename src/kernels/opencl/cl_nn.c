@@ -3,7 +3,7 @@
  *
  * Each op is the CPU kernel's twin (src/kernels/cpu/cpu_nn.c): the same input order, outputs,
  * validation and error texts, then one enqueue instead of the loop. The OpenCL C below is built
- * once per dtype with T / ACC / LD / ST (see src/device/opencl/opencl.h), so a half tensor is
+ * once per dtype with T / ACC / LD / ST (see cl_kernels.h), so a half tensor is
  * read into float, computed in float and rounded once when stored, as the CPU kernel does with
  * its float scratch. Elementwise kernels take one work item per element; BiasAddGrad one per
  * column (summing rows in order, as the CPU does); Softmax and the cross-entropies one per row,

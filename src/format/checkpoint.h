@@ -1,6 +1,8 @@
 /* checkpoint.h - internal side of TensorFlow's V2 checkpoints (reference §9): writing the bundle
  * (data files and the SSTable index), the `checkpoint` state file, deleting old checkpoints, and
- * the small file helpers these share. The read side is public: rill/checkpoint.h.
+ * the small file helpers these share. The read side is public: rill/checkpoint.h. This is the
+ * format layer (TF's file formats): it depends on core only, so the SaveV2/RestoreV2 kernels
+ * (kernels/cpu/cpu_io.c), the Saver and the event files (train/) all build on it.
  *
  * Files:
  *   bundle.c            data files, the index table writer, delete, atomic files
@@ -9,8 +11,8 @@
  *
  * Every file is written under a temporary name in its directory, synced, renamed into place and
  * the directory synced, so a crash leaves either the old file or the new one, never half of one. */
-#ifndef RILL_TRAIN_CHECKPOINT_H
-#define RILL_TRAIN_CHECKPOINT_H
+#ifndef RILL_FORMAT_CHECKPOINT_H
+#define RILL_FORMAT_CHECKPOINT_H
 
 #include <rill/checkpoint.h>
 #include <rill/status.h>
