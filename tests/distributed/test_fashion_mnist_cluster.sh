@@ -4,8 +4,10 @@
 # worker on its half of the training set. One epoch with batch 100 takes the chief's test
 # accuracy to >= 80%; under the sanitizers each worker trains 150 steps (half an epoch) and the
 # bar is 75%. Every process exits 0 and the workers' steps all land on the ps's global step.
-# $1 is the build directory.
+# Without Debian's dataset-fashion-mnist it is skipped (77), or fails where it is required (CI,
+# RILL_REQUIRE_DATA=1: `make test` installs it; tests/lib.sh). $1 is the build directory.
 set -u
+. "$(dirname "$0")/../lib.sh" || exit 1
 B=${1:?build dir}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$HERE
@@ -14,7 +16,7 @@ P="$B/examples/fashion_mnist"
 # The MLP trains on the CPU here: PoCL standing in for a GPU is ~100x slower at MatMul.
 export RILL_OPENCL_CPU_AS_GPU=0
 if [ ! -f /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz ]; then
-  echo "FAIL: Fashion-MNIST is not installed (make installs dataset-fashion-mnist)"; exit 1
+  missing RILL_REQUIRE_DATA "Fashion-MNIST is not installed in /usr/share/datasets/fashion-mnist; make installs Debian's dataset-fashion-mnist"
 fi
 fail=0; checks=0
 check() { checks=$((checks+1)); if ! eval "$1"; then echo "FAIL: $2"; fail=$((fail+1)); fi; }

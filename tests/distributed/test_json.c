@@ -205,8 +205,8 @@ static bool well_formed(const rill__json *v, int depth)
 static void test_fuzz(void)
 {
     static const char *seeds[] = {
-        "{\"cluster\": {\"ps\": [\"h:1\"], \"worker\": [\"a:2\", \"b:3\"]}, \"task\": {\"type\": "
-        "\"worker\", \"index\": 1}, \"environment\": \"cloud\"}",
+        ("{\"cluster\": {\"ps\": [\"h:1\"], \"worker\": [\"a:2\", \"b:3\"]}, \"task\": {\"type\": "
+         "\"worker\", \"index\": 1}, \"environment\": \"cloud\"}"), /* one seed over two lines */
         "[1, -2.5e-3, true, false, null, \"\\u00e9\\ud83d\\ude00\", {\"a\": [[], {}]}]",
         "\"\xe2\x82\xac\xf0\x9f\x98\x80\\n\\t\"",
         "{\"a\":{\"b\":{\"c\":{\"d\":[0,1,2,3]}}}}",

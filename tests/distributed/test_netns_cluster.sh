@@ -2,9 +2,10 @@
 # A cluster across network namespaces: the ps and each worker in a namespace of their own with its
 # own address, joined by veth pairs to a bridge namespace — real separate hosts as far as TCP is
 # concerned. The namespaces and their 10.231.0.0/24 addresses are this test's own and vanish
-# with it. Skipped, with the reason printed, where namespaces cannot be made (no root, no ip).
-# $1 is the build directory.
+# with it. Skipped (exit 77, "SKIPPED: <reason>", tests/lib.sh) where namespaces cannot be made
+# (no root, no ip, no bridge or veth support). $1 is the build directory.
 set -u
+. "$(dirname "$0")/../lib.sh" || exit 1
 B=${1:?build dir}
 P="$B/examples/distributed"
 export RILL_OPENCL_CPU_AS_GPU=0
@@ -12,7 +13,6 @@ tag="rill$$"
 ns=("${tag}ps" "${tag}w0" "${tag}w1")
 addr=(10.231.0.1 10.231.0.2 10.231.0.3)
 br="${tag}br"
-skip() { echo "SKIPPED: $1"; echo "0 passed, 0 failed"; exit 0; }
 # A fresh logdir: the default, ./checkpoint/, would make a later run restore the step an earlier
 # one reached and train nothing.
 LOGDIR=$(mktemp -d)

@@ -164,18 +164,25 @@ static void test_random_initializers(void)
             CHECK_EQ_INT(rill_tensor_dtype(vn), t);
             CHECK_EQ_INT(rill_tensor_num_elements(vn), 4096);
             stats s = stats_of(vn);
-            if (!CHECK_NEAR(s.mean, 1, 0.12) | !CHECK_NEAR(s.sd, 2, 0.1))
+            /* Both checks run (and count) whatever the first gives. */
+            int bad = !CHECK_NEAR(s.mean, 1, 0.12);
+            bad += !CHECK_NEAR(s.sd, 2, 0.1);
+            if (bad)
                 fprintf(stderr, "  case: %s normal\n", label);
             s = stats_of(vt);
             /* A normal truncated at two standard deviations has sd 0.8796 of the untruncated. */
-            if (!CHECK_NEAR(s.mean, -1, 0.03) | !CHECK_NEAR(s.sd, 0.5 * 0.8796, 0.025))
+            bad = !CHECK_NEAR(s.mean, -1, 0.03);
+            bad += !CHECK_NEAR(s.sd, 0.5 * 0.8796, 0.025);
+            if (bad)
                 fprintf(stderr, "  case: %s truncated\n", label);
             if (!CHECK(s.min >= -1 - 2 * 0.5 - 1e-3 && s.max <= -1 + 2 * 0.5 + 1e-3))
                 fprintf(stderr, "  case: %s truncated range [%g, %g]\n", label, s.min, s.max);
             /* In float the bound holds exactly. */
             if (t != RILL_HALF) CHECK(s.min >= -2 && s.max <= 0);
             s = stats_of(vu);
-            if (!CHECK_NEAR(s.mean, 1, 0.15) | !CHECK_NEAR(s.sd, 8 / sqrt(12), 0.1))
+            bad = !CHECK_NEAR(s.mean, 1, 0.15);
+            bad += !CHECK_NEAR(s.sd, 8 / sqrt(12), 0.1);
+            if (bad)
                 fprintf(stderr, "  case: %s uniform\n", label);
             if (!CHECK(s.min >= -3 && s.max <= 5))
                 fprintf(stderr, "  case: %s uniform range\n", label);
@@ -958,9 +965,10 @@ static void test_convergence(void)
                 fprintf(stderr, "  case: %s: loss %g -> %g\n", label, first, last);
             rill_tensor *wv = fetch(sess, W), *bv = fetch(sess, b), *gv = fetch(sess, gs);
             if (CHECK(wv && bv && gv)) {
-                if (!CHECK_NEAR(rill_tensor_get_double(wv, 0), 2, 2e-3) |
-                    !CHECK_NEAR(rill_tensor_get_double(wv, 1), -3, 2e-3) |
-                    !CHECK_NEAR(rill_tensor_get_double(bv, 0), 0.5, 2e-3))
+                int bad = !CHECK_NEAR(rill_tensor_get_double(wv, 0), 2, 2e-3);
+                bad += !CHECK_NEAR(rill_tensor_get_double(wv, 1), -3, 2e-3);
+                bad += !CHECK_NEAR(rill_tensor_get_double(bv, 0), 0.5, 2e-3);
+                if (bad)
                     fprintf(stderr, "  case: %s\n", label);
                 CHECK_EQ_INT(rill_tensor_get_double(gv, 0), steps[k]);
             }

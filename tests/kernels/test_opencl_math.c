@@ -6,7 +6,7 @@
  * 1000x1000 for the elementwise ops, the reductions and MatMul. The integer kernels (the CPU
  * functions, registered with everything in host memory) run for int32 and int64, and every
  * run-time error the CPU kernel reports must come back from OpenCL with the same code.
- * Without an OpenCL device the checks are skipped (the harness says so). */
+ * Without an OpenCL device nothing is compared: the test reports itself skipped (exit 77). */
 #include "backend_ops.h"
 
 #include <time.h>
@@ -830,5 +830,7 @@ int main(void)
     TIMED(test_views);
     TIMED(test_guards);
     printf("total %.2f s\n", now() - t0);
+    /* Without a device only the registrations and the graph building were checked. */
+    bo_skip_without_device();
     TEST_MAIN_END();
 }

@@ -5,12 +5,13 @@
  * temporary file put under the real file descriptor, as test_flags.c does for help text.
  *
  * PoCL's CPU device stands in for a GPU (RILL_OPENCL_CPU_AS_GPU=1, set first). Without any GPU
- * the GPU-only checks are skipped with a note and the CPU-only ones still run.
+ * the GPU-only parts are skipped (a "SKIPPED: <part>: <reason>" line each, test.h) and the
+ * CPU-only checks still run.
  *
  * GPU options are per process: the devices are enumerated by the first session and a failed
  * enumeration sticks. So every visible_device_list check runs in a forked child, forked before
  * this process touches OpenCL; children that need two GPUs ask PoCL for two devices
- * (POCL_DEVICES="pthread pthread") and skip with a note when they do not get them. A child sends
+ * (POCL_DEVICES="pthread pthread") and are skipped when they do not get them. A child sends
  * its check counts back through a pipe. */
 #include <rill/rill.h>
 
@@ -621,7 +622,7 @@ static void test_missing_gpu_and_soft_placement(void)
 static void test_explicit_gpu0(void)
 {
     if (!have_gpu) {
-        fprintf(stderr, "note: no GPU device; skipping the /gpu:0 placement checks\n");
+        TEST_SKIP_PART("the /gpu:0 placement checks", "no GPU device");
         return;
     }
     rill_status *s = rill_status_new();
@@ -686,7 +687,7 @@ static void test_explicit_gpu0(void)
 static void test_int32_variable_on_gpu(void)
 {
     if (!have_gpu) {
-        fprintf(stderr, "note: no GPU device; skipping the int32-variable-on-GPU checks\n");
+        TEST_SKIP_PART("the int32-variable-on-GPU checks", "no GPU device");
         return;
     }
     rill_status *s = rill_status_new();
@@ -1216,7 +1217,7 @@ static const char *assigned(const rill_node *n)
 static void test_partition(void)
 {
     if (!have_gpu) {
-        fprintf(stderr, "note: no GPU device; skipping the partition checks\n");
+        TEST_SKIP_PART("the partition checks", "no GPU device");
         return;
     }
     rill_status *s = rill_status_new();
@@ -1535,7 +1536,9 @@ static void test_gpu_options(void)
         in_child("duplicate", child_bad_list, &dup, NULL, NULL);
         in_child("same list again", child_same_list_again, NULL, NULL, NULL);
     } else {
-        fprintf(stderr, "note: no GPU device; skipping the duplicate-entry check\n");
+        TEST_SKIP_PART("the visible_device_list checks that need a GPU (parse error 2, "
+                       "duplicate, same list again)",
+                       "no GPU device");
     }
 
     /* Two GPUs from PoCL (pthread devices), when it can make them. */
@@ -1550,10 +1553,8 @@ static void test_gpu_options(void)
         bad_list dup2 = {"1,0,1", "visible_device_list contained a duplicate entry: 1,0,1"};
         in_child("duplicate of two", child_bad_list, &dup2, "POCL_DEVICES", "pthread pthread");
     } else {
-        fprintf(stderr,
-                "note: PoCL gave %d GPU(s) with POCL_DEVICES='pthread pthread'; skipping "
-                "the two-GPU checks\n",
-                n2);
+        TEST_SKIP_PART("the two-GPU checks",
+                       "PoCL gave %d GPU(s) with POCL_DEVICES='pthread pthread'", n2);
     }
 }
 
@@ -1573,7 +1574,7 @@ int main(void)
     rill_status_free(s);
     if (!have_gpu)
         fprintf(stderr, "note: no GPU device (no OpenCL device, even with "
-                        "RILL_OPENCL_CPU_AS_GPU=1): GPU checks are skipped\n");
+                        "RILL_OPENCL_CPU_AS_GPU=1): the GPU-only parts are skipped\n");
 
     test_nested_scopes_merge();
     test_barrier();

@@ -122,9 +122,11 @@ static void check_histogram(const char *label, const tvalue *v, const double *x,
         sq += x[i] * x[i];
     }
     bool ok = CHECK_EQ_INT(v->kind, 2);
-    ok &= CHECK_NEAR(v->min, mn, 0) & CHECK_NEAR(v->max, mx, 0);
+    ok &= CHECK_NEAR(v->min, mn, 0);
+    ok &= CHECK_NEAR(v->max, mx, 0);
     ok &= CHECK_NEAR(v->num, (double)n, 0);
-    ok &= CHECK_NEAR(v->sum, sum, 1e-9 * fabs(sum)) & CHECK_NEAR(v->sum_squares, sq, 1e-9 * sq);
+    ok &= CHECK_NEAR(v->sum, sum, 1e-9 * fabs(sum));
+    ok &= CHECK_NEAR(v->sum_squares, sq, 1e-9 * sq);
     ok &= CHECK_EQ_INT(v->nlimits, v->ncounts) && CHECK(v->nlimits >= 1);
     if (!ok) {
         fprintf(stderr, "  in %s\n", label);

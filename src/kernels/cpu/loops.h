@@ -2,11 +2,11 @@
  *
  * loops_isa.c is compiled once per instruction set the build knows (generic, and on x86-64 also
  * avx2 and avx512: see CMakeLists.txt), each time with that set's compiler flags, and defines
- * the table rill__loops_<isa>. rill__loops() returns the one for rill__isa_chosen() (the best
- * the CPU runs, or a lower one asked for with RILL_ISA). Every version computes element by
+ * the table rill__loops_<isa>. rill__loops_get() returns the one for rill__isa_chosen() (the
+ * best the CPU runs, or a lower one asked for with RILL_ISA). Every version computes element by
  * element in the same order with the same operations (built with -ffp-contract=off, reductions
- * over a fixed number of partial sums), so all of them give the same bits and a result never
- * depends on the machine.
+ * over a fixed number of partial sums), so all of them give the same bits, but for which NaN
+ * comes out of NaN operands: a result never depends on the machine.
  *
  * Ranges are [b, e) element indices; n is a count. Pointers of one call never overlap unless
  * the kernel says so (y may equal x for the in-place maps). */

@@ -97,8 +97,7 @@ static inline void F(tanh_v)(float *y, const float *x)
     vf v, e;
     float t[LANES];
     memcpy(&v, x, sizeof v);
-    vi neg = v < 0.0f;
-    vf ax = SELECT(neg, -v, v), z = v * v;
+    vf ax = SELECT(v < 0.0f, -v, v), z = v * v;
     vf small = -5.70498872745e-3f * z + 2.06390887954e-2f;
     small = small * z - 5.37397155531e-2f;
     small = small * z + 1.33314422036e-1f;
@@ -109,9 +108,10 @@ static inline void F(tanh_v)(float *y, const float *x)
     F(exp_v)(t, t);
     memcpy(&e, t, sizeof e);
     vf big = 1.0f - 2.0f / (e + 1.0f);
-    big = SELECT(neg, -big, big);
-    v = SELECT(ax < 0.625f, small, big);
-    memcpy(y, &v, sizeof v);
+    vf r = SELECT(ax < 0.625f, small, big);
+    /* tanh is odd: the result takes x's sign (so tanh(-0) = -0, which the polynomial loses). */
+    r = (vf)(((vi)r & INT32_MAX) | ((vi)v & INT32_MIN));
+    memcpy(y, &r, sizeof r);
 }
 
 /* y[i] = f(x[i]) for i < n with a LANES-wide f; the last partial block goes through a buffer. */

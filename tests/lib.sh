@@ -1,0 +1,38 @@
+# tests/lib.sh - what the script tests (tests/<layer>/test_*.sh) share; each sources it with
+#     . "$(dirname "$0")/../lib.sh"
+# before it defines its own checks and counters (fail, checks).
+#
+# Skipping is honest, as in tests/test.h: ctest runs every test with SKIP_RETURN_CODE 77, so a
+# script that cannot run here prints one line "SKIPPED: <reason>" and exits 77, and ctest reports
+# it as skipped rather than passed. A prerequisite that `make test` provides (the project's
+# .venv, Debian's Fashion-MNIST) is a failure instead where it is required: under CI, or with
+# RILL_REQUIRE_VENV=1 / RILL_REQUIRE_DATA=1 (see `missing`).
+
+# skip REASON: this test cannot run here. Prints "SKIPPED: REASON" and the summary line and exits
+# 77, or 1 when a check has already failed (a skip never hides a failure).
+skip() {
+    local c=${checks:-0} f=${fail:-0}
+    echo "SKIPPED: $1"
+    echo "$((c - f)) passed, $f failed, 1 skipped"
+    [ "$f" -eq 0 ] && exit 77
+    exit 1
+}
+
+# required VAR: true when a prerequisite that `make test` provides must be here: CI is set (to
+# anything but "", "0" or "false"), or the variable named VAR is "1".
+required() {
+    case "${CI:-}" in "" | 0 | false) ;; *) return 0 ;; esac
+    [ "${!1:-}" = 1 ]
+}
+
+# missing VAR REASON: a prerequisite that `make test` provides is not here. A failure ("FAIL:
+# REASON", exit 1) where `required VAR`, else a skip with REASON.
+missing() {
+    if required "$1"; then
+        local c=${checks:-0} f=${fail:-0}
+        echo "FAIL: $2 (required here: CI or $1=1 is set)"
+        echo "$((c - f)) passed, $((f + 1)) failed"
+        exit 1
+    fi
+    skip "$2 ($1=1 makes this a failure)"
+}
