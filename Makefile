@@ -12,7 +12,7 @@ BUILD_CLANG ?= build-clang
 PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc)
 DEB_PKGS   := build-essential cmake pkg-config libopenblas-dev zlib1g-dev libsodium-dev dataset-fashion-mnist \
-              ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd python3-venv clang binutils
+              ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd python3-venv clang binutils qemu-user
 # The project's virtualenv: TensorFlow's checkpoint reader and TensorBoard's event reader, with
 # which tests/interop checks that rill's files are read as TensorFlow's (and the benchmarks' baselines).
 VENV       := .venv
