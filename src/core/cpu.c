@@ -60,10 +60,12 @@ static void detect(void)
         f->avx512vl = f->avx512f && (b & (1u << 31));
         f->avx512vnni = f->avx512f && (c & (1u << 11));
         f->avx512fp16 = f->avx512f && (d & (1u << 23));
-        f->amx_bf16 = d & (1u << 22);
-        f->amx_tile = d & (1u << 24);
-        f->amx_int8 = d & (1u << 25);
-        if (max_leaf >= 7) {
+        /* AMX counts when the OS saves tile state (XCR0); Linux also wants each process to ask
+         * for it (arch_prctl ARCH_REQ_XCOMP_PERM), which whoever uses AMX does. */
+        f->amx_bf16 = f->os_amx && (d & (1u << 22));
+        f->amx_tile = f->os_amx && (d & (1u << 24));
+        f->amx_int8 = f->os_amx && (d & (1u << 25));
+        if (a >= 1) { /* subleaf 0's EAX: the highest subleaf */
             __cpuid_count(7, 1, a, b, c, d);
             f->avx512bf16 = f->avx512f && (a & (1u << 5));
         }
@@ -126,25 +128,27 @@ const char *rill__isa_name(rill__isa isa)
 bool rill__isa_usable(rill__isa isa)
 {
     const rill__cpu_features *f = rill__cpu();
+    bool built = false, runs = false;
     switch (isa) {
     case RILL__ISA_GENERIC:
         return true;
     case RILL__ISA_AVX2:
 #ifdef RILL_HAVE_ISA_AVX2
-        return f->avx2 && f->fma && f->f16c;
-#else
-        return false;
+        built = true;
 #endif
+        runs = f->avx2 && f->fma && f->f16c;
+        break;
     case RILL__ISA_AVX512:
 #ifdef RILL_HAVE_ISA_AVX512
-        return f->avx512f && f->avx512bw && f->avx512dq && f->avx512vl && f->avx2 && f->fma &&
-               f->f16c;
-#else
-        return false;
+        built = true;
 #endif
+        runs = f->avx512f && f->avx512bw && f->avx512dq && f->avx512vl && f->avx2 && f->fma &&
+               f->f16c;
+        break;
     default:
-        return false;
+        break;
     }
+    return built && runs;
 }
 
 static rill__isa chosen;

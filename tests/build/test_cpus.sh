@@ -18,9 +18,11 @@ check() { # check COND WHAT
     if eval "$1"; then echo "ok: $2"; else echo "FAIL: $2"; fail=$((fail + 1)); fi
 }
 [ "$(uname -m)" = x86_64 ] || skip "not an x86-64 machine ($(uname -m))"
-grep -q '^RILL_NATIVE:BOOL=ON' "$B/CMakeCache.txt" 2>/dev/null &&
+grep -Eqi '^RILL_NATIVE:BOOL=(ON|1|TRUE|YES|Y)$' "$B/CMakeCache.txt" 2>/dev/null &&
     skip "a RILL_NATIVE build is compiled for this machine's CPU on purpose"
-grep -q '^RILL_SANITIZE:BOOL=ON' "$B/CMakeCache.txt" 2>/dev/null &&
+march=$(sed -n 's/^CMAKE_C_FLAGS:STRING=.*\(-march=[^ ]*\).*/\1/p' "$B/CMakeCache.txt" 2>/dev/null)
+[ -n "$march" ] && skip "CMAKE_C_FLAGS chooses a CPU ($march) on purpose"
+grep -Eqi '^RILL_SANITIZE:BOOL=(ON|1|TRUE|YES|Y)$' "$B/CMakeCache.txt" 2>/dev/null &&
     skip "the sanitizers' runtimes do not run under QEMU's user-mode emulator"
 QEMU=$(command -v qemu-x86_64) || missing RILL_REQUIRE_DEPS "no qemu-x86_64 (Debian's qemu-user; make installs it)"
 

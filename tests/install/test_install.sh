@@ -25,7 +25,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 P="$T/prefix with space"
 SAN=""
-grep -q '^RILL_SANITIZE:BOOL=ON' "$B/CMakeCache.txt" && SAN="-fsanitize=address,undefined"
+grep -Eqi '^RILL_SANITIZE:BOOL=(ON|1|TRUE|YES|Y)$' "$B/CMakeCache.txt" && SAN="-fsanitize=address,undefined"
 VERSION=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$B/CMakeCache.txt")
 
 cmake --install "$B" --prefix "$P" >"$T/install.log" 2>&1

@@ -39,7 +39,8 @@ enum { RILL__FORM_SAME, RILL__FORM_A_SCALAR, RILL__FORM_B_SCALAR };
     /* For each of rows rows of n >= 1: y = e^(x - m), m the row's largest (max[r]), sum[r] the   \
      * row's sum of y. */                                                                          \
     void (*exp_shifted_rows)(T *y, const T *x, int64_t rows, int64_t n, T *max, T *sum);         \
-    /* The sum of x[0..n) in double, over 16 partial sums. */                                      \
+    /* The sum of x[0..n) in double, over 16 partial sums (element i goes to partial i % 16, the  \
+     * tail to a 17th): it may differ from one running sum in double's last bits. */              \
     double (*sum)(const T *x, int64_t n);                                                          \
     /* The optimizers' updates, in place. */                                                       \
     void (*sgd)(T *w, const T *d, T lr, int64_t n);                                                \
