@@ -24,13 +24,34 @@ static int64_t n;
 static volatile double sink;
 
 typedef void (*body_fn)(const rill__loops *l);
-static void b_add(const rill__loops *l) { l->f32.binary(RILL__BIN_ADD, RILL__FORM_SAME, z, x, y, 0, n); }
-static void b_relu_grad(const rill__loops *l) { l->f32.relu_grad(z, x, y, 0, n); }
-static void b_sigmoid(const rill__loops *l) { l->f32.sigmoid(z, x, 0, n); }
-static void b_tanh(const rill__loops *l) { l->f32.tanh(z, x, 0, n); }
-static void b_sum(const rill__loops *l) { sink = l->f32.sum(x, n); }
-static void b_sgd(const rill__loops *l) { l->f32.sgd(w, x, 1e-6f, n); }
-static void b_adam(const rill__loops *l) { l->f32.adam(w, m, v, x, 0.9f, 0.999f, 1e-8f, 1e-6f, n); }
+static void b_add(const rill__loops *l)
+{
+    l->f32.binary(RILL__BIN_ADD, RILL__FORM_SAME, z, x, y, 0, n);
+}
+static void b_relu_grad(const rill__loops *l)
+{
+    l->f32.relu_grad(z, x, y, 0, n);
+}
+static void b_sigmoid(const rill__loops *l)
+{
+    l->f32.sigmoid(z, x, 0, n);
+}
+static void b_tanh(const rill__loops *l)
+{
+    l->f32.tanh(z, x, 0, n);
+}
+static void b_sum(const rill__loops *l)
+{
+    sink = l->f32.sum(x, n);
+}
+static void b_sgd(const rill__loops *l)
+{
+    l->f32.sgd(w, x, 1e-6f, n);
+}
+static void b_adam(const rill__loops *l)
+{
+    l->f32.adam(w, m, v, x, 0.9f, 0.999f, 1e-8f, 1e-6f, n);
+}
 
 /* Best time of reps calls, in seconds. */
 static double best_of(body_fn f, const rill__loops *l, int reps)
@@ -82,8 +103,9 @@ int main(int argc, char **argv)
         body_fn f;
         int arrays; /* arrays read + written per element, for the memcpy comparison */
     } cases[] = {
-        {"add (x + y)", b_add, 3},       {"relu_grad", b_relu_grad, 3}, {"sigmoid", b_sigmoid, 2},
-        {"tanh", b_tanh, 2},             {"sum", b_sum, 1},             {"sgd update", b_sgd, 3},
+        {"add (x + y)", b_add, 3},  {"relu_grad", b_relu_grad, 3},
+        {"sigmoid", b_sigmoid, 2},  {"tanh", b_tanh, 2},
+        {"sum", b_sum, 1},          {"sgd update", b_sgd, 3},
         {"adam update", b_adam, 7},
     };
     /* memcpy of the same bytes moved: a copy reads and writes, so `arrays` arrays of n floats

@@ -45,9 +45,9 @@ static void detect(void)
     f->f16c = c & (1u << 29);
     bool avx = c & (1u << 28), osxsave = c & (1u << 27);
     unsigned long long xcr0 = osxsave ? xgetbv0() : 0;
-    f->os_avx = (xcr0 & 0x6) == 0x6;               /* SSE and AVX state */
+    f->os_avx = (xcr0 & 0x6) == 0x6;                   /* SSE and AVX state */
     f->os_avx512 = f->os_avx && (xcr0 & 0xe0) == 0xe0; /* opmask, ZMM0-15 high, ZMM16-31 */
-    f->os_amx = (xcr0 & 0x60000) == 0x60000;        /* XTILECFG, XTILEDATA */
+    f->os_amx = (xcr0 & 0x60000) == 0x60000;           /* XTILECFG, XTILEDATA */
     f->avx = avx && f->os_avx;
     if (!f->avx) f->fma = f->f16c = false;
     if (max_leaf >= 7) {
@@ -102,12 +102,24 @@ void rill__cpu_feature_list(char *buf, size_t len)
         bool on;
         const char *name;
     } all[] = {
-        {f->sse42, "sse4.2"},        {f->pclmul, "pclmul"},         {f->popcnt, "popcnt"},
-        {f->avx, "avx"},             {f->avx2, "avx2"},             {f->fma, "fma"},
-        {f->f16c, "f16c"},           {f->bmi2, "bmi2"},             {f->avx512f, "avx512f"},
-        {f->avx512bw, "avx512bw"},   {f->avx512dq, "avx512dq"},     {f->avx512vl, "avx512vl"},
-        {f->avx512vnni, "avx512vnni"}, {f->avx512bf16, "avx512bf16"}, {f->avx512fp16, "avx512fp16"},
-        {f->amx_tile, "amx-tile"},   {f->amx_bf16, "amx-bf16"},     {f->amx_int8, "amx-int8"},
+        {f->sse42, "sse4.2"},
+        {f->pclmul, "pclmul"},
+        {f->popcnt, "popcnt"},
+        {f->avx, "avx"},
+        {f->avx2, "avx2"},
+        {f->fma, "fma"},
+        {f->f16c, "f16c"},
+        {f->bmi2, "bmi2"},
+        {f->avx512f, "avx512f"},
+        {f->avx512bw, "avx512bw"},
+        {f->avx512dq, "avx512dq"},
+        {f->avx512vl, "avx512vl"},
+        {f->avx512vnni, "avx512vnni"},
+        {f->avx512bf16, "avx512bf16"},
+        {f->avx512fp16, "avx512fp16"},
+        {f->amx_tile, "amx-tile"},
+        {f->amx_bf16, "amx-bf16"},
+        {f->amx_int8, "amx-int8"},
     };
     size_t k = 0;
     buf[0] = 0;
@@ -142,8 +154,8 @@ bool rill__isa_usable(rill__isa isa)
 #ifdef RILL_HAVE_ISA_AVX512
         built = true;
 #endif
-        runs = f->avx512f && f->avx512bw && f->avx512dq && f->avx512vl && f->avx2 && f->fma &&
-               f->f16c;
+        runs =
+            f->avx512f && f->avx512bw && f->avx512dq && f->avx512vl && f->avx2 && f->fma && f->f16c;
         break;
     default:
         break;

@@ -17,8 +17,8 @@
  * it unchanged while sessions may name its target (rill_server_create_local swaps in the cluster
  * with the bound port before its caller learns the target). */
 typedef struct rill__local_task {
-    char target[300];           /* "rill://host:port": what sessions name to run on this task */
-    char job[64];               /* the task's job and index within it */
+    char target[300]; /* "rill://host:port": what sessions name to run on this task */
+    char job[64];     /* the task's job and index within it */
     int index;
     rill_cluster_spec *cluster; /* the whole cluster */
     rill__resource_mgr *rm;     /* the task's variables and resources, for the server's life */
@@ -35,8 +35,7 @@ void rill__master_remove_task(rill__local_task *t);
 void rill__local_task_client_options(const rill__local_task *t, rill__tcp_options *o);
 /* This process's devices, renamed "/job:J/replica:0/task:T/device:TYPE:N" for task t, into out
  * (at most cap); -1 with s set when the devices cannot be listed. */
-int rill__local_task_devices(const rill__local_task *t, rill__device *out, int cap,
-                             rill_status *s);
+int rill__local_task_devices(const rill__local_task *t, rill__device *out, int cap, rill_status *s);
 /* "/device:TYPE:N" of a full device name (the part a task's own session places by); "" when
  * full does not parse. */
 void rill__local_device_spec(const char *full, char *out, size_t len);

@@ -29,8 +29,7 @@ void rill__node_states_free(rill__node_states *ns)
 {
     for (int p = 0; p < RILL__STATE_PAGES; p++) {
         if (!ns->pages[p]) continue;
-        for (int i = 0; i < RILL__STATE_PAGE; i++)
-        {
+        for (int i = 0; i < RILL__STATE_PAGE; i++) {
             if (ns->pages[p][i].state && ns->pages[p][i].free_fn)
                 ns->pages[p][i].free_fn(ns->pages[p][i].state);
             pthread_mutex_destroy(&ns->pages[p][i].mu);

@@ -28,8 +28,9 @@ static double uniform(double lo, double hi)
  * and underflow thresholds, denormals. */
 static void fill(double *x, int n, double lo, double hi)
 {
-    static const double special[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 88.7, 88.73, -87.33,
-                                     -87.34, 1e-40, -1e-40, 0.625, -0.625, 20, -20, 1e30};
+    static const double special[] = {NAN,    INFINITY, -INFINITY, 0.0,   -0.0,   88.7,
+                                     88.73,  -87.33,   -87.34,    1e-40, -1e-40, 0.625,
+                                     -0.625, 20,       -20,       1e30};
     for (int i = 0; i < n; i++) {
         uint64_t r = (uint64_t)(uniform(0, 1) * 16);
         x[i] = r == 0 ? special[(size_t)uniform(0, 16) % 16] : uniform(lo, hi);
@@ -149,8 +150,7 @@ static void compare_versions(const rill__loops *L, const rill__loops *G)
                 int rows = n >= 10 ? n / 10 : 1, cols = n / rows;
                 float maxf[MAXN], sumf[MAXN];
                 double maxd[MAXN], sumd[MAXN];
-                BOTH("exp_shifted_rows",
-                     l_->f32.exp_shifted_rows(of, xf, rows, cols, maxf, sumf);
+                BOTH("exp_shifted_rows", l_->f32.exp_shifted_rows(of, xf, rows, cols, maxf, sumf);
                      l_->f64.exp_shifted_rows(od, xd, rows, cols, maxd, sumd);
                      of[rows * cols] = sumf[rows - 1]; od[rows * cols] = sumd[rows - 1]);
             }
@@ -226,7 +226,8 @@ static void test_versions(void)
         CHECK_EQ_STR(L->isa, rill__isa_name((rill__isa)i));
         CHECK(L != G && L->f32.sigmoid != G->f32.sigmoid); /* a real second version */
         compare_versions(L, G);
-        if (mismatches) fprintf(stderr, "%s differs from generic first at %s\n", L->isa, first_mismatch);
+        if (mismatches)
+            fprintf(stderr, "%s differs from generic first at %s\n", L->isa, first_mismatch);
         CHECK_EQ_INT(mismatches, 0);
         compared++;
     }
@@ -242,11 +243,13 @@ static void test_crc_paths(void)
     int bad = 0;
     for (size_t n = 0; n < 70000; n = n < 64 ? n + 1 : n * 3 + 7)
         for (size_t off = 0; off < 8; off += 3)
-            if (n + off <= 70000 && rill__crc32c(5, buf + off, n) != rill__crc32c_tables(5, buf + off, n))
+            if (n + off <= 70000 &&
+                rill__crc32c(5, buf + off, n) != rill__crc32c_tables(5, buf + off, n))
                 bad++;
     CHECK_EQ_INT(bad, 0);
     if (!rill__cpu()->sse42)
-        TEST_SKIP_PART("crc32c sse4.2 path", "the CPU has no SSE4.2; the tables were compared with themselves");
+        TEST_SKIP_PART("crc32c sse4.2 path",
+                       "the CPU has no SSE4.2; the tables were compared with themselves");
     else
         CHECK_STR_CONTAINS(rill__crc32c_path(), "sse4.2");
     free(buf);

@@ -22,6 +22,8 @@
 enum { RILL__BIN_ADD, RILL__BIN_SUB, RILL__BIN_MUL, RILL__BIN_DIV, RILL__BIN_MAX };
 enum { RILL__FORM_SAME, RILL__FORM_A_SCALAR, RILL__FORM_B_SCALAR };
 
+/* clang-format would take T for a value here ("T * y"). */
+/* clang-format off */
 #define RILL__LOOPS_MEMBERS(T)                                                                     \
     /* o[i] = a[i] op b[i] over [b0, e0); form says which operand is one element. Maximum        \
      * propagates NaN from either side, as TF does. */                                             \
@@ -46,6 +48,7 @@ enum { RILL__FORM_SAME, RILL__FORM_A_SCALAR, RILL__FORM_B_SCALAR };
     void (*sgd)(T *w, const T *d, T lr, int64_t n);                                                \
     void (*momentum)(T *w, T *acc, const T *g, T lr, T mom, bool nesterov, int64_t n);            \
     void (*adam)(T *w, T *m, T *v, const T *g, T beta1, T beta2, T eps, T lr, int64_t n);
+/* clang-format on */
 
 typedef struct rill__loops_f32 {
     RILL__LOOPS_MEMBERS(float)

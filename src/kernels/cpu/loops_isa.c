@@ -35,7 +35,7 @@ typedef float vf __attribute__((vector_size(LANES * 4)));
 typedef int32_t vi __attribute__((vector_size(LANES * 4)));
 /* Vectors never cross a function boundary by value (that would change the ABI between builds:
  * GCC's -Wpsabi); helpers take arrays. V(c) is c in every lane. */
-#define V(c)            ((vf){0} + (c))
+#define V(c) ((vf){0} + (c))
 /* Lanes of a where mask m (a comparison's result) is set, of b elsewhere. */
 #define SELECT(m, a, b) ((vf)(((vi)(a) & (m)) | ((vi)(b) & ~(m))))
 
@@ -115,8 +115,7 @@ static inline void F(tanh_v)(float *y, const float *x)
 }
 
 /* y[i] = f(x[i]) for i < n with a LANES-wide f; the last partial block goes through a buffer. */
-static inline void F(map_v)(void (*f)(float *, const float *), float *y, const float *x,
-                            int64_t n)
+static inline void F(map_v)(void (*f)(float *, const float *), float *y, const float *x, int64_t n)
 {
     int64_t i = 0;
     for (; i + LANES <= n; i += LANES) f(y + i, x + i);
@@ -161,6 +160,9 @@ static void F(exp_inplace_f64)(double *y, int64_t n)
 }
 
 #define PARTIALS 16
+
+/* clang-format would take T for a value in these macros ("x *y"). */
+/* clang-format off */
 
 /* The loops written once for both element types; S is the type's suffix (f32, f64). */
 #define DEFINE_LOOPS(T, S)                                                                         \
@@ -281,7 +283,7 @@ static void F(exp_inplace_f64)(double *y, int64_t n)
                 w[i] -= a[i] * l;                                                                  \
             });                                                                                    \
     }                                                                                              \
-    /* For float the square root and the division are computed in double, then rounded. */      \
+    /* For float the square root and the division are computed in double, then rounded. */         \
     static void F(adam_##S)(T *restrict w, T *restrict mm, T *restrict vv, const T *restrict g,    \
                             T b1, T b2, T e, T l, int64_t n)                                       \
     {                                                                                              \
@@ -315,6 +317,8 @@ static void F(exp_inplace_f64)(double *y, int64_t n)
         });                                                                                        \
         break;                                                                                     \
     }
+
+/* clang-format on */
 
 DEFINE_LOOPS(float, f32)
 DEFINE_LOOPS(double, f64)

@@ -70,8 +70,8 @@ bool rill__cl_run1d(rill__device *d, cl_kernel k, size_t n, rill_status *s)
     size_t local = 64;
     if (local > rill__cl(d)->max_wg) local = rill__cl(d)->max_wg;
     size_t global = (n + local - 1) / local * local;
-    cl_int err = clEnqueueNDRangeKernel(rill__cl(d)->queue, k, 1, NULL, &global, &local, 0, NULL,
-                                        NULL);
+    cl_int err =
+        clEnqueueNDRangeKernel(rill__cl(d)->queue, k, 1, NULL, &global, &local, 0, NULL, NULL);
     return rill__cl_check(err, "enqueue", s);
 }
 
