@@ -36,3 +36,25 @@ missing() {
     fi
     skip "$2 ($1=1 makes this a failure)"
 }
+
+# check COND WHAT: evaluates COND and counts it, printing "ok: WHAT" or "FAIL: WHAT". (Older
+# scripts define a quieter check of their own after sourcing this file.)
+fail=0
+checks=0
+check() {
+    checks=$((checks + 1))
+    if eval "$1"; then
+        echo "ok: $2"
+        return 0
+    fi
+    echo "FAIL: $2"
+    fail=$((fail + 1))
+    return 1
+}
+
+# finish: the summary line ("N passed, M failed"), then exit 0, or 1 when a check failed.
+finish() {
+    echo "$((checks - fail)) passed, $fail failed"
+    [ "$fail" -eq 0 ] && exit 0
+    exit 1
+}

@@ -11,12 +11,6 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 B=${1:?usage: test_cpus.sh BUILD_DIR}
-fail=0
-checks=0
-check() { # check COND WHAT
-    checks=$((checks + 1))
-    if eval "$1"; then echo "ok: $2"; else echo "FAIL: $2"; fail=$((fail + 1)); fi
-}
 [ "$(uname -m)" = x86_64 ] || skip "not an x86-64 machine ($(uname -m))"
 grep -Eqi '^RILL_NATIVE:BOOL=(ON|1|TRUE|YES|Y)$' "$B/CMakeCache.txt" 2>/dev/null &&
     skip "a RILL_NATIVE build is compiled for this machine's CPU on purpose"
@@ -67,5 +61,4 @@ done
 n=$(printf '%s' "$results" | sort -u | wc -l)
 check "[ $n -eq 1 ]" "the same weight and bias on every CPU"
 
-echo "$((checks - fail)) passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
