@@ -11,7 +11,7 @@ BUILD_SAN  ?= build-asan
 BUILD_CLANG ?= build-clang
 PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc)
-DEB_PKGS   := build-essential cmake pkg-config libopenblas-dev zlib1g-dev libsodium-dev dataset-fashion-mnist \
+DEB_PKGS   := build-essential cmake pkg-config libdnnl-dev zlib1g-dev libsodium-dev dataset-fashion-mnist \
               ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd python3-venv clang binutils qemu-user
 # The project's virtualenv: TensorFlow's checkpoint reader and TensorBoard's event reader, with
 # which tests/interop checks that rill's files are read as TensorFlow's (and the benchmarks' baselines).
@@ -88,7 +88,10 @@ test-fast: build-werror venv
 	cd $(BUILD) && ctest --output-on-failure --output-junit ctest.xml $(CTEST_FLAGS) -j $(JOBS)
 	@scripts/skipped_tests.sh $(BUILD)
 
+# The other GEMM libraries bench/bench_gemm compares oneDNN with.
+BENCH_PKGS := libopenblas0-pthread libblis4-pthread
 bench: build
+	@scripts/install-deps.sh $(BENCH_PKGS)
 	scripts/bench.sh $(BUILD)
 
 # TensorFlow and PyTorch from PyPI into the project's virtualenv, for bench/baseline_*.py.

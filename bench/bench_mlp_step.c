@@ -1,14 +1,19 @@
 /* bench_mlp_step.c - one training step of the 784-512-512-10 ReLU MLP (batch 256, float32,
  * softmax cross-entropy, gradient descent) against its GEMM floor, in one run.
  *
- * The floor is the time OpenBLAS takes for exactly the matrix products the step needs (three
- * forward, three weight gradients, two input gradients), timed here with the same library and
- * threads; the ratio step/floor says what the rest of the runtime costs. */
+ * The floor is the time oneDNN (the fastest of OpenBLAS, BLIS and oneDNN on these shapes, see
+ * bench_gemm) takes for exactly the matrix products the step needs (three forward, three weight
+ * gradients, two input gradients), timed here on all cores, the faster of two ways: oneDNN on
+ * its own OpenMP threads, and split by rows over rill's pool as MatMul does. The ratio
+ * step/floor says what the rest of the runtime costs. */
 #include <rill/rill.h>
 
 #include "core/core.h"
 
-#include <cblas.h>
+#include "kernels/cpu/gemm.h"
+
+#include <dlfcn.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +52,27 @@ static const gemm step_gemms[] = {
     {1, 0, H, OUT, B}, {1, 0, H, H, B}, {1, 0, IN, H, B},  /* weight gradients */
 };
 
-static double gemm_floor(int iters, double *flops_out)
+/* One pass of the step's GEMMs; own_threads: oneDNN on its OpenMP threads (one per core), else
+ * rill__gemm_f32 over rill's pool. */
+static void gemm_pass(bool own_threads, const float *a, const float *b, float *c)
+{
+    static void (*omp_set)(int);
+    if (!omp_set) omp_set = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    for (size_t i = 0; i < sizeof step_gemms / sizeof step_gemms[0]; i++) {
+        const gemm *g = &step_gemms[i];
+        int lda = g->ta ? g->m : g->k, ldb = g->tb ? g->k : g->n;
+        if (own_threads) {
+            if (omp_set) omp_set(rill__num_cores());
+            dnnl_sgemm(g->ta ? 'T' : 'N', g->tb ? 'T' : 'N', g->m, g->n, g->k, 1.0f, a, lda, b,
+                       ldb, 0.0f, c, g->n);
+        } else {
+            rill__gemm_f32(rill__default_pool(), g->ta, g->tb, g->m, g->n, g->k, a, lda, b, ldb,
+                           c, g->n);
+        }
+    }
+}
+
+static double gemm_floor(int iters, double *flops_out, double *t_own, double *t_split)
 {
     size_t big = (size_t)IN * H;
     float *a = randbuf(big > (size_t)B * IN ? big : (size_t)B * IN), *b = randbuf(big),
@@ -56,20 +81,17 @@ static double gemm_floor(int iters, double *flops_out)
     for (size_t i = 0; i < sizeof step_gemms / sizeof step_gemms[0]; i++)
         flops += 2.0 * step_gemms[i].m * step_gemms[i].n * step_gemms[i].k;
     *flops_out = flops;
-    double t0 = rill__now_seconds();
-    for (int it = 0; it < iters; it++)
-        for (size_t i = 0; i < sizeof step_gemms / sizeof step_gemms[0]; i++) {
-            const gemm *g = &step_gemms[i];
-            int lda = g->ta ? g->m : g->k, ldb = g->tb ? g->k : g->n;
-            cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans,
-                        g->tb ? CblasTrans : CblasNoTrans, g->m, g->n, g->k, 1.0f, a, lda, b, ldb,
-                        0.0f, c, g->n);
-        }
-    double t = (rill__now_seconds() - t0) / iters;
+    for (int way = 0; way < 2; way++) {
+        gemm_pass(way == 0, a, b, c); /* warm */
+        double t0 = rill__now_seconds();
+        for (int it = 0; it < iters; it++) gemm_pass(way == 0, a, b, c);
+        double t = (rill__now_seconds() - t0) / iters;
+        *(way == 0 ? t_own : t_split) = t;
+    }
     free(a);
     free(b);
     free(c);
-    return t;
+    return *t_own < *t_split ? *t_own : *t_split;
 }
 
 int main(int argc, char **argv)
@@ -119,7 +141,7 @@ int main(int argc, char **argv)
     rill_output feeds[] = {x, y};
     rill_tensor *fv[] = {xv, yv};
     rill_tensor *lv;
-    double t_step[8], t_floor[8], flops = 0;
+    double t_step[8], t_floor[8], t_own[8], t_split[8], flops = 0;
     float first_loss = 0, last_loss = 0;
     for (int r = 0; r < reps; r++) {
         for (int i = 0; i < 3; i++) { /* warm-up */
@@ -137,15 +159,17 @@ int main(int argc, char **argv)
             rill_tensor_free(lv);
         }
         t_step[r] = (rill__now_seconds() - t0) / iters;
-        t_floor[r] = gemm_floor(iters, &flops);
+        t_floor[r] = gemm_floor(iters, &flops, &t_own[r], &t_split[r]);
     }
     double ts = median(t_step, reps), tf = median(t_floor, reps);
-    printf("MLP 784-512-512-10, batch %d, float32, SGD; %s\n", B, openblas_get_config());
+    double to = median(t_own, reps), tsp = median(t_split, reps);
+    printf("MLP 784-512-512-10, batch %d, float32, SGD; gemm: %s\n", B, rill__gemm_info());
     printf("loss %.4f -> %.4f over the run (same batch: must fall)\n", first_loss, last_loss);
     printf("training step           %8.3f ms  (%.1f GFLOP/s of GEMM work)\n", ts * 1e3,
            flops / ts * 1e-9);
-    printf("GEMM floor (OpenBLAS)   %8.3f ms  (%.1f GFLOP/s, %.2f GFLOP per step)\n", tf * 1e3,
-           flops / tf * 1e-9, flops * 1e-9);
+    printf("GEMM floor (oneDNN)     %8.3f ms  (%.1f GFLOP/s, %.2f GFLOP per step; own threads "
+           "%.3f ms, split over rill's pool %.3f ms)\n",
+           tf * 1e3, flops / tf * 1e-9, flops * 1e-9, to * 1e3, tsp * 1e3);
     printf("ratio step/floor        %8.2f x\n", ts / tf);
     printf("RESULT mlp_step_ms=%.3f gemm_floor_ms=%.3f ratio=%.3f\n", ts * 1e3, tf * 1e3, ts / tf);
     rill_tensor_free(xv);

@@ -12,6 +12,12 @@ echo
 echo "== seed graph step vs hand-written loop"
 "$B/bench/bench_seed_step" 200000
 echo
+echo "== sgemm: OpenBLAS, BLIS and oneDNN on the MLP's shapes and 1024^3"
+"$B/bench/bench_gemm" "$(nproc)"
+echo
+echo "== the vector loops, each version against generic and memcpy"
+"$B/bench/bench_loops"
+echo
 echo "== MLP training step vs GEMM floor"
 "$B/bench/bench_mlp_step" 40
 echo

@@ -36,7 +36,7 @@ check "[ \"\$(readlink \"\$L/librill.so\")\" = librill.so.${VERSION%%.*} ] && [ 
 soname=$(readelf -d "$L/librill.so.$VERSION" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 check "[ \"\$soname\" = librill.so.${VERSION%%.*} ]" "the soname is librill.so.${VERSION%%.*} ($soname)"
 needed=$(readelf -d "$L/librill.so.$VERSION" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
-check "echo \"\$needed\" | grep -q libopenblas && echo \"\$needed\" | grep -q libsodium && echo \"\$needed\" | grep -q libz" \
+check "echo \"\$needed\" | grep -q libdnnl && echo \"\$needed\" | grep -q libsodium && echo \"\$needed\" | grep -q libz" \
     "the shared library carries its dependencies ($needed)"
 internal=$(nm -D --defined-only "$L/librill.so.$VERSION" | awk '$3 ~ /^rill__/' | wc -l)
 public=$(nm -D --defined-only "$L/librill.so.$VERSION" | awk '$3 ~ /^rill_[a-z]/' | wc -l)

@@ -3,9 +3,9 @@
 #include <rill/version.h>
 
 #include "../../core/core.h"
+#include "gemm.h"
 #include "loops.h"
 
-#include <cblas.h>
 #include <pthread.h>
 #include <stdio.h>
 
@@ -22,17 +22,15 @@ static void make_info(void)
         if (rill__isa_usable((rill__isa)i) && k < sizeof isas)
             k += (size_t)snprintf(isas + k, sizeof isas - k, "%s%s", k ? " " : "",
                                   rill__isa_name((rill__isa)i));
-    const char *core = openblas_get_corename(), *config = openblas_get_config();
     snprintf(info, sizeof info,
              "rill %s\n"
              "cpu: %s (%s)\n"
              "cpu features: %s\n"
              "elementwise loops: %s (usable here: %s; RILL_ISA chooses a lower one)\n"
              "crc32c: %s\n"
-             "gemm: OpenBLAS, kernel %s (%s), %d threads\n",
+             "gemm: %s (%d)\n",
              rill_version(), f->model, f->vendor, feats, rill__loops_get()->isa, isas,
-             rill__crc32c_path(), core ? core : "?", config ? config : "?",
-             openblas_get_num_threads());
+             rill__crc32c_path(), rill__gemm_info(), rill__threadpool_size(rill__default_pool()) + 1);
 }
 
 const char *rill_runtime_info(void)

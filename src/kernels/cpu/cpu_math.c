@@ -1,13 +1,13 @@
 /* cpu_math.c - CPU kernels for arithmetic: broadcasting binary ops, unary ops, AddN, the
- * reductions, MatMul through OpenBLAS, and the gradient helpers.
+ * reductions, MatMul (gemm.c: oneDNN), and the gradient helpers.
  *
  * Elementwise loops come in three shapes the compiler vectorises (same shape, scalar left,
  * scalar right) and one general broadcast walk. Big same-shape loops are sharded over the
  * intra-op pool. half is computed in float. */
 #include "cpu_kernels.h"
+#include "gemm.h"
 #include "loops.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
@@ -589,24 +589,27 @@ static void matmul_kernel(rill__kctx *ctx)
         memset(out->buf->data, 0, rill_tensor_nbytes(out));
         return;
     }
-    int lda = (int)a->shape.dims[1], ldb = (int)b->shape.dims[1];
-    CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+    int64_t lda = a->shape.dims[1], ldb = b->shape.dims[1];
+    bool ok = true;
     if (a->dtype == RILL_FLOAT) {
-        cblas_sgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0f, a->buf->data, lda,
-                    b->buf->data, ldb, 0.0f, out->buf->data, (int)n);
+        ok = rill__gemm_f32(ctx->pool, ta, tb, m, n, k, a->buf->data, lda, b->buf->data, ldb,
+                            out->buf->data, n);
     } else if (a->dtype == RILL_DOUBLE) {
-        cblas_dgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0, a->buf->data, lda,
-                    b->buf->data, ldb, 0.0, out->buf->data, (int)n);
+        rill__gemm_f64(ctx->pool, ta, tb, m, n, k, a->buf->data, lda, b->buf->data, ldb,
+                       out->buf->data, n);
     } else {
         rill_tensor *wa = widen(a), *wb = widen(b);
         rill_tensor *wo = rill_tensor_new(RILL_FLOAT, os.dims, 2);
-        cblas_sgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0f, wa->buf->data, lda,
-                    wb->buf->data, ldb, 0.0f, wo->buf->data, (int)n);
+        ok = rill__gemm_f32(ctx->pool, ta, tb, m, n, k, wa->buf->data, lda, wb->buf->data, ldb,
+                            wo->buf->data, n);
         rill__convert(RILL_HALF, out->buf->data, RILL_FLOAT, wo->buf->data, wo->numel);
         rill_tensor_free(wa);
         rill_tensor_free(wb);
         rill_tensor_free(wo);
     }
+    if (!ok)
+        rill__kctx_fail(ctx, RILL_INTERNAL, "MatMul: oneDNN's sgemm failed on [%lld, %lld] x [%lld, %lld]",
+                        (long long)m, (long long)k, (long long)k, (long long)n);
 }
 
 #define K(op_, dt_, fn_)                                                                           \
