@@ -302,7 +302,45 @@ static void softmax_ce_grad(rill_graph *g, rill_node *n, const rill_output *dy, 
     dx[0] = rill_mul(g, rill_expand_dims(g, dy[0], -1, NULL), (rill_output){n, 1}, NULL);
 }
 
+/* --- ops that only execution graphs hold: what the partitioner fuses (runtime/partition.c) ---
+ * Their inputs were checked as the ops they replace; these set the outputs. */
+
+/* _FusedMatMul(a, b, bias): MatMul then BiasAdd, then the activation attr names ("" or
+ * "Relu"). */
+static void fused_matmul_shape(rill_node *n, rill_status *s)
+{
+    (void)s;
+    rill_shape a = rill__in_shape(n, 0), b = rill__in_shape(n, 1);
+    bool ta = rill__attr_bool(n, "transpose_a", false),
+         tb = rill__attr_bool(n, "transpose_b", false);
+    n->out_dtypes[0] = rill__in_dtype(n, 0);
+    n->out_shapes[0] = rill_shape_matrix(a.rank == 2 ? a.dims[ta ? 1 : 0] : -1,
+                                         b.rank == 2 ? b.dims[tb ? 0 : 1] : -1);
+}
+
+/* _FusedReluGradBiasAddGrad(gradients, features): ReluGrad's output and BiasAddGrad's of it. */
+static void fused_relu_grad_bias_grad_shape(rill_node *n, rill_status *s)
+{
+    (void)s;
+    rill_shape v = rill__in_shape(n, 0);
+    n->out_dtypes[0] = n->out_dtypes[1] = rill__in_dtype(n, 0);
+    n->out_shapes[0] = v;
+    n->out_shapes[1] = rill_shape_vector(v.rank >= 1 ? v.dims[v.rank - 1] : -1);
+}
+
 const rill__op_def rill__ops_nn[] = {
+    {.name = "_FusedMatMul",
+     .default_name = "_FusedMatMul",
+     .min_inputs = 3,
+     .max_inputs = 3,
+     .noutputs = 1,
+     .shape = fused_matmul_shape},
+    {.name = "_FusedReluGradBiasAddGrad",
+     .default_name = "_FusedReluGradBiasAddGrad",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 2,
+     .shape = fused_relu_grad_bias_grad_shape},
     {.name = "BiasAdd",
      .default_name = "BiasAdd",
      .min_inputs = 2,

@@ -16,6 +16,7 @@ extern const rill__kernel_def rill__cpu_kernels_summary[];
 extern const rill__kernel_def rill__generic_kernels[];
 extern const rill__kernel_def rill__cpu_kernels_data_flow[];
 extern const rill__kernel_def rill__cpu_kernels_io[];
+extern const rill__kernel_def rill__cpu_kernels_fused[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -33,6 +34,7 @@ static const rill__kernel_def *const *tables(void)
         rill__generic_kernels,
         rill__cpu_kernels_data_flow,
         rill__cpu_kernels_io,
+        rill__cpu_kernels_fused,
 #ifdef RILL_HAVE_OPENCL
         rill__opencl_kernels_math,
         rill__opencl_kernels_nn,

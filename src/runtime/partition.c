@@ -10,10 +10,20 @@
  *
  * Each device's nodes form its partition; in one process the executor runs all partitions as one
  * plan, the _Recv taking its _Send's output as input. The distributed runtime reuses this cut
- * with the pair split across processes. */
+ * with the pair split across processes.
+ *
+ * On the CPU the clone fuses what TF users write as separate ops, as TF's remapper does
+ * (fusion below): MatMul + BiasAdd (+ Relu) become one _FusedMatMul, ReluGrad + the BiasAddGrad
+ * of its output one _FusedReluGradBiasAddGrad. Only the execution graph changes: the user's graph,
+ * the placement and its log, and the checkpoints are those of the unfused ops, and the results
+ * are the same bits (the fused kernels run the same loops in the same order). RILL_NO_FUSION=1
+ * turns it off. */
 #include "runtime.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+atomic_int rill__fusions_made;
 
 typedef struct xfer {
     rill_node *src;
@@ -33,7 +43,13 @@ typedef struct builder {
     rill__vec xfers;
     int counter;
     rill_status *s;
+    /* fusion, per original node id */
+    signed char *role;   /* FUSE_* */
+    rill_node **partner; /* FINAL: its MatMul; REPLACED: its ReluGrad */
+    int *shift;          /* added to output indices of the node's clone */
 } builder;
+
+enum { FUSE_NONE, FUSE_ABSORBED, FUSE_FINAL, FUSE_HEAD, FUSE_REPLACED };
 
 static rill__device *dev_of(const builder *b, const rill_node *n)
 {
@@ -113,13 +129,139 @@ static rill_output source_for(builder *b, rill_output o, rill__device *dst, bool
         src_dev = rill__cpu_device();
         src_host = true;
     } else {
-        src = (rill_output){b->clone[o.node->id], o.index};
+        src = (rill_output){b->clone[o.node->id], o.index + b->shift[o.node->id]};
         src_dev = dev_of(b, o.node);
         src_host = out_host(b, o.node, o.index);
     }
     bool same = src_host ? host : (!host && src_dev == dst);
     if (same) return src;
     return transfer(b, src, src_dev, dst, host, o.node->name);
+}
+
+/* --- fusion --- */
+
+static bool is_op(const rill_node *n, const char *op)
+{
+    return n && strcmp(n->op->name, op) == 0;
+}
+
+/* Node n runs on CPU:0 in float. */
+static bool cpu_float(const builder *b, const rill_node *n)
+{
+    return dev_of(b, n) == rill__cpu_device() && n->noutputs >= 1 && n->out_dtypes[0] == RILL_FLOAT;
+}
+
+static bool nhwc(const rill_node *n)
+{
+    const rill__attr *a = rill__node_attr(n, "data_format");
+    return !a || strcmp(a->v.s, "NHWC") == 0;
+}
+
+static bool fed(const builder *b, const rill_node *n)
+{
+    for (int i = 0; i < n->noutputs; i++)
+        if (b->fed[b->fed_start[n->id] + i].node) return true;
+    return false;
+}
+
+static rill_shape in_shape(const rill_node *n, int k)
+{
+    return n->inputs[k].node->out_shapes[n->inputs[k].index];
+}
+
+/* The MatMul and BiasAdd have shapes known enough at build time that they cannot fail at run
+ * time (their inner and bias sizes known and equal): the fused kernel then never has to give
+ * their errors. */
+static bool static_shapes(const rill_node *mm, const rill_node *bias)
+{
+    rill_shape a = in_shape(mm, 0), b = in_shape(mm, 1), v = in_shape(bias, 1);
+    if (a.rank != 2 || b.rank != 2 || v.rank != 1) return false;
+    bool ta = rill__attr_bool(mm, "transpose_a", false), tb = rill__attr_bool(mm, "transpose_b", false);
+    int64_t ka = a.dims[ta ? 0 : 1], kb = b.dims[tb ? 1 : 0], n = b.dims[tb ? 0 : 1];
+    return ka >= 0 && ka == kb && n >= 0 && v.dims[0] == n;
+}
+
+/* Marks the fusion groups among the needed nodes. uses[id]: data consumers of output 0 among
+ * them (a fetch counts as one more), ctl[id]: whether a needed node waits on it or it is a
+ * target. A node is
+ * absorbed only when its one consumer is the next op of its group, nothing is fed, and no control
+ * edge touches it. */
+static void find_fusions(builder *b, const char *need, const rill_output *fetches, int nfetches,
+                         rill_node *const *targets, int ntargets)
+{
+    int nn = rill_graph_num_nodes(b->g);
+    int *uses = rill__calloc((size_t)nn + 1, sizeof *uses);
+    char *ctl = rill__calloc((size_t)nn + 1, 1);
+    RILL_CHECK_ALLOC(uses);
+    RILL_CHECK_ALLOC(ctl);
+    for (int i = 0; i < nn; i++) {
+        if (!need[i]) continue;
+        rill_node *n = rill_graph_node(b->g, i);
+        for (int k = 0; k < n->ninputs; k++)
+            if (n->inputs[k].index == 0) uses[n->inputs[k].node->id]++;
+        for (int k = 0; k < n->ncontrol; k++) ctl[n->control_inputs[k]->id] = 1;
+    }
+    for (int i = 0; i < nfetches; i++)
+        if (fetches[i].index == 0) uses[fetches[i].node->id]++;
+    for (int i = 0; i < ntargets; i++) ctl[targets[i]->id] = 1; /* a target runs as itself */
+    /* A node the next op of its group alone consumes, with no edge of another kind. */
+    #define PRIVATE_TO_GROUP(n) (need[(n)->id] && uses[(n)->id] == 1 && !ctl[(n)->id] && \
+                                 (n)->ncontrol == 0 && !fed(b, (n)) && cpu_float(b, (n)) && \
+                                 b->role[(n)->id] == FUSE_NONE)
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < nn; i++) {
+            if (!need[i] || b->role[i] != FUSE_NONE) continue;
+            rill_node *f = rill_graph_node(b->g, i);
+            if (fed(b, f) || !cpu_float(b, f)) continue;
+            /* pass 0: Relu(BiasAdd(MatMul)); pass 1: BiasAdd(MatMul) left over. */
+            rill_node *bias = pass == 0 ? (is_op(f, "Relu") ? f->inputs[0].node : NULL) : f;
+            if (!is_op(bias, "BiasAdd") || !nhwc(bias) || bias->inputs[0].index != 0) continue;
+            if (pass == 0 && (f->inputs[0].index != 0 || !PRIVATE_TO_GROUP(bias))) continue;
+            rill_node *mm = bias->inputs[0].node;
+            if (!is_op(mm, "MatMul") || !PRIVATE_TO_GROUP(mm) || !static_shapes(mm, bias)) continue;
+            b->role[mm->id] = FUSE_ABSORBED;
+            if (pass == 0) b->role[bias->id] = FUSE_ABSORBED;
+            b->role[i] = FUSE_FINAL;
+            b->partner[i] = mm;
+        }
+    #undef PRIVATE_TO_GROUP
+    /* BiasAddGrad(ReluGrad(g, f)): the ReluGrad may feed others too. */
+    for (int i = 0; i < nn; i++) {
+        if (!need[i]) continue;
+        rill_node *g = rill_graph_node(b->g, i);
+        if (!is_op(g, "BiasAddGrad") || !nhwc(g) || g->ncontrol || fed(b, g) || !cpu_float(b, g))
+            continue;
+        rill_node *rg = g->inputs[0].node;
+        if (g->inputs[0].index != 0 || !is_op(rg, "ReluGrad") || b->role[rg->id] != FUSE_NONE ||
+            fed(b, rg) || !cpu_float(b, rg) || rg->out_shapes[0].rank < 2)
+            continue;
+        b->role[rg->id] = FUSE_HEAD;
+        b->role[i] = FUSE_REPLACED;
+        b->partner[i] = rg;
+    }
+    rill__free(uses);
+    rill__free(ctl);
+}
+
+/* The fused node standing for the group ending at n (role FINAL or HEAD), on CPU:0. */
+static rill_node *make_fused(builder *b, rill_node *n)
+{
+    rill__device *cpu = rill__cpu_device();
+    char name[512];
+    snprintf(name, sizeof name, "%s/", n->name);
+    if (b->role[n->id] == FUSE_HEAD) {
+        rill_output ins[2] = {source_for(b, n->inputs[0], cpu, true),
+                              source_for(b, n->inputs[1], cpu, true)};
+        return rill__node_create(b->xg, "_FusedReluGradBiasAddGrad", name, ins, 2, NULL, 0);
+    }
+    rill_node *mm = b->partner[n->id], *bias = is_op(n, "Relu") ? n->inputs[0].node : n;
+    rill_output ins[3] = {source_for(b, mm->inputs[0], cpu, true),
+                          source_for(b, mm->inputs[1], cpu, true),
+                          source_for(b, bias->inputs[1], cpu, true)};
+    rill__attr a[] = {RILL__A_BOOL("transpose_a", rill__attr_bool(mm, "transpose_a", false)),
+                      RILL__A_BOOL("transpose_b", rill__attr_bool(mm, "transpose_b", false)),
+                      RILL__A_STRING("activation", is_op(n, "Relu") ? "Relu" : "")};
+    return rill__node_create(b->xg, "_FusedMatMul", name, ins, 3, a, 3);
 }
 
 static void clone_attrs(const rill_node *n, rill__attr *out)
@@ -146,6 +288,12 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill_output
     RILL_CHECK_ALLOC(b.fed);
     RILL_CHECK_ALLOC(need);
     RILL_CHECK_ALLOC(stack);
+    b.role = rill__calloc((size_t)nn + 1, 1);
+    b.partner = rill__calloc((size_t)nn + 1, sizeof *b.partner);
+    b.shift = rill__calloc((size_t)nn + 1, sizeof *b.shift);
+    RILL_CHECK_ALLOC(b.role);
+    RILL_CHECK_ALLOC(b.partner);
+    RILL_CHECK_ALLOC(b.shift);
     b.xg = rill_graph_new();
     bool ok = false;
 
@@ -228,10 +376,31 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill_output
         }
     }
 
+    const char *nofuse = getenv("RILL_NO_FUSION");
+    if (!nofuse || strcmp(nofuse, "1") != 0) find_fusions(&b, need, fetches, nfetches, targets, ntargets);
+
     /* Clones in node order: every data input is older than its consumer. */
     for (int i = 0; i < nn; i++) {
         if (!need[i]) continue;
         rill_node *n = rill_graph_node(g, i);
+        if (b.role[i] == FUSE_ABSORBED) continue;
+        if (b.role[i] == FUSE_REPLACED) { /* BiasAddGrad: output 1 of its ReluGrad's fused node */
+            b.clone[i] = b.clone[b.partner[i]->id];
+            b.shift[i] = 1;
+            continue;
+        }
+        if (b.role[i] == FUSE_FINAL || b.role[i] == FUSE_HEAD) {
+            rill_node *c = rill_graph_ok(b.xg) ? make_fused(&b, n) : NULL;
+            if (!c) {
+                rill_status_copy(s, rill_graph_status(b.xg));
+                goto out;
+            }
+            c->assigned = rill__cpu_device();
+            c->origin = n;
+            b.clone[i] = c;
+            atomic_fetch_add(&rill__fusions_made, 1);
+            continue;
+        }
         rill__device *d = dev_of(&b, n);
         rill_output inbuf[16], *ins = n->ninputs > 16 ? rill__malloc((size_t)n->ninputs * sizeof *ins) : inbuf;
         RILL_CHECK_ALLOC(ins);
@@ -263,9 +432,10 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill_output
         c->seed2 = n->seed2;
         b.clone[i] = c;
     }
-    /* Control edges (kept direct: one executor runs every local partition). */
+    /* Control edges (kept direct: one executor runs every local partition). Absorbed nodes have
+     * none; a replaced one's go to the node that stands for it. */
     for (int i = 0; i < nn; i++) {
-        if (!need[i]) continue;
+        if (!need[i] || b.role[i] == FUSE_ABSORBED || b.role[i] == FUSE_REPLACED) continue;
         rill_node *n = rill_graph_node(g, i);
         for (int k = 0; k < n->ncontrol; k++)
             if (b.clone[n->control_inputs[k]->id])
@@ -296,6 +466,9 @@ out:
     rill__free(b.clone);
     rill__free(b.fed);
     rill__free(b.fed_start);
+    rill__free(b.role);
+    rill__free(b.partner);
+    rill__free(b.shift);
     rill__free(need);
     rill__free(stack);
     return ok;

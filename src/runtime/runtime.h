@@ -62,6 +62,8 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill_output
                      int nfeeds, const rill_output *fetches, int nfetches,
                      rill_node *const *targets, int ntargets, rill__xgraph *out, rill_status *s);
 void rill__xgraph_free(rill__xgraph *x);
+/* Fused nodes made by rill__partition since the process started (tests see fusion happen). */
+extern atomic_int rill__fusions_made;
 
 /* --- sessions (session.c) --- */
 struct rill_session_options {

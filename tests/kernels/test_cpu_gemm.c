@@ -26,7 +26,8 @@ static void reference(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const d
         for (int64_t j = 0; j < n; j++) {
             double s = 0;
             for (int64_t p = 0; p < k; p++)
-                s += (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+                s +=
+                    (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
             c[i * n + j] = s;
         }
 }
@@ -38,7 +39,8 @@ static void one_case(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int pad,
     size_t na = (size_t)(ar * lda + 1), nb = (size_t)(br * ldb + 1), nc = (size_t)(m * ldc + 1);
     double *ad = malloc(na * sizeof *ad), *bd = malloc(nb * sizeof *bd);
     double *ref = malloc((size_t)(m * n + 1) * sizeof *ref), *cd = malloc(nc * sizeof *cd);
-    float *af = malloc(na * sizeof *af), *bf = malloc(nb * sizeof *bf), *cf = malloc(nc * sizeof *cf);
+    float *af = malloc(na * sizeof *af), *bf = malloc(nb * sizeof *bf),
+          *cf = malloc(nc * sizeof *cf);
     for (size_t i = 0; i < na; i++) af[i] = (float)(ad[i] = (float)uniform());
     for (size_t i = 0; i < nb; i++) bf[i] = (float)(bd[i] = (float)uniform());
     for (size_t i = 0; i < nc; i++) cf[i] = 1234.5f, cd[i] = 1234.5; /* overwritten: beta is 0 */
@@ -65,13 +67,15 @@ static void one_case(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int pad,
     good = CHECK(worst_f <= 4e-7 * (double)(k + 1)) && good;
     good = CHECK(worst_d <= 1e-14 * (double)(k + 1)) && good;
     good = CHECK(pad_kept) && good;
-    if (!good) fprintf(stderr, "  case %s: float error %.3g, double error %.3g\n", label, worst_f, worst_d);
+    if (!good)
+        fprintf(stderr, "  case %s: float error %.3g, double error %.3g\n", label, worst_f,
+                worst_d);
     free(ad), free(bd), free(ref), free(cd), free(af), free(bf), free(cf);
 }
 
 int main(void)
 {
-    const int64_t shapes[][3] = {{1, 1, 1},     {7, 5, 3},     {3, 7, 0},    {16, 1, 300},
+    const int64_t shapes[][3] = {{1, 1, 1},     {7, 5, 3},      {3, 7, 0},       {16, 1, 300},
                                  {300, 70, 90}, {256, 512, 64}, {1000, 10, 600}, {64, 513, 257}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < 4; t++)

@@ -128,6 +128,9 @@ static void compare_versions(const rill__loops *L, const rill__loops *G)
                  memcpy(od, yd, (size_t)n * 8); l_->f64.accumulate(od, xd, n));
             BOTH("scale", memcpy(of, xf, (size_t)n * 4); l_->f32.scale(of, 0.37f, n);
                  memcpy(od, xd, (size_t)n * 8); l_->f64.scale(od, 0.37, n));
+            for (int act = 0; act < 2; act++)
+                BOTH("bias_act", memcpy(of, xf, (size_t)n * 4); l_->f32.bias_act(of, yf, act, n);
+                     memcpy(od, xd, (size_t)n * 8); l_->f64.bias_act(od, yd, act, n));
             BOTH("sum", of[0] = (float)l_->f32.sum(xf, n); od[0] = l_->f64.sum(xd, n));
             BOTH("sgd", memcpy(of, xf, (size_t)n * 4); l_->f32.sgd(of, yf, 0.01f, n);
                  memcpy(od, xd, (size_t)n * 8); l_->f64.sgd(od, yd, 0.01, n));

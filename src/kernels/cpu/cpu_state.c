@@ -155,6 +155,55 @@ static double scalar(const rill_tensor *t)
 #define UNLOCK_ALL(n)                                                                              \
     for (int li = (n)-1; li >= 0; li--) pthread_mutex_unlock(&ctx->vars[li]->mu)
 
+/* The optimizers' updates: one vectorised pass per variable (loops.h), split over the intra-op
+ * pool above UPDATE_GRAIN elements. Every element's update is independent, so the split changes
+ * no bit. */
+#define UPDATE_GRAIN (1 << 16)
+
+typedef struct update_job {
+    int kind; /* 0 sgd, 1 momentum, 2 adam */
+    bool f64, nesterov;
+    void *w, *s1, *s2; /* the variable and its slots */
+    const void *g;
+    double lr, c1, c2, eps; /* momentum: c1 = momentum; adam: c1, c2 = beta1, beta2 */
+} update_job;
+
+static void update_range(void *arg, int64_t b, int64_t e)
+{
+    const update_job *j = arg;
+    const rill__loops *l = rill__loops_get();
+    int64_t n = e - b;
+    if (!j->f64) {
+        float *w = (float *)j->w + b, *s1 = j->s1 ? (float *)j->s1 + b : NULL,
+              *s2 = j->s2 ? (float *)j->s2 + b : NULL;
+        const float *g = (const float *)j->g + b;
+        if (j->kind == 0)
+            l->f32.sgd(w, g, (float)j->lr, n);
+        else if (j->kind == 1)
+            l->f32.momentum(w, s1, g, (float)j->lr, (float)j->c1, j->nesterov, n);
+        else
+            l->f32.adam(w, s1, s2, g, (float)j->c1, (float)j->c2, (float)j->eps, (float)j->lr, n);
+    } else {
+        double *w = (double *)j->w + b, *s1 = j->s1 ? (double *)j->s1 + b : NULL,
+               *s2 = j->s2 ? (double *)j->s2 + b : NULL;
+        const double *g = (const double *)j->g + b;
+        if (j->kind == 0)
+            l->f64.sgd(w, g, j->lr, n);
+        else if (j->kind == 1)
+            l->f64.momentum(w, s1, g, j->lr, j->c1, j->nesterov, n);
+        else
+            l->f64.adam(w, s1, s2, g, j->c1, j->c2, j->eps, j->lr, n);
+    }
+}
+
+static void run_update(rill__kctx *ctx, const update_job *j, int64_t n)
+{
+    if (n >= 2 * UPDATE_GRAIN && ctx->pool)
+        rill__parallel_for(ctx->pool, n, UPDATE_GRAIN, update_range, (void *)j);
+    else
+        update_range((void *)j, 0, n);
+}
+
 static void apply_gd_kernel(rill__kctx *ctx)
 {
     rill__var *v = ctx->vars[0];
@@ -163,11 +212,9 @@ static void apply_gd_kernel(rill__kctx *ctx)
     pthread_mutex_lock(&v->mu);
     rill_tensor *t = writable(ctx, v);
     if (t) {
-        int64_t n = t->numel;
-        if (t->dtype == RILL_FLOAT)
-            rill__loops_get()->f32.sgd(t->buf->data, delta->buf->data, (float)alpha, n);
-        else
-            rill__loops_get()->f64.sgd(t->buf->data, delta->buf->data, alpha, n);
+        update_job j = {.kind = 0, .f64 = t->dtype != RILL_FLOAT, .w = t->buf->data,
+                        .g = delta->buf->data, .lr = alpha};
+        run_update(ctx, &j, t->numel);
         rill__kctx_set_output(ctx, 0, rill_tensor_ref(t));
     }
     pthread_mutex_unlock(&v->mu);
@@ -182,13 +229,10 @@ static void apply_momentum_kernel(rill__kctx *ctx)
     rill_tensor *var = writable(ctx, ctx->vars[0]);
     rill_tensor *acc = var ? writable(ctx, ctx->vars[1]) : NULL;
     if (var && acc) {
-        int64_t n = var->numel;
-        if (var->dtype == RILL_FLOAT)
-            rill__loops_get()->f32.momentum(var->buf->data, acc->buf->data, grad->buf->data,
-                                            (float)lr, (float)mom, nesterov, n);
-        else
-            rill__loops_get()->f64.momentum(var->buf->data, acc->buf->data, grad->buf->data, lr,
-                                            mom, nesterov, n);
+        update_job j = {.kind = 1, .f64 = var->dtype != RILL_FLOAT, .nesterov = nesterov,
+                        .w = var->buf->data, .s1 = acc->buf->data, .g = grad->buf->data,
+                        .lr = lr, .c1 = mom};
+        run_update(ctx, &j, var->numel);
         rill__kctx_set_output(ctx, 0, rill_tensor_ref(var));
     }
     UNLOCK_ALL(2);
@@ -206,14 +250,10 @@ static void apply_adam_kernel(rill__kctx *ctx)
     rill_tensor *m = var ? writable(ctx, ctx->vars[1]) : NULL;
     rill_tensor *v = m ? writable(ctx, ctx->vars[2]) : NULL;
     if (var && m && v) {
-        int64_t n = var->numel;
-        if (var->dtype == RILL_FLOAT)
-            rill__loops_get()->f32.adam(var->buf->data, m->buf->data, v->buf->data,
-                                        grad->buf->data, (float)beta1, (float)beta2, (float)eps,
-                                        (float)lr_t, n);
-        else
-            rill__loops_get()->f64.adam(var->buf->data, m->buf->data, v->buf->data,
-                                        grad->buf->data, beta1, beta2, eps, lr_t, n);
+        update_job j = {.kind = 2, .f64 = var->dtype != RILL_FLOAT, .w = var->buf->data,
+                        .s1 = m->buf->data, .s2 = v->buf->data, .g = grad->buf->data,
+                        .lr = lr_t, .c1 = beta1, .c2 = beta2, .eps = eps};
+        run_update(ctx, &j, var->numel);
         rill__kctx_set_output(ctx, 0, rill_tensor_ref(var));
     }
     UNLOCK_ALL(3);

@@ -10,6 +10,7 @@
 #include "gemm.h"
 
 #include "../../core/core.h"
+#include "loops.h"
 
 #include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -45,6 +46,8 @@ typedef struct gemm_job {
     int64_t lda, ldb, ldc;
     bool f64;
     bool failed;
+    const float *bias; /* float: then C's rows += bias, and max(C, 0) when relu */
+    bool relu;
 } gemm_job;
 
 /* Rows [r0, r1) of C: A's rows (or, transposed, its columns) r0.. against all of B. */
@@ -52,9 +55,9 @@ static void sgemm_rows(const gemm_job *j, int64_t r0, int64_t r1, bool *failed)
 {
     single_threaded();
     const float *a = (const float *)j->a + (j->ta ? r0 : r0 * j->lda);
-    dnnl_status_t st = dnnl_sgemm(j->ta ? 'T' : 'N', j->tb ? 'T' : 'N', r1 - r0, j->n, j->k, 1.0f,
-                                  a, j->lda, j->b, j->ldb, 0.0f, (float *)j->c + r0 * j->ldc,
-                                  j->ldc);
+    dnnl_status_t st =
+        dnnl_sgemm(j->ta ? 'T' : 'N', j->tb ? 'T' : 'N', r1 - r0, j->n, j->k, 1.0f, a, j->lda, j->b,
+                   j->ldb, 0.0f, (float *)j->c + r0 * j->ldc, j->ldc);
     if (st != dnnl_success) *failed = true;
 }
 
@@ -98,6 +101,11 @@ static void gemm_range(void *arg, int64_t r0, int64_t r1)
         bool failed = false;
         sgemm_rows(j, r0, r1, &failed);
         if (failed) j->failed = true; /* a bool set to true by any shard: no torn value */
+        if (j->bias) {                /* while the rows are still in cache */
+            const rill__loops *l = rill__loops_get();
+            for (int64_t i = r0; i < r1; i++)
+                l->f32.bias_act((float *)j->c + i * j->ldc, j->bias, j->relu, j->n);
+        }
     }
 }
 
@@ -121,10 +129,22 @@ static bool run(rill__threadpool *pool, gemm_job *j, int64_t m)
 }
 
 bool rill__gemm_f32(rill__threadpool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                    const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                    int64_t ldc)
+                    const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc)
 {
-    gemm_job j = {ta, tb, n, k, a, b, c, lda, ldb, ldc, false, false};
+    gemm_job j = {ta, tb, n, k, a, b, c, lda, ldb, ldc, false, false, NULL, false};
+    return run(pool, &j, m);
+}
+
+bool rill__gemm_f32_bias(rill__threadpool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                         const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+                         int64_t ldc, const float *bias, bool relu)
+{
+    gemm_job j = {ta, tb, n, k, a, b, c, lda, ldb, ldc, false, false, bias, relu};
+    if (j.k <= 0 && m > 0 && n > 0) { /* zeros, then the bias (and Relu) as the shards would */
+        run(pool, &j, m);
+        for (int64_t i = 0; i < m; i++) rill__loops_get()->f32.bias_act(c + i * ldc, bias, relu, n);
+        return true;
+    }
     return run(pool, &j, m);
 }
 
@@ -132,22 +152,31 @@ void rill__gemm_f64(rill__threadpool *pool, bool ta, bool tb, int64_t m, int64_t
                     const double *a, int64_t lda, const double *b, int64_t ldb, double *c,
                     int64_t ldc)
 {
-    gemm_job j = {ta, tb, n, k, a, b, c, lda, ldb, ldc, true, false};
+    gemm_job j = {ta, tb, n, k, a, b, c, lda, ldb, ldc, true, false, NULL, false};
     run(pool, &j, m);
 }
 
 static const char *isa_name(dnnl_cpu_isa_t isa)
 {
     switch (isa) {
-    case dnnl_cpu_isa_sse41: return "sse41";
-    case dnnl_cpu_isa_avx: return "avx";
-    case dnnl_cpu_isa_avx2: return "avx2";
-    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
-    case dnnl_cpu_isa_avx512_core: return "avx512_core";
-    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
-    default: return "other";
+    case dnnl_cpu_isa_sse41:
+        return "sse41";
+    case dnnl_cpu_isa_avx:
+        return "avx";
+    case dnnl_cpu_isa_avx2:
+        return "avx2";
+    case dnnl_cpu_isa_avx2_vnni:
+        return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_core:
+        return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni:
+        return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16:
+        return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx:
+        return "avx512_core_amx";
+    default:
+        return "other";
     }
 }
 

@@ -13,6 +13,11 @@
 bool rill__gemm_f32(rill__threadpool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                     const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
                     int64_t ldc);
+/* The same, then each row of C += bias[n] and, when relu, max(C, 0): MatMul + BiasAdd (+ Relu)
+ * in one pass, giving the bits the three ops give one after another. */
+bool rill__gemm_f32_bias(rill__threadpool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                         const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+                         int64_t ldc, const float *bias, bool relu);
 void rill__gemm_f64(rill__threadpool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                     const double *a, int64_t lda, const double *b, int64_t ldb, double *c,
                     int64_t ldc);

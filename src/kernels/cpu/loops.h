@@ -38,6 +38,8 @@ enum { RILL__FORM_SAME, RILL__FORM_A_SCALAR, RILL__FORM_B_SCALAR };
     void (*add)(T *y, const T *x, const T *v, int64_t n);   /* y = x + v */                       \
     void (*accumulate)(T *acc, const T *x, int64_t n);      /* acc += x */                        \
     void (*scale)(T *y, T s, int64_t n);                    /* y *= s */                          \
+    /* y = y + bias, then max(y, 0) when relu: BiasAdd (+ Relu) in place, the same bits. */       \
+    void (*bias_act)(T *y, const T *bias, bool relu, int64_t n);                                   \
     /* For each of rows rows of n >= 1: y = e^(x - m), m the row's largest (max[r]), sum[r] the   \
      * row's sum of y. */                                                                          \
     void (*exp_shifted_rows)(T *y, const T *x, int64_t rows, int64_t n, T *max, T *sum);         \

@@ -215,6 +215,16 @@ static void F(exp_inplace_f64)(double *y, int64_t n)
     {                                                                                              \
         EACH(0, n, y[i] *= s);                                                                     \
     }                                                                                              \
+    static void F(bias_act_##S)(T *restrict y, const T *restrict v, bool relu, int64_t n)          \
+    {                                                                                              \
+        if (relu)                                                                                  \
+            EACH(0, n, {                                                                           \
+                T x = y[i] + v[i];                                                                 \
+                y[i] = x > 0 ? x : (T)0;                                                           \
+            });                                                                                    \
+        else                                                                                       \
+            EACH(0, n, y[i] = y[i] + v[i]);                                                        \
+    }                                                                                              \
     static void F(shift_##S)(T *restrict y, const T *restrict x, T s, int64_t n)                   \
     {                                                                                              \
         EACH(0, n, y[i] = x[i] - s);                                                               \
@@ -328,8 +338,9 @@ DEFINE_LOOPS(double, f64)
         .binary = F(binary_##S), .relu = F(relu_##S), .relu_grad = F(relu_grad_##S),               \
         .sigmoid = F(sigmoid_##S), .sigmoid_grad = F(sigmoid_grad_##S), .tanh = F(tanh_##S),       \
         .tanh_grad = F(tanh_grad_##S), .add = F(add_##S), .accumulate = F(accumulate_##S),         \
-        .scale = F(scale_##S), .exp_shifted_rows = F(exp_shifted_rows_##S), .sum = F(sum_##S),     \
-        .sgd = F(sgd_##S), .momentum = F(momentum_##S), .adam = F(adam_##S),                       \
+        .scale = F(scale_##S), .bias_act = F(bias_act_##S),                                        \
+        .exp_shifted_rows = F(exp_shifted_rows_##S), .sum = F(sum_##S), .sgd = F(sgd_##S),         \
+        .momentum = F(momentum_##S), .adam = F(adam_##S),                                          \
     }
 
 #define STR_(x) #x
