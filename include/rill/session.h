@@ -21,6 +21,12 @@ rill_session_options *rill_session_options_new(void);
 void rill_session_options_free(rill_session_options *o);
 /* Threads of the inter-op pool; 0 (default) is one per core. */
 void rill_session_options_set_inter_op_threads(rill_session_options *o, int n);
+/* Threads one op may use (TF's intra_op_parallelism_threads), the calling thread included: the
+ * matrix products (oneDNN runs on these, never on threads of its own), the elementwise kernels
+ * and the optimizer updates. 0 (default) is one per core, shared by every such session; 1 runs
+ * each op on the thread that runs it. Idle threads wait on a condition variable: an idle
+ * session uses no CPU. */
+void rill_session_options_set_intra_op_threads(rill_session_options *o, int n);
 /* Print the device mapping when the session is made and where each node lands when it is
  * placed, to stdout, in TF's format (log_device_placement). */
 void rill_session_options_set_log_device_placement(rill_session_options *o, bool on);

@@ -68,6 +68,7 @@ extern atomic_int rill__fusions_made;
 /* --- sessions (session.c) --- */
 struct rill_session_options {
     int inter_op_threads;
+    int intra_op_threads;
     bool log_device_placement;
     bool allow_soft_placement;
     bool allow_growth;

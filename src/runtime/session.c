@@ -27,6 +27,11 @@ void rill_session_options_set_inter_op_threads(rill_session_options *o, int n)
     o->inter_op_threads = n < 0 ? 0 : n;
 }
 
+void rill_session_options_set_intra_op_threads(rill_session_options *o, int n)
+{
+    o->intra_op_threads = n < 0 ? 0 : n;
+}
+
 void rill_session_options_set_log_device_placement(rill_session_options *o, bool on)
 {
     o->log_device_placement = on;
@@ -84,6 +89,8 @@ struct rill_session {
     rill__resource_mgr *rm;
     rill__node_states *states;
     rill__threadpool *inter;
+    rill__threadpool *intra; /* the process's default pool, or the session's own */
+    bool own_intra;
     rill__device *const *devs;
     int ndevs;
     rill__placement placement;
@@ -154,6 +161,14 @@ rill_session *rill__session_new_with_rm(rill_graph *g, const rill_session_option
     int threads = sess->opts.inter_op_threads ? sess->opts.inter_op_threads : rill__num_cores();
     /* The calling thread runs nodes too, so the pool has one thread fewer. */
     if (threads > 1) sess->inter = rill__threadpool_new(threads - 1);
+    /* Intra-op: the shared pool (one thread per core) unless another count is asked for. */
+    int intra = sess->opts.intra_op_threads;
+    if (intra == 0 || intra == rill__num_cores()) {
+        sess->intra = rill__default_pool();
+    } else {
+        sess->own_intra = true;
+        sess->intra = intra > 1 ? rill__threadpool_new(intra - 1) : NULL;
+    }
     rill_status_clear(s);
     return sess;
 }
@@ -171,6 +186,7 @@ void rill_session_free(rill_session *sess)
             c = nx;
         }
     rill__threadpool_free(sess->inter);
+    if (sess->own_intra) rill__threadpool_free(sess->intra);
     if (sess->states) rill__node_states_free(sess->states);
     rill__free(sess->states);
     if (sess->own_rm) rill__resource_mgr_free(sess->rm);
@@ -291,7 +307,7 @@ rill_code rill_session_run(rill_session *sess, const rill_output *feeds,
                 .rm = sess->rm,
                 .states = sess->states,
                 .inter_op_pool = sess->inter,
-                .intra_op_pool = rill__default_pool(),
+                .intra_op_pool = sess->intra,
                 .cancel = &sess->cancel,
             };
             p = rill__plan_new(&a, s);
