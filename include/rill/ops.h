@@ -62,12 +62,48 @@ rill_output rill_softmax_cross_entropy_with_logits(rill_graph *g, rill_output la
 rill_output rill_sparse_softmax_cross_entropy_with_logits(rill_graph *g, rill_output labels,
                                                           rill_output logits, const char *name);
 
+/* --- convolution and pooling (NHWC; float and double) ---
+ * strides, ksize and dilations are 4 ints in TensorFlow's NHWC order ([1, sh, sw, 1]; copied);
+ * padding is "SAME" (output ceil(in / stride), padded pad_total / 2 before and the rest after)
+ * or "VALID" (no padding). Bad attrs or shapes are build errors with TensorFlow's texts. */
+/* input [N, H, W, C], filter [KH, KW, C, F] -> [N, OH, OW, F]; dilations NULL: 1s. */
+rill_output rill_conv2d(rill_graph *g, rill_output input, rill_output filter, const int strides[4],
+                        const char *padding, const int *dilations, const char *name);
+/* The gradient of Conv2D in its input: input_sizes is an int32 [4] vector (the input's shape). */
+rill_output rill_conv2d_backprop_input(rill_graph *g, rill_output input_sizes, rill_output filter,
+                                       rill_output out_backprop, const int strides[4],
+                                       const char *padding, const int *dilations,
+                                       const char *name);
+/* The gradient of Conv2D in its filter: filter_sizes is an int32 [4] vector. */
+rill_output rill_conv2d_backprop_filter(rill_graph *g, rill_output input, rill_output filter_sizes,
+                                        rill_output out_backprop, const int strides[4],
+                                        const char *padding, const int *dilations,
+                                        const char *name);
+/* Max and average over ksize windows; AvgPool divides by the number of in-bounds elements. */
+rill_output rill_max_pool(rill_graph *g, rill_output x, const int ksize[4], const int strides[4],
+                          const char *padding, const char *name);
+rill_output rill_avg_pool(rill_graph *g, rill_output x, const int ksize[4], const int strides[4],
+                          const char *padding, const char *name);
+/* Their gradients: grad flows to the first maximum of each window (scanned row by row), or
+ * evenly over its in-bounds elements. orig_input_shape is an int32 [4] vector. */
+rill_output rill_max_pool_grad(rill_graph *g, rill_output orig_input, rill_output orig_output,
+                               rill_output grad, const int ksize[4], const int strides[4],
+                               const char *padding, const char *name);
+rill_output rill_avg_pool_grad(rill_graph *g, rill_output orig_input_shape, rill_output grad,
+                               const int ksize[4], const int strides[4], const char *padding,
+                               const char *name);
+
 /* --- reductions and shapes --- */
 /* Reduces over axes (negative counts from the end); naxes < 0 reduces over all axes. */
 rill_output rill_sum(rill_graph *g, rill_output x, const int *axes, int naxes, bool keep_dims,
                      const char *name);
 rill_output rill_mean(rill_graph *g, rill_output x, const int *axes, int naxes, bool keep_dims,
                       const char *name);
+/* The index (int64) of the largest element along axis (negative counts from the end); the
+ * first one on ties. */
+rill_output rill_argmax(rill_graph *g, rill_output x, int axis, const char *name);
+/* x == y elementwise with numpy broadcasting (bool); not differentiable. */
+rill_output rill_equal(rill_graph *g, rill_output x, rill_output y, const char *name);
 /* Reshape to dims (one dim may be -1). */
 rill_output rill_reshape(rill_graph *g, rill_output x, const int64_t *dims, int rank,
                          const char *name);
@@ -89,6 +125,11 @@ rill_output rill_truncated_normal(rill_graph *g, rill_dtype t, rill_shape shape,
                                   double stddev, int64_t seed, const char *name);
 rill_output rill_random_uniform(rill_graph *g, rill_dtype t, rill_shape shape, double minval,
                                 double maxval, int64_t seed, const char *name);
+/* TF's tf.nn.dropout(x, keep_prob, seed): x / keep_prob where floor(keep_prob + u) is 1 (u
+ * uniform in [0, 1), drawn anew each step), 0 elsewhere. keep_prob is a scalar of x's type (a
+ * placeholder lets one graph train with 0.5 and test with 1); outside (0, 1] a run fails. */
+rill_output rill_dropout(rill_graph *g, rill_output x, rill_output keep_prob, int64_t seed,
+                         const char *name);
 
 /* --- variables --- */
 typedef enum rill_init_kind {

@@ -154,4 +154,22 @@ typedef struct rill__consumers {
 void rill__consumers_build(const rill_graph *g, rill__consumers *c);
 void rill__consumers_free(rill__consumers *c);
 
+/* Windowed ops (ops_conv.c: Conv2D, its two backprops, MaxPool, AvgPool and their gradients),
+ * NHWC: the geometry of one window sliding over an input, as TensorFlow's
+ * GetWindowedOutputSizeVerbose computes it. SAME pads pad_total = max(0, (out-1)*stride + eff -
+ * in) with pad_total/2 before (top, left) and the rest after; VALID pads nothing. */
+typedef struct rill__window {
+    int64_t n, ih, iw, c; /* input [N, H, W, C] */
+    int64_t kh, kw;       /* window (filter rows and columns, or ksize[1..2]) */
+    int64_t f;            /* Conv2D: output channels; pools: c */
+    int64_t sh, sw, dh, dw;
+    int64_t oh, ow;
+    int64_t pt, pl; /* padding before: top, left */
+} rill__window;
+/* Fills w for node n's strides, dilations (1s when absent) and padding attrs (checked when the
+ * node was built) over input dims in[4] and window kh x kw; f is left 0. False with err set (TF's
+ * text) when an output size would be negative. */
+bool rill__window_init(const rill_node *n, const int64_t *in, int64_t kh, int64_t kw,
+                       rill__window *w, char *err, size_t errlen);
+
 #endif

@@ -8,6 +8,7 @@
 extern const rill__op_def rill__ops_array[];
 extern const rill__op_def rill__ops_math[];
 extern const rill__op_def rill__ops_nn[];
+extern const rill__op_def rill__ops_conv[];
 extern const rill__op_def rill__ops_state[];
 extern const rill__op_def rill__ops_sendrecv[];
 extern const rill__op_def rill__ops_summary[];
@@ -16,7 +17,7 @@ extern const rill__op_def rill__ops_io[];
 
 const rill__op_def *rill__op_lookup(const char *name)
 {
-    static const rill__op_def *const tables[] = {rill__ops_array, rill__ops_math, rill__ops_nn,
+    static const rill__op_def *const tables[] = {rill__ops_array, rill__ops_math, rill__ops_nn, rill__ops_conv,
                                                  rill__ops_state, rill__ops_sendrecv, rill__ops_summary, rill__ops_data_flow,
                                                  rill__ops_io, NULL};
     for (const rill__op_def *const *t = tables; *t; t++)

@@ -399,6 +399,39 @@ static void maximum_grad_grad(rill_graph *g, rill_node *n, const rill_output *dy
     dx[0] = rill_add(g, (rill_output){a, 0}, (rill_output){b, 1}, NULL);
 }
 
+/* ArgMax(x) along attr axis (negative from the end): the index of the first largest, int64. */
+static void argmax_shape(rill_node *n, rill_status *s)
+{
+    if (!check_numeric(n, rill__in_dtype(n, 0), false, s)) return;
+    rill_shape x = rill__in_shape(n, 0), out = {.rank = -1};
+    int64_t axis = rill__attr_int(n, "axis", 0);
+    if (x.rank >= 0) {
+        if (axis < -x.rank || axis >= x.rank || x.rank == 0) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT,
+                            "Expected dimension in the range [%d, %d), but got %lld", -x.rank,
+                            x.rank, (long long)axis);
+            return;
+        }
+        if (axis < 0) axis += x.rank;
+        out.rank = 0;
+        for (int d = 0; d < x.rank; d++)
+            if (d != axis) out.dims[out.rank++] = x.dims[d];
+    }
+    n->out_dtypes[0] = RILL_INT64;
+    n->out_shapes[0] = out;
+}
+
+/* Equal(x, y): elementwise x == y with numpy broadcasting, bool. */
+static void equal_shape(rill_node *n, rill_status *s)
+{
+    if (!same_dtype(n, 0, "x", 1, "y", s)) return;
+    rill_dtype t = rill__in_dtype(n, 0);
+    if (t != RILL_BOOL && !check_numeric(n, t, false, s)) return;
+    rill_shape a = rill__in_shape(n, 0), b = rill__in_shape(n, 1);
+    n->out_dtypes[0] = RILL_BOOL;
+    rill__broadcast_shapes(n, &a, &b, &n->out_shapes[0], s);
+}
+
 #define BIN(nm, dn, gr)                                                                            \
     {                                                                                              \
         .name = nm, .default_name = dn, .min_inputs = 2, .max_inputs = 2, .noutputs = 1,           \
@@ -410,6 +443,10 @@ static void maximum_grad_grad(rill_graph *g, rill_node *n, const rill_output *dy
         .shape = unary_shape, .grad = gr                                                           \
     }
 const rill__op_def rill__ops_math[] = {
+    {.name = "ArgMax", .default_name = "ArgMax", .min_inputs = 1, .max_inputs = 1, .noutputs = 1,
+     .shape = argmax_shape},
+    {.name = "Equal", .default_name = "Equal", .min_inputs = 2, .max_inputs = 2, .noutputs = 1,
+     .shape = equal_shape},
     BIN("Add", "add", add_grad),
     BIN("Sub", "sub", sub_grad),
     BIN("Mul", "mul", mul_grad),
@@ -516,6 +553,17 @@ rill_output rill_div(rill_graph *g, rill_output x, rill_output y, const char *na
 rill_output rill_maximum(rill_graph *g, rill_output x, rill_output y, const char *name)
 {
     return bin(g, "Maximum", x, y, name);
+}
+
+rill_output rill_argmax(rill_graph *g, rill_output x, int axis, const char *name)
+{
+    rill__attr at[] = {RILL__A_INT("axis", axis)};
+    return (rill_output){rill__node_create(g, "ArgMax", name, &x, 1, at, 1), 0};
+}
+
+rill_output rill_equal(rill_graph *g, rill_output x, rill_output y, const char *name)
+{
+    return bin(g, "Equal", x, y, name);
 }
 
 rill_output rill_neg(rill_graph *g, rill_output x, const char *name)

@@ -133,7 +133,45 @@ static void random_shape(rill_node *n, rill_status *s)
     n->out_shapes[0] = sh->v.shape;
 }
 
+/* Dropout(x, keep_prob): TF's tf.nn.dropout in one op. Output 0 is x / keep_prob * floor(keep_prob
+ * + u), u uniform in [0, 1) from the op's seeded generator (a new mask every step); output 1 is
+ * the mask it used (1/keep_prob or 0), which its gradient multiplies by. */
+static void dropout_shape(rill_node *n, rill_status *s)
+{
+    rill_dtype t = rill__in_dtype(n, 0), kt = rill__in_dtype(n, 1);
+    rill_shape k = rill__in_shape(n, 1);
+    if (!rill_dtype_is_float(t)) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "x has to be a floating point tensor since it's going to be scaled. Got "
+                        "a %s tensor instead.",
+                        rill_dtype_name(t));
+        return;
+    }
+    if (kt != t || (k.rank > 0)) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "keep_prob must be a scalar tensor of the type of x (%s) for '%s'",
+                        rill_dtype_name(t), n->name);
+        return;
+    }
+    n->out_dtypes[0] = n->out_dtypes[1] = t;
+    n->out_shapes[0] = n->out_shapes[1] = rill__in_shape(n, 0);
+}
+
+static void dropout_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
+{
+    dx[0] = rill_mul(g, dy[0], (rill_output){n, 1}, NULL);
+    dx[1] = (rill_output){NULL, 0};
+}
+
 const rill__op_def rill__ops_state[] = {
+    {.name = "Dropout",
+     .default_name = "dropout",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 2,
+     .stateful = true,
+     .shape = dropout_shape,
+     .grad = dropout_grad},
     {.name = "VariableV2",
      .default_name = "Variable",
      .noutputs = 1,
@@ -240,6 +278,14 @@ rill_output rill_random_uniform(rill_graph *g, rill_dtype t, rill_shape shape, d
                                 double maxval, int64_t seed, const char *name)
 {
     return random_op(g, "RandomUniform", t, shape, minval, maxval, seed, name);
+}
+
+rill_output rill_dropout(rill_graph *g, rill_output x, rill_output keep_prob, int64_t seed,
+                         const char *name)
+{
+    rill_output in[] = {x, keep_prob};
+    rill__attr at[] = {RILL__A_INT("seed", seed)};
+    return out0(rill__node_create(g, "Dropout", name, in, 2, at, 1));
 }
 
 rill_initializer rill_zeros_initializer(void)

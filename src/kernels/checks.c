@@ -2,6 +2,8 @@
  * the OpenCL kernels of one op fail with the same code and TensorFlow's words. */
 #include "kernel.h"
 
+#include <string.h>
+
 bool rill__check_matmul(rill__kctx *ctx, const rill_tensor *a, const rill_tensor *b, int64_t *m,
                         int64_t *k, int64_t *n)
 {
@@ -90,5 +92,120 @@ bool rill__check_sparse_xent_shapes(rill__kctx *ctx, const rill_tensor *logits,
                         rill_shape_str(&labels->shape, sp, sizeof sp));
         return false;
     }
+    return true;
+}
+
+/* --- windowed ops --- */
+
+/* t must be rank 4; its dims into d. */
+static bool dims4(rill__kctx *ctx, const rill_tensor *t, const char *what, int64_t *d)
+{
+    if (t->shape.rank != 4) {
+        char b[96];
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "%s: %s must be 4-dimensional: %s",
+                        ctx->node->op->name, what, rill_shape_str(&t->shape, b, sizeof b));
+        return false;
+    }
+    for (int i = 0; i < 4; i++) d[i] = t->shape.dims[i];
+    return true;
+}
+
+/* A size input: int32 [4] in host memory, every size >= 0. */
+static bool size4(rill__kctx *ctx, const rill_tensor *t, const char *what, int64_t *d)
+{
+    const char *op = ctx->node->op->name;
+    if (t->dtype != RILL_INT32 || !rill__tensor_on_host(t)) {
+        rill__kctx_fail(ctx, RILL_INTERNAL, "%s: %s must be int32 in host memory", op, what);
+        return false;
+    }
+    if (t->shape.rank != 1 || t->numel != 4) {
+        char b[96];
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "%s: %s input must be 1-dim with 4 elements, not %s", op, what,
+                        rill_shape_str(&t->shape, b, sizeof b));
+        return false;
+    }
+    const int32_t *v = t->buf->data;
+    for (int i = 0; i < 4; i++) {
+        if (v[i] < 0) {
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "%s: %s[%d] = %d must be >= 0", op, what,
+                            i, (int)v[i]);
+            return false;
+        }
+        d[i] = v[i];
+    }
+    return true;
+}
+
+/* dy (a backprop's gradient, or MaxPoolGrad's orig_output) must be [N, OH, OW, F]. */
+static bool check_out(rill__kctx *ctx, const rill_tensor *t, const char *what,
+                      const rill__window *w)
+{
+    const char *op = ctx->node->op->name;
+    int64_t d[4];
+    if (!dims4(ctx, t, what, d)) return false;
+    if (d[0] != w->n) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "%s: input and %s must have the same batch size", op, what);
+        return false;
+    }
+    const int64_t in[2] = {w->ih, w->iw}, k[2] = {w->kh, w->kw}, o[2] = {w->oh, w->ow},
+                  st[2] = {w->sh, w->sw}, dl[2] = {w->dh, w->dw};
+    for (int i = 0; i < 2; i++)
+        if (d[i + 1] != o[i]) {
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                            "%s: Size of %s doesn't match computed: actual = %lld, computed = "
+                            "%lld spatial_dim: %d input: %lld filter: %lld output: %lld stride: "
+                            "%lld dilation: %lld",
+                            op, what, (long long)d[i + 1], (long long)o[i], i + 1,
+                            (long long)in[i], (long long)k[i], (long long)o[i], (long long)st[i],
+                            (long long)dl[i]);
+            return false;
+        }
+    if (d[3] != w->f) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "%s: filter and %s must have the same out_depth: %lld vs %lld", op, what,
+                        (long long)w->f, (long long)d[3]);
+        return false;
+    }
+    return true;
+}
+
+bool rill__check_window_op(rill__kctx *ctx, rill__window *w)
+{
+    const char *op = ctx->node->op->name;
+    rill_tensor *const *in = ctx->inputs;
+    int64_t x[4], f[4] = {0};
+    bool conv = strncmp(op, "Conv2D", 6) == 0, ok;
+    if (strcmp(op, "Conv2D") == 0 || strcmp(op, "Conv2DBackpropFilter") == 0 ||
+        strcmp(op, "MaxPool") == 0 || strcmp(op, "AvgPool") == 0 || strcmp(op, "MaxPoolGrad") == 0)
+        ok = dims4(ctx, in[0], "input", x);
+    else
+        ok = size4(ctx, in[0], conv ? "input_sizes" : "orig_input_shape", x);
+    if (ok && conv) {
+        ok = strcmp(op, "Conv2DBackpropFilter") == 0 ? size4(ctx, in[1], "filter_sizes", f)
+                                                     : dims4(ctx, in[1], "filter", f);
+        if (ok && f[2] != x[3]) {
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                            "%s: input and filter must have the same depth: %lld vs %lld", op,
+                            (long long)x[3], (long long)f[2]);
+            ok = false;
+        }
+    } else if (ok) {
+        const int64_t *k = rill__node_attr(ctx->node, "ksize")->v.ints.v;
+        f[0] = k[1], f[1] = k[2], f[3] = x[3];
+    }
+    if (!ok) return false;
+    char err[256];
+    if (!rill__window_init(ctx->node, x, f[0], f[1], w, err, sizeof err)) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "%s: %s", op, err);
+        return false;
+    }
+    w->f = f[3];
+    if (strcmp(op, "Conv2DBackpropInput") == 0 || strcmp(op, "Conv2DBackpropFilter") == 0)
+        return check_out(ctx, in[2], "out_backprop", w);
+    if (strcmp(op, "MaxPoolGrad") == 0)
+        return check_out(ctx, in[1], "orig_output", w) && check_out(ctx, in[2], "grad", w);
+    if (strcmp(op, "AvgPoolGrad") == 0) return check_out(ctx, in[1], "grad", w);
     return true;
 }

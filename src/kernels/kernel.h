@@ -115,6 +115,12 @@ bool rill__check_axes(rill__kctx *ctx, int rank, bool *mask);
 bool rill__check_sparse_xent_shapes(rill__kctx *ctx, const rill_tensor *logits,
                                     const rill_tensor *labels);
 
+/* The windowed ops (Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter, MaxPool, AvgPool,
+ * MaxPoolGrad, AvgPoolGrad): checks ctx's inputs (ranks, the int32 [4] size inputs, which live in
+ * host memory, and every shape against the geometry the node's attrs give) and fills w (w->f:
+ * Conv2D's output channels, the pools' c). */
+bool rill__check_window_op(rill__kctx *ctx, rill__window *w);
+
 /* Converts n elements between numeric dtypes. */
 void rill__convert(rill_dtype to, void *dst, rill_dtype from, const void *src, int64_t n);
 

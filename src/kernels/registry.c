@@ -17,10 +17,13 @@ extern const rill__kernel_def rill__generic_kernels[];
 extern const rill__kernel_def rill__cpu_kernels_data_flow[];
 extern const rill__kernel_def rill__cpu_kernels_io[];
 extern const rill__kernel_def rill__cpu_kernels_fused[];
+extern const rill__kernel_def rill__cpu_kernels_select[];
+extern const rill__kernel_def rill__cpu_kernels_conv[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
 extern const rill__kernel_def rill__opencl_kernels_state[];
+extern const rill__kernel_def rill__opencl_kernels_conv[];
 #endif
 
 static const rill__kernel_def *const *tables(void)
@@ -35,10 +38,13 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_data_flow,
         rill__cpu_kernels_io,
         rill__cpu_kernels_fused,
+        rill__cpu_kernels_select,
+        rill__cpu_kernels_conv,
 #ifdef RILL_HAVE_OPENCL
         rill__opencl_kernels_math,
         rill__opencl_kernels_nn,
         rill__opencl_kernels_state,
+        rill__opencl_kernels_conv,
 #endif
         NULL,
     };
