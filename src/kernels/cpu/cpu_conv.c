@@ -149,11 +149,20 @@ static void im2col(rill__kctx *ctx, conv_job *j, const rill_tensor *x, int64_t b
     rill__parallel_for(ctx->pool, nb * w->oh * w->ow, min > 0 ? min : 1, im2col_range, j);
 }
 
-static void *scratch(int64_t elems, size_t es)
+/* Patch buffers come from the block cache (rill__aligned_alloc keeps freed blocks of 64 KiB and
+ * up, by size): a step of the same shapes gets the same pages back instead of faulting in new
+ * ones, which cost more than the im2col itself. *bytes is what to free with. */
+static void *scratch(int64_t elems, size_t es, size_t *bytes)
 {
-    void *p = rill__malloc((size_t)(elems > 0 ? elems : 1) * es);
+    *bytes = (size_t)(elems > 0 ? elems : 1) * es;
+    void *p = rill__aligned_alloc(*bytes);
     RILL_CHECK_ALLOC(p);
     return p;
+}
+
+static void scratch_free(void *p, size_t bytes)
+{
+    if (p) rill__aligned_free(p, bytes);
 }
 
 static void gemm_failed(rill__kctx *ctx)
@@ -175,7 +184,8 @@ static void conv2d_kernel(rill__kctx *ctx)
     conv_job j = {.w = &w, .dbl = t == RILL_DOUBLE, .es = rill_dtype_size(t)};
     int64_t k = w.kh * w.kw * w.c, per = w.oh * w.ow, chunk = chunk_images(&w, j.es);
     bool direct = is_pointwise(&w);
-    if (!direct) j.col = scratch(chunk * per * k, j.es);
+    size_t col_bytes = 0;
+    if (!direct) j.col = scratch(chunk * per * k, j.es, &col_bytes);
     for (int64_t b0 = 0; b0 < w.n; b0 += chunk) {
         int64_t nb = w.n - b0 < chunk ? w.n - b0 : chunk;
         const void *a = x->buf->data;
@@ -190,7 +200,7 @@ static void conv2d_kernel(rill__kctx *ctx)
             break;
         }
     }
-    rill__free(j.col);
+    scratch_free(j.col, col_bytes);
 }
 
 static void conv2d_bp_input_kernel(rill__kctx *ctx)
@@ -205,9 +215,10 @@ static void conv2d_bp_input_kernel(rill__kctx *ctx)
     conv_job j = {.w = &w, .dbl = t == RILL_DOUBLE, .es = rill_dtype_size(t)};
     int64_t k = w.kh * w.kw * w.c, per = w.oh * w.ow, chunk = chunk_images(&w, j.es);
     bool direct = is_pointwise(&w);
+    size_t col_bytes = 0;
     if (!direct) {
         memset(dx->buf->data, 0, rill_tensor_nbytes(dx));
-        j.col = scratch(chunk * per * k, j.es);
+        j.col = scratch(chunk * per * k, j.es, &col_bytes);
     }
     for (int64_t b0 = 0; b0 < w.n; b0 += chunk) {
         int64_t nb = w.n - b0 < chunk ? w.n - b0 : chunk;
@@ -222,7 +233,7 @@ static void conv2d_bp_input_kernel(rill__kctx *ctx)
         j.dx = img;
         rill__parallel_for(ctx->pool, nb, 1, col2im_range, &j);
     }
-    rill__free(j.col);
+    scratch_free(j.col, col_bytes);
 }
 
 static void conv2d_bp_filter_kernel(rill__kctx *ctx)
@@ -239,8 +250,9 @@ static void conv2d_bp_filter_kernel(rill__kctx *ctx)
     bool direct = is_pointwise(&w);
     void *part = NULL;
     if (w.n * per == 0) memset(dw->buf->data, 0, rill_tensor_nbytes(dw));
-    if (!direct) j.col = scratch(chunk * per * k, j.es);
-    if (chunk < w.n) part = scratch(dw->numel, j.es);
+    size_t col_bytes = 0, part_bytes = 0;
+    if (!direct) j.col = scratch(chunk * per * k, j.es, &col_bytes);
+    if (chunk < w.n) part = scratch(dw->numel, j.es, &part_bytes);
     for (int64_t b0 = 0; b0 < w.n; b0 += chunk) {
         int64_t nb = w.n - b0 < chunk ? w.n - b0 : chunk;
         const void *a = x->buf->data;
@@ -258,8 +270,8 @@ static void conv2d_bp_filter_kernel(rill__kctx *ctx)
         for (int64_t i = 0; i < dw->numel; i++)
             st(dw->buf->data, j.dbl, i, ld(dw->buf->data, j.dbl, i) + ld(part, j.dbl, i));
     }
-    rill__free(part);
-    rill__free(j.col);
+    scratch_free(part, part_bytes);
+    scratch_free(j.col, col_bytes);
 }
 
 /* --- pooling --- */
