@@ -18,6 +18,9 @@ march=$(sed -n 's/^CMAKE_C_FLAGS:STRING=.*\(-march=[^ ]*\).*/\1/p' "$B/CMakeCach
 [ -n "$march" ] && skip "CMAKE_C_FLAGS chooses a CPU ($march) on purpose"
 grep -Eqi '^RILL_SANITIZE:BOOL=(ON|1|TRUE|YES|Y)$' "$B/CMakeCache.txt" 2>/dev/null &&
     skip "the sanitizers' runtimes do not run under QEMU's user-mode emulator"
+# The CPU paths are the subject: no PoCL "GPU" (its LLVM would compile for the host, not the
+# emulated CPU).
+export RILL_OPENCL_CPU_AS_GPU=0
 QEMU=$(command -v qemu-x86_64) || missing RILL_REQUIRE_DEPS "no qemu-x86_64 (Debian's qemu-user; make installs it)"
 
 emu() { # emu CPU PROGRAM ARGS...: runs under QEMU, its warnings about unemulated features dropped
