@@ -316,6 +316,31 @@ static void max_pool_range(void *arg, int64_t b, int64_t e)
     const pool_job *j = arg;
     const rill__window *w = j->w;
     int64_t per = w->oh * w->ow;
+    if (!j->dbl) {
+        /* float: the window's pixels one after another, every channel at once (contiguous in
+         * NHWC, so vectorised); the first maximum's value, as argmax_of picks it. */
+        const float *x = j->x;
+        float *y = j->y;
+        for (int64_t p = b; p < e; p++) {
+            int64_t img = p / per, oy = p % per / w->ow, ox = p % w->ow, y0, y1, x0, x1;
+            window_of(w, oy, ox, &y0, &y1, &x0, &x1);
+            float *restrict out = y + p * w->c;
+            bool first = true;
+            for (int64_t iy = y0; iy < y1; iy++)
+                for (int64_t ix = x0; ix < x1; ix++) {
+                    const float *restrict in = x + ((img * w->ih + iy) * w->iw + ix) * w->c;
+                    if (first)
+                        memcpy(out, in, (size_t)w->c * sizeof *out);
+                    else
+                        for (int64_t c = 0; c < w->c; c++) {
+                            float v = in[c];
+                            out[c] = v > out[c] ? v : out[c];
+                        }
+                    first = false;
+                }
+        }
+        return;
+    }
     for (int64_t p = b; p < e; p++) {
         int64_t img = p / per, oy = p % per / w->ow, ox = p % w->ow;
         for (int64_t c = 0; c < w->c; c++)
