@@ -18,7 +18,7 @@ DEB_PKGS   := build-essential cmake pkg-config libdnnl-dev zlib1g-dev libsodium-
 VENV       := .venv
 VENV_PKGS  := tensorflow-cpu tensorboard
 
-.PHONY: all deps venv build build-werror build-asan build-clang run test test-fast bench bench-baselines \
+.PHONY: all deps venv build build-werror build-asan build-clang run test test-fast bench bench-peers bench-baselines \
         install clean format
 
 all: build
@@ -93,6 +93,10 @@ BENCH_PKGS := libopenblas0-pthread libblis4-pthread
 bench: build
 	@scripts/install-deps.sh $(BENCH_PKGS)
 	scripts/bench.sh $(BUILD)
+
+# rill against TensorFlow and PyTorch (when installed: bench-baselines) on issue 10's models.
+bench-peers: build venv
+	scripts/bench_peers.sh $(BUILD)
 
 # TensorFlow and PyTorch from PyPI into the project's virtualenv, for bench/baseline_*.py.
 bench-baselines: venv
