@@ -4,6 +4,15 @@
 
 #include <string.h>
 
+bool rill__check_bcast(rill__kctx *ctx, const rill_tensor *x, const rill_tensor *y, rill__bcast *bc)
+{
+    if (rill__bcast_init(bc, &x->shape, &y->shape)) return true;
+    char a[96], b[96];
+    rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s",
+                    rill_shape_str(&x->shape, a, sizeof a), rill_shape_str(&y->shape, b, sizeof b));
+    return false;
+}
+
 bool rill__check_matmul(rill__kctx *ctx, const rill_tensor *a, const rill_tensor *b, int64_t *m,
                         int64_t *k, int64_t *n)
 {

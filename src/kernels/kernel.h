@@ -109,6 +109,10 @@ void rill__kctx_rng_free(void *state);
 bool rill__check_matmul(rill__kctx *ctx, const rill_tensor *a, const rill_tensor *b, int64_t *m,
                         int64_t *k, int64_t *n);
 bool rill__check_labels(rill__kctx *ctx, const rill_tensor *labels, int64_t classes);
+/* Broadcasting binary ops: bc for x op y, or "Incompatible shapes: [2,3] vs. [4]". */
+struct rill__bcast;
+bool rill__check_bcast(rill__kctx *ctx, const rill_tensor *x, const rill_tensor *y,
+                       struct rill__bcast *bc);
 /* Reductions: the node's "axes" as a mask over rank dims (all when absent). */
 bool rill__check_axes(rill__kctx *ctx, int rank, bool *mask);
 /* Sparse softmax cross-entropy: logits [batch, classes], labels [batch]. */

@@ -155,13 +155,7 @@ static void binary_kernel(rill__kctx *ctx, int op)
 {
     const rill_tensor *x = ctx->inputs[0], *y = ctx->inputs[1];
     rill__bcast bc;
-    if (!rill__bcast_init(&bc, &x->shape, &y->shape)) {
-        char a[96], b[96];
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s",
-                        rill_shape_str(&x->shape, a, sizeof a),
-                        rill_shape_str(&y->shape, b, sizeof b));
-        return;
-    }
+    if (!rill__check_bcast(ctx, x, y, &bc)) return;
     if (op == OP_DIV && (x->dtype == RILL_INT32 || x->dtype == RILL_INT64) && int_div_by_zero(y)) {
         rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Integer division by zero");
         return;

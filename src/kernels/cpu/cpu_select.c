@@ -52,13 +52,7 @@ static void equal_kernel(rill__kctx *ctx)
 {
     const rill_tensor *x = ctx->inputs[0], *y = ctx->inputs[1];
     rill__bcast bc;
-    if (!rill__bcast_init(&bc, &x->shape, &y->shape)) {
-        char a[96], b[96];
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s",
-                        rill_shape_str(&x->shape, a, sizeof a),
-                        rill_shape_str(&y->shape, b, sizeof b));
-        return;
-    }
+    if (!rill__check_bcast(ctx, x, y, &bc)) return;
     rill_tensor *out = rill__kctx_alloc_output(ctx, 0, RILL_BOOL, &bc.out);
     uint8_t *o = out->buf->data;
     int64_t idx[RILL_MAX_DIMS] = {0}, ia = 0, ib = 0;

@@ -462,13 +462,7 @@ static void binary(rill__kctx *ctx, int op)
 {
     const rill_tensor *x = ctx->inputs[0], *y = ctx->inputs[1];
     rill__bcast bc;
-    if (!rill__bcast_init(&bc, &x->shape, &y->shape)) {
-        char a[96], b[96];
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Incompatible shapes: %s vs. %s",
-                        rill_shape_str(&x->shape, a, sizeof a),
-                        rill_shape_str(&y->shape, b, sizeof b));
-        return;
-    }
+    if (!rill__check_bcast(ctx, x, y, &bc)) return;
     if (!dtype_ok(ctx, x->dtype) || !on_device(ctx, 0) || !on_device(ctx, 1)) return;
     rill_tensor *out = rill__kctx_alloc_output(ctx, 0, x->dtype, &bc.out);
     if (!out || out->numel == 0) return;
