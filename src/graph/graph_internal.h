@@ -126,6 +126,20 @@ rill_dtype rill__node_kernel_dtype(const rill_node *n);
 
 /* Shape-function helpers. */
 rill_dtype rill__in_dtype(const rill_node *n, int i);
+
+/* --- the checks shape functions share (op_checks.c), with TensorFlow's texts; each sets s and
+ * returns false when the check fails. Unknown ranks and dims pass. --- */
+/* "[2,3], [4]": every input shape, as the texts list them after "with input shapes:". */
+const char *rill__input_shapes(const rill_node *n, char *buf, size_t len);
+/* Input i is float or double (or half, when half). */
+bool rill__check_float(const rill_node *n, int i, const char *param, bool half, rill_status *s);
+/* Input i has input j's dtype. */
+bool rill__check_same_dtype(const rill_node *n, int i, const char *iname, int j, const char *jname,
+                            rill_status *s);
+/* Input i's rank is want (at least want when at_least). */
+bool rill__check_rank(const rill_node *n, int i, int want, bool at_least, rill_status *s);
+/* *out = the known one of two dims; false when both are known and differ. */
+bool rill__merge_dim(const rill_node *n, int64_t a, int64_t b, int64_t *out, rill_status *s);
 rill_shape rill__in_shape(const rill_node *n, int i);
 /* numpy broadcasting of two shapes; false (s set, TF's text) when incompatible. */
 bool rill__broadcast_shapes(const rill_node *n, const rill_shape *a, const rill_shape *b,

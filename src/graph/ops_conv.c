@@ -13,57 +13,7 @@
 
 #include <string.h>
 
-/* --- error helpers (TensorFlow's texts; the same as ops_nn.c's) --- */
-
-static const char *input_shapes(const rill_node *n, char *buf, size_t len)
-{
-    size_t off = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < n->ninputs && off < len; i++) {
-        char sb[96];
-        rill_shape sh = rill__in_shape(n, i);
-        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "",
-                                rill_shape_str(&sh, sb, sizeof sb));
-    }
-    return buf;
-}
-
-/* Input i's rank must be 4 (unknown passes). */
-static bool check_rank4(const rill_node *n, int i, rill_status *s)
-{
-    int r = rill__in_shape(n, i).rank;
-    if (r < 0 || r == 4) return true;
-    char shapes[512];
-    rill_status_set(s, RILL_INVALID_ARGUMENT,
-                    "Shape must be rank 4 but is rank %d for '%s' (op: '%s') with input "
-                    "shapes: %s.",
-                    r, n->name, n->op->name, input_shapes(n, shapes, sizeof shapes));
-    return false;
-}
-
-/* Input i must be float or double (the dtypes rill has kernels for). */
-static bool check_float(const rill_node *n, int i, const char *param, rill_status *s)
-{
-    rill_dtype t = rill__in_dtype(n, i);
-    if (t == RILL_FLOAT || t == RILL_DOUBLE) return true;
-    rill_status_set(s, RILL_INVALID_ARGUMENT,
-                    "Value passed to parameter '%s' has DataType %s not in list of allowed "
-                    "values: float, double (node '%s', op '%s')",
-                    param, rill_dtype_name(t), n->name, n->op->name);
-    return false;
-}
-
-static bool check_same_dtype(const rill_node *n, int i, const char *iname, int j, const char *jname,
-                             rill_status *s)
-{
-    rill_dtype ti = rill__in_dtype(n, i), tj = rill__in_dtype(n, j);
-    if (ti == tj) return true;
-    rill_status_set(s, RILL_INVALID_ARGUMENT,
-                    "Input '%s' of '%s' Op has type %s that does not match type %s of argument "
-                    "'%s'.",
-                    iname, n->op->name, rill_dtype_name(ti), rill_dtype_name(tj), jname);
-    return false;
-}
+/* --- error helpers (TensorFlow's texts): the shared ones are in op_checks.c --- */
 
 static bool check_int32(const rill_node *n, int i, const char *param, rill_status *s)
 {
@@ -74,21 +24,6 @@ static bool check_int32(const rill_node *n, int i, const char *param, rill_statu
                     "int32.",
                     param, n->op->name, rill_dtype_name(t));
     return false;
-}
-
-static bool merge_dim(const rill_node *n, int64_t a, int64_t b, int64_t *out, rill_status *s)
-{
-    if (a >= 0 && b >= 0 && a != b) {
-        char shapes[512];
-        rill_status_set(s, RILL_INVALID_ARGUMENT,
-                        "Dimensions must be equal, but are %lld and %lld for '%s' (op: '%s') "
-                        "with input shapes: %s.",
-                        (long long)a, (long long)b, n->name, n->op->name,
-                        input_shapes(n, shapes, sizeof shapes));
-        return false;
-    }
-    *out = a >= 0 ? a : b;
-    return true;
 }
 
 /* --- attributes --- */
@@ -290,13 +225,15 @@ static bool size_input(const rill_node *n, int i, const char *param, rill_shape 
 
 static void conv2d_shape(rill_node *n, rill_status *s)
 {
-    if (!check_float(n, 0, "input", s) || !check_same_dtype(n, 1, "filter", 0, "input", s) ||
-        !check_rank4(n, 0, s) || !check_rank4(n, 1, s) || !check_window_attrs(n, true, s))
+    if (!rill__check_float(n, 0, "input", false, s) ||
+        !rill__check_same_dtype(n, 1, "filter", 0, "input", s) ||
+        !rill__check_rank(n, 0, 4, false, s) || !rill__check_rank(n, 1, 4, false, s) ||
+        !check_window_attrs(n, true, s))
         return;
     int64_t in[4], f[4], depth, oh, ow;
     dims4(n, 0, in);
     dims4(n, 1, f);
-    if (!merge_dim(n, in[3], f[2], &depth, s) || !window_out(n, in, f[0], f[1], &oh, &ow, s))
+    if (!rill__merge_dim(n, in[3], f[2], &depth, s) || !window_out(n, in, f[0], f[1], &oh, &ow, s))
         return;
     int64_t od[4] = {in[0], oh, ow, f[3]};
     n->out_dtypes[0] = rill__in_dtype(n, 0);
@@ -307,15 +244,16 @@ static void conv2d_shape(rill_node *n, rill_status *s)
 static void conv2d_bp_input_shape(rill_node *n, rill_status *s)
 {
     rill_shape out;
-    if (!check_float(n, 1, "filter", s) ||
-        !check_same_dtype(n, 2, "out_backprop", 1, "filter", s) || !check_rank4(n, 1, s) ||
-        !check_rank4(n, 2, s) || !check_window_attrs(n, true, s) ||
-        !size_input(n, 0, "input_sizes", &out, s))
+    if (!rill__check_float(n, 1, "filter", false, s) ||
+        !rill__check_same_dtype(n, 2, "out_backprop", 1, "filter", s) ||
+        !rill__check_rank(n, 1, 4, false, s) || !rill__check_rank(n, 2, 4, false, s) ||
+        !check_window_attrs(n, true, s) || !size_input(n, 0, "input_sizes", &out, s))
         return;
     int64_t f[4], dy[4], unused;
     dims4(n, 1, f);
     dims4(n, 2, dy);
-    if (!merge_dim(n, out.dims[3], f[2], &out.dims[3], s) || !merge_dim(n, dy[3], f[3], &unused, s))
+    if (!rill__merge_dim(n, out.dims[3], f[2], &out.dims[3], s) ||
+        !rill__merge_dim(n, dy[3], f[3], &unused, s))
         return;
     n->out_dtypes[0] = rill__in_dtype(n, 1);
     n->out_shapes[0] = out;
@@ -325,15 +263,16 @@ static void conv2d_bp_input_shape(rill_node *n, rill_status *s)
 static void conv2d_bp_filter_shape(rill_node *n, rill_status *s)
 {
     rill_shape out;
-    if (!check_float(n, 0, "input", s) || !check_same_dtype(n, 2, "out_backprop", 0, "input", s) ||
-        !check_rank4(n, 0, s) || !check_rank4(n, 2, s) || !check_window_attrs(n, true, s) ||
-        !size_input(n, 1, "filter_sizes", &out, s))
+    if (!rill__check_float(n, 0, "input", false, s) ||
+        !rill__check_same_dtype(n, 2, "out_backprop", 0, "input", s) ||
+        !rill__check_rank(n, 0, 4, false, s) || !rill__check_rank(n, 2, 4, false, s) ||
+        !check_window_attrs(n, true, s) || !size_input(n, 1, "filter_sizes", &out, s))
         return;
     int64_t in[4], dy[4];
     dims4(n, 0, in);
     dims4(n, 2, dy);
-    if (!merge_dim(n, in[3], out.dims[2], &out.dims[2], s) ||
-        !merge_dim(n, dy[3], out.dims[3], &out.dims[3], s))
+    if (!rill__merge_dim(n, in[3], out.dims[2], &out.dims[2], s) ||
+        !rill__merge_dim(n, dy[3], out.dims[3], &out.dims[3], s))
         return;
     n->out_dtypes[0] = rill__in_dtype(n, 0);
     n->out_shapes[0] = out;
@@ -341,7 +280,8 @@ static void conv2d_bp_filter_shape(rill_node *n, rill_status *s)
 
 static void pool_shape(rill_node *n, rill_status *s)
 {
-    if (!check_float(n, 0, "input", s) || !check_rank4(n, 0, s) || !check_window_attrs(n, false, s))
+    if (!rill__check_float(n, 0, "input", false, s) || !rill__check_rank(n, 0, 4, false, s) ||
+        !check_window_attrs(n, false, s))
         return;
     int64_t in[4], oh, ow;
     dims4(n, 0, in);
@@ -355,10 +295,11 @@ static void pool_shape(rill_node *n, rill_status *s)
 /* MaxPoolGrad(orig_input, orig_output, grad): dx of orig_input's shape. */
 static void max_pool_grad_shape(rill_node *n, rill_status *s)
 {
-    if (!check_float(n, 0, "orig_input", s) ||
-        !check_same_dtype(n, 1, "orig_output", 0, "orig_input", s) ||
-        !check_same_dtype(n, 2, "grad", 0, "orig_input", s) || !check_rank4(n, 0, s) ||
-        !check_rank4(n, 1, s) || !check_rank4(n, 2, s) || !check_window_attrs(n, false, s))
+    if (!rill__check_float(n, 0, "orig_input", false, s) ||
+        !rill__check_same_dtype(n, 1, "orig_output", 0, "orig_input", s) ||
+        !rill__check_same_dtype(n, 2, "grad", 0, "orig_input", s) ||
+        !rill__check_rank(n, 0, 4, false, s) || !rill__check_rank(n, 1, 4, false, s) ||
+        !rill__check_rank(n, 2, 4, false, s) || !check_window_attrs(n, false, s))
         return;
     n->out_dtypes[0] = rill__in_dtype(n, 0);
     n->out_shapes[0] = rill__in_shape(n, 0);
@@ -370,12 +311,12 @@ static void max_pool_grad_shape(rill_node *n, rill_status *s)
 static void avg_pool_grad_shape(rill_node *n, rill_status *s)
 {
     rill_shape out;
-    if (!check_float(n, 1, "grad", s) || !check_rank4(n, 1, s) ||
+    if (!rill__check_float(n, 1, "grad", false, s) || !rill__check_rank(n, 1, 4, false, s) ||
         !check_window_attrs(n, false, s) || !size_input(n, 0, "orig_input_shape", &out, s))
         return;
     int64_t dy[4];
     dims4(n, 1, dy);
-    if (!merge_dim(n, out.dims[3], dy[3], &out.dims[3], s)) return;
+    if (!rill__merge_dim(n, out.dims[3], dy[3], &out.dims[3], s)) return;
     n->out_dtypes[0] = rill__in_dtype(n, 1);
     n->out_shapes[0] = out;
 }

@@ -55,18 +55,11 @@ bool rill__broadcast_shapes(const rill_node *n, const rill_shape *a, const rill_
     return true;
 }
 
+/* Input j has input i's dtype (the text names j, the later argument). */
 static bool same_dtype(rill_node *n, int i, const char *argi, int j, const char *argj,
                        rill_status *s)
 {
-    rill_dtype a = rill__in_dtype(n, i), b = rill__in_dtype(n, j);
-    if (a != b) {
-        rill_status_set(s, RILL_INVALID_ARGUMENT,
-                        "Input '%s' of '%s' Op has type %s that does not match type %s of "
-                        "argument '%s'.",
-                        argj, n->op->name, rill_dtype_name(b), rill_dtype_name(a), argi);
-        return false;
-    }
-    return true;
+    return rill__check_same_dtype(n, j, argj, i, argi, s);
 }
 
 static bool check_numeric(rill_node *n, rill_dtype t, bool float_only, rill_status *s)

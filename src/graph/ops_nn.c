@@ -9,86 +9,7 @@
  * Shape functions check what is known at build time; the kernels check again at run time. */
 #include "graph_internal.h"
 
-/* --- error helpers (TensorFlow's texts) --- */
-
-/* "[2,3], [4]": every input shape, as TensorFlow lists them after "with input shapes:". */
-static const char *input_shapes(const rill_node *n, char *buf, size_t len)
-{
-    size_t off = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < n->ninputs && off < len; i++) {
-        char sb[96];
-        rill_shape sh = rill__in_shape(n, i);
-        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "",
-                                rill_shape_str(&sh, sb, sizeof sb));
-    }
-    return buf;
-}
-
-static void fail_rank(const rill_node *n, rill_status *s, int rank, int want, bool at_least)
-{
-    char shapes[512];
-    rill_status_set(s, RILL_INVALID_ARGUMENT,
-                    "Shape must be %srank %d but is rank %d for '%s' (op: '%s') with input "
-                    "shapes: %s.",
-                    at_least ? "at least " : "", want, rank, n->name, n->op->name,
-                    input_shapes(n, shapes, sizeof shapes));
-}
-
-static void fail_dims(const rill_node *n, rill_status *s, int64_t a, int64_t b)
-{
-    char shapes[512];
-    rill_status_set(s, RILL_INVALID_ARGUMENT,
-                    "Dimensions must be equal, but are %lld and %lld for '%s' (op: '%s') with "
-                    "input shapes: %s.",
-                    (long long)a, (long long)b, n->name, n->op->name,
-                    input_shapes(n, shapes, sizeof shapes));
-}
-
-/* Input i must be half, float or double. */
-static bool check_float(const rill_node *n, int i, const char *param, rill_status *s)
-{
-    rill_dtype t = rill__in_dtype(n, i);
-    if (t == RILL_HALF || t == RILL_FLOAT || t == RILL_DOUBLE) return true;
-    rill_status_set(s, RILL_INVALID_ARGUMENT,
-                    "Value passed to parameter '%s' has DataType %s not in list of allowed "
-                    "values: half, float, double (node '%s', op '%s')",
-                    param, rill_dtype_name(t), n->name, n->op->name);
-    return false;
-}
-
-/* Input i must have input j's dtype. */
-static bool check_same_dtype(const rill_node *n, int i, const char *iname, int j, const char *jname,
-                             rill_status *s)
-{
-    rill_dtype ti = rill__in_dtype(n, i), tj = rill__in_dtype(n, j);
-    if (ti == tj) return true;
-    rill_status_set(s, RILL_INVALID_ARGUMENT,
-                    "Input '%s' of '%s' Op has type %s that does not match type %s of argument "
-                    "'%s'.",
-                    iname, n->op->name, rill_dtype_name(ti), rill_dtype_name(tj), jname);
-    return false;
-}
-
-/* Input i's rank must be want (at least want when at_least); unknown rank passes. */
-static bool check_rank(const rill_node *n, int i, int want, bool at_least, rill_status *s)
-{
-    int r = rill__in_shape(n, i).rank;
-    if (r < 0 || r == want || (at_least && r > want)) return true;
-    fail_rank(n, s, r, want, at_least);
-    return false;
-}
-
-/* Merges two dims, unknown (-1) yielding to known; false (s set) when both known and unequal. */
-static bool merge_dim(const rill_node *n, int64_t a, int64_t b, int64_t *out, rill_status *s)
-{
-    if (a >= 0 && b >= 0 && a != b) {
-        fail_dims(n, s, a, b);
-        return false;
-    }
-    *out = a >= 0 ? a : b;
-    return true;
-}
+/* The shape checks (TensorFlow's texts) are shared with the other op files: op_checks.c. */
 
 /* Merges two shapes that must be equal; unknown rank yields to known. */
 static bool merge_shapes(const rill_node *n, rill_shape a, rill_shape b, rill_shape *out,
@@ -104,12 +25,12 @@ static bool merge_shapes(const rill_node *n, rill_shape a, rill_shape b, rill_sh
                         "Shapes must be equal rank, but are %d and %d for '%s' (op: '%s') with "
                         "input shapes: %s.",
                         a.rank, b.rank, n->name, n->op->name,
-                        input_shapes(n, shapes, sizeof shapes));
+                        rill__input_shapes(n, shapes, sizeof shapes));
         return false;
     }
     *out = a;
     for (int d = 0; d < a.rank; d++)
-        if (!merge_dim(n, a.dims[d], b.dims[d], &out->dims[d], s)) return false;
+        if (!rill__merge_dim(n, a.dims[d], b.dims[d], &out->dims[d], s)) return false;
     return true;
 }
 
@@ -117,12 +38,13 @@ static bool merge_shapes(const rill_node *n, rill_shape a, rill_shape b, rill_sh
 
 static void bias_add_shape(rill_node *n, rill_status *s)
 {
-    if (!check_float(n, 0, "value", s) || !check_same_dtype(n, 1, "bias", 0, "value", s) ||
-        !check_rank(n, 0, 2, true, s) || !check_rank(n, 1, 1, false, s))
+    if (!rill__check_float(n, 0, "value", true, s) ||
+        !rill__check_same_dtype(n, 1, "bias", 0, "value", s) ||
+        !rill__check_rank(n, 0, 2, true, s) || !rill__check_rank(n, 1, 1, false, s))
         return;
     rill_shape v = rill__in_shape(n, 0), b = rill__in_shape(n, 1);
     if (v.rank >= 2 && b.rank == 1 &&
-        !merge_dim(n, v.dims[v.rank - 1], b.dims[0], &v.dims[v.rank - 1], s))
+        !rill__merge_dim(n, v.dims[v.rank - 1], b.dims[0], &v.dims[v.rank - 1], s))
         return;
     n->out_dtypes[0] = rill__in_dtype(n, 0);
     n->out_shapes[0] = v;
@@ -130,7 +52,8 @@ static void bias_add_shape(rill_node *n, rill_status *s)
 
 static void bias_add_grad_shape(rill_node *n, rill_status *s)
 {
-    if (!check_float(n, 0, "out_backprop", s) || !check_rank(n, 0, 2, true, s)) return;
+    if (!rill__check_float(n, 0, "out_backprop", true, s) || !rill__check_rank(n, 0, 2, true, s))
+        return;
     rill_shape v = rill__in_shape(n, 0);
     n->out_dtypes[0] = rill__in_dtype(n, 0);
     n->out_shapes[0] = rill_shape_vector(v.rank >= 2 ? v.dims[v.rank - 1] : -1);
@@ -138,7 +61,7 @@ static void bias_add_grad_shape(rill_node *n, rill_status *s)
 
 static void unary_shape(rill_node *n, const char *param, rill_status *s)
 {
-    if (!check_float(n, 0, param, s)) return;
+    if (!rill__check_float(n, 0, param, true, s)) return;
     n->out_dtypes[0] = rill__in_dtype(n, 0);
     n->out_shapes[0] = rill__in_shape(n, 0);
 }
@@ -155,13 +78,13 @@ static void x_shape(rill_node *n, rill_status *s)
 
 static void softmax_shape(rill_node *n, rill_status *s)
 {
-    if (check_rank(n, 0, 1, true, s)) unary_shape(n, "logits", s);
+    if (rill__check_rank(n, 0, 1, true, s)) unary_shape(n, "logits", s);
 }
 
 /* Two same-shape, same-dtype inputs named a and b; the output has their shape. */
 static void pair_shape(rill_node *n, const char *a, const char *b, rill_status *s)
 {
-    if (!check_float(n, 0, a, s) || !check_same_dtype(n, 1, b, 0, a, s)) return;
+    if (!rill__check_float(n, 0, a, true, s) || !rill__check_same_dtype(n, 1, b, 0, a, s)) return;
     rill_shape out;
     if (!merge_shapes(n, rill__in_shape(n, 0), rill__in_shape(n, 1), &out, s)) return;
     n->out_dtypes[0] = rill__in_dtype(n, 0);
@@ -181,8 +104,9 @@ static void y_dy_shape(rill_node *n, rill_status *s)
 static void softmax_ce_shape(rill_node *n, rill_status *s)
 {
     /* features [batch, classes], labels [batch, classes] */
-    if (!check_float(n, 0, "features", s) || !check_same_dtype(n, 1, "labels", 0, "features", s) ||
-        !check_rank(n, 0, 2, false, s) || !check_rank(n, 1, 2, false, s))
+    if (!rill__check_float(n, 0, "features", true, s) ||
+        !rill__check_same_dtype(n, 1, "labels", 0, "features", s) ||
+        !rill__check_rank(n, 0, 2, false, s) || !rill__check_rank(n, 1, 2, false, s))
         return;
     rill_shape bp;
     if (!merge_shapes(n, rill__in_shape(n, 0), rill__in_shape(n, 1), &bp, s)) return;
@@ -195,7 +119,7 @@ static void softmax_ce_shape(rill_node *n, rill_status *s)
 static void sparse_softmax_ce_shape(rill_node *n, rill_status *s)
 {
     /* features [batch, classes], labels [batch] of int32 or int64 */
-    if (!check_float(n, 0, "features", s)) return;
+    if (!rill__check_float(n, 0, "features", true, s)) return;
     rill_dtype lt = rill__in_dtype(n, 1);
     if (lt != RILL_INT32 && lt != RILL_INT64) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
@@ -204,10 +128,10 @@ static void sparse_softmax_ce_shape(rill_node *n, rill_status *s)
                         rill_dtype_name(lt), n->name, n->op->name);
         return;
     }
-    if (!check_rank(n, 0, 2, false, s) || !check_rank(n, 1, 1, false, s)) return;
+    if (!rill__check_rank(n, 0, 2, false, s) || !rill__check_rank(n, 1, 1, false, s)) return;
     rill_shape f = rill__in_shape(n, 0), l = rill__in_shape(n, 1);
     if (f.rank < 0) f = rill_shape_matrix(-1, -1);
-    if (l.rank == 1 && !merge_dim(n, f.dims[0], l.dims[0], &f.dims[0], s)) return;
+    if (l.rank == 1 && !rill__merge_dim(n, f.dims[0], l.dims[0], &f.dims[0], s)) return;
     n->out_dtypes[0] = n->out_dtypes[1] = rill__in_dtype(n, 0);
     n->out_shapes[0] = rill_shape_vector(f.dims[0]);
     n->out_shapes[1] = f;
