@@ -130,7 +130,7 @@ int main(int argc, char **argv)
     const char **names = argc > 2 ? (const char **)argv + 2 : all;
     int nlib = argc > 2 ? argc - 2 : 3;
     float *a = malloc(sizeof(float) << 20), *b = malloc(sizeof(float) << 20),
-          *c = malloc(sizeof(float) << 20), *ref = malloc(sizeof(float) << 20);
+          *c = malloc(sizeof(float) << 20);
     for (int64_t i = 0; i < (int64_t)1 << 20; i++) {
         a[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
         b[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
@@ -186,6 +186,5 @@ int main(int argc, char **argv)
     free(a);
     free(b);
     free(c);
-    free(ref);
     return 0;
 }

@@ -84,12 +84,13 @@ static void dropout_kernel(rill__kctx *ctx)
     rill__rng *r = rill__kctx_rng(ctx);
     for (int64_t i = 0; i < x->numel; i++) {
         double b = floor(keep + rill__rng_uniform(r)); /* 1 with probability keep */
-        double v = rill_tensor_get_double(x, i) / keep * b, m = b / keep;
+        double m = b / keep;
         if (x->dtype == RILL_FLOAT) {
             ((float *)y->buf->data)[i] =
                 (float)(((const float *)x->buf->data)[i] / (float)keep) * (float)b;
             ((float *)mask->buf->data)[i] = (float)m;
         } else {
+            double v = rill_tensor_get_double(x, i) / keep * b;
             rill__convert(x->dtype, (char *)y->buf->data + (size_t)i * rill_dtype_size(x->dtype),
                           RILL_DOUBLE, &v, 1);
             rill__convert(x->dtype, (char *)mask->buf->data + (size_t)i * rill_dtype_size(x->dtype),
