@@ -58,3 +58,25 @@ finish() {
     [ "$fail" -eq 0 ] && exit 0
     exit 1
 }
+
+# built_with BUILD VAR: the build directory's CMakeCache has the option VAR set to one of CMake's
+# true values (ON, 1, TRUE, YES, Y, in any case).
+built_with() {
+    grep -Eqi "^$2:BOOL=(ON|1|TRUE|YES|Y)\$" "$1/CMakeCache.txt" 2>/dev/null
+}
+
+# skip_cpu_specific BUILD: skips a test of the portable build on a build compiled for one CPU on
+# purpose (RILL_NATIVE, or a -march in CMAKE_C_FLAGS).
+skip_cpu_specific() {
+    built_with "$1" RILL_NATIVE && skip "a RILL_NATIVE build is compiled for this machine's CPU on purpose"
+    local march
+    march=$(sed -n 's/^CMAKE_C_FLAGS:STRING=.*\(-march=[^ ]*\).*/\1/p' "$1/CMakeCache.txt" 2>/dev/null)
+    [ -z "$march" ] || skip "CMAKE_C_FLAGS chooses a CPU ($march) on purpose"
+}
+
+# need_fashion_mnist: Debian's dataset-fashion-mnist is installed, or the test is skipped (a
+# failure where it is required: `missing`).
+need_fashion_mnist() {
+    [ -f /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz ] ||
+        missing RILL_REQUIRE_DATA "Fashion-MNIST is not installed in /usr/share/datasets/fashion-mnist; make installs Debian's dataset-fashion-mnist"
+}

@@ -12,11 +12,8 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 B=${1:?usage: test_cpus.sh BUILD_DIR}
 [ "$(uname -m)" = x86_64 ] || skip "not an x86-64 machine ($(uname -m))"
-grep -Eqi '^RILL_NATIVE:BOOL=(ON|1|TRUE|YES|Y)$' "$B/CMakeCache.txt" 2>/dev/null &&
-    skip "a RILL_NATIVE build is compiled for this machine's CPU on purpose"
-march=$(sed -n 's/^CMAKE_C_FLAGS:STRING=.*\(-march=[^ ]*\).*/\1/p' "$B/CMakeCache.txt" 2>/dev/null)
-[ -n "$march" ] && skip "CMAKE_C_FLAGS chooses a CPU ($march) on purpose"
-grep -Eqi '^RILL_SANITIZE:BOOL=(ON|1|TRUE|YES|Y)$' "$B/CMakeCache.txt" 2>/dev/null &&
+skip_cpu_specific "$B"
+built_with "$B" RILL_SANITIZE &&
     skip "the sanitizers' runtimes do not run under QEMU's user-mode emulator"
 # The CPU paths are the subject: no PoCL "GPU" (its LLVM would compile for the host, not the
 # emulated CPU).

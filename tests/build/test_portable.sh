@@ -10,10 +10,7 @@ set -u
 B=${1:?usage: test_portable.sh BUILD_DIR}
 
 [ "$(uname -m)" = x86_64 ] || skip "not an x86-64 machine ($(uname -m))"
-grep -Eqi '^RILL_NATIVE:BOOL=(ON|1|TRUE|YES|Y)$' "$B/CMakeCache.txt" 2>/dev/null &&
-    skip "a RILL_NATIVE build is compiled for this machine's CPU on purpose"
-march=$(sed -n 's/^CMAKE_C_FLAGS:STRING=.*\(-march=[^ ]*\).*/\1/p' "$B/CMakeCache.txt" 2>/dev/null)
-[ -n "$march" ] && skip "CMAKE_C_FLAGS chooses a CPU ($march) on purpose"
+skip_cpu_specific "$B"
 command -v objdump >/dev/null || skip "no objdump (binutils)"
 LIB="$B/librill.so"
 [ -e "$LIB" ] || { echo "FAIL: no $LIB"; echo "0 passed, 1 failed"; exit 1; }

@@ -15,9 +15,7 @@ while [ ! -x "$ROOT/scripts/local_cluster.sh" ] && [ "$ROOT" != / ]; do ROOT=$(d
 P="$B/examples/fashion_mnist"
 # The MLP trains on the CPU here: PoCL standing in for a GPU is ~100x slower at MatMul.
 export RILL_OPENCL_CPU_AS_GPU=0
-if [ ! -f /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz ]; then
-  missing RILL_REQUIRE_DATA "Fashion-MNIST is not installed in /usr/share/datasets/fashion-mnist; make installs Debian's dataset-fashion-mnist"
-fi
+need_fashion_mnist
 fail=0; checks=0
 check() { checks=$((checks+1)); if ! eval "$1"; then echo "FAIL: $2"; fail=$((fail+1)); fi; }
 

@@ -9,10 +9,8 @@ B=${1:?build dir}
 P="$B/examples/fashion_mnist"
 # The MLP trains on the CPU here: PoCL standing in for a GPU is ~100x slower at MatMul.
 export RILL_OPENCL_CPU_AS_GPU=0
-if [ ! -f /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz ]; then
-  missing RILL_REQUIRE_DATA "Fashion-MNIST is not installed in /usr/share/datasets/fashion-mnist; make installs Debian's dataset-fashion-mnist"
-fi
-if grep -q 'RILL_SANITIZE:BOOL=ON' "$B/CMakeCache.txt"; then epochs=1; bar=80; else epochs=5; bar=88; fi
+need_fashion_mnist
+if built_with "$B" RILL_SANITIZE; then epochs=1; bar=80; else epochs=5; bar=88; fi
 fail=0; checks=0
 check() { checks=$((checks+1)); if ! eval "$1"; then echo "FAIL: $2"; fail=$((fail+1)); fi; }
 

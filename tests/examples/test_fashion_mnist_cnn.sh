@@ -10,11 +10,9 @@ set -u
 B=${1:?build dir}
 P="$B/examples/fashion_mnist_cnn"
 export RILL_OPENCL_CPU_AS_GPU=0
-if [ ! -f /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz ]; then
-  missing RILL_REQUIRE_DATA "Fashion-MNIST is not installed in /usr/share/datasets/fashion-mnist; make installs Debian's dataset-fashion-mnist"
-fi
+need_fashion_mnist
 steps=40
-grep -Eqi '^RILL_SANITIZE:BOOL=(ON|1|TRUE|YES|Y)$' "$B/CMakeCache.txt" && steps=20
+built_with "$B" RILL_SANITIZE && steps=20
 
 out=$("$P" --epochs=1 --max_steps_per_epoch=$steps --seed=3 --eval_batch=500); rc=$?
 echo "$out"

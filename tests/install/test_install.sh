@@ -19,7 +19,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 P="$T/prefix with space"
 SAN=""
-grep -Eqi '^RILL_SANITIZE:BOOL=(ON|1|TRUE|YES|Y)$' "$B/CMakeCache.txt" && SAN="-fsanitize=address,undefined"
+built_with "$B" RILL_SANITIZE && SAN="-fsanitize=address,undefined"
 VERSION=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$B/CMakeCache.txt")
 
 cmake --install "$B" --prefix "$P" >"$T/install.log" 2>&1
