@@ -21,6 +21,7 @@
 #include "../../core/core.h"
 #include "../kernel.h"
 #include "gemm.h"
+#include "onednn_conv.h"
 
 #include <math.h>
 #include <string.h>
@@ -172,6 +173,18 @@ static void gemm_failed(rill__kctx *ctx)
 
 /* --- convolution kernels --- */
 
+/* Float through oneDNN's convolutions (onednn_conv.c) where it has tuned kernels for the window:
+ * true when done (or failed, reported). */
+static bool by_onednn(rill__kctx *ctx, rill__conv_kind kind, const rill__window *w,
+                      const rill__conv_args *a)
+{
+    if (ctx->inputs[kind == RILL__CONV_BACK_FILTER ? 0 : 1]->dtype != RILL_FLOAT) return false;
+    char err[256];
+    int r = rill__onednn_conv(ctx->pool, kind, w, a, err, sizeof err);
+    if (r < 0) rill__kctx_fail(ctx, RILL_INTERNAL, "%s: %s", ctx->node->op->name, err);
+    return r != 0;
+}
+
 static void conv2d_kernel(rill__kctx *ctx)
 {
     rill__window w;
@@ -181,6 +194,10 @@ static void conv2d_kernel(rill__kctx *ctx)
     rill_shape os = rill_shape_make(4, (int64_t[4]){w.n, w.oh, w.ow, w.f});
     rill_tensor *y = rill__kctx_alloc_output(ctx, 0, t, &os);
     if (!y || y->numel == 0) return;
+    if (by_onednn(ctx, RILL__CONV_FORWARD, &w,
+                  &(rill__conv_args){.x = x->buf->data, .filter = filt->buf->data,
+                                     .out = y->buf->data}))
+        return;
     conv_job j = {.w = &w, .dbl = t == RILL_DOUBLE, .es = rill_dtype_size(t)};
     int64_t k = w.kh * w.kw * w.c, per = w.oh * w.ow, chunk = chunk_images(&w, j.es);
     bool direct = is_pointwise(&w);
@@ -212,6 +229,10 @@ static void conv2d_bp_input_kernel(rill__kctx *ctx)
     rill_shape xs = rill_shape_make(4, (int64_t[4]){w.n, w.ih, w.iw, w.c});
     rill_tensor *dx = rill__kctx_alloc_output(ctx, 0, t, &xs);
     if (!dx || dx->numel == 0) return;
+    if (by_onednn(ctx, RILL__CONV_BACK_INPUT, &w,
+                  &(rill__conv_args){.filter = filt->buf->data, .dy = dy->buf->data,
+                                     .out = dx->buf->data}))
+        return;
     conv_job j = {.w = &w, .dbl = t == RILL_DOUBLE, .es = rill_dtype_size(t)};
     int64_t k = w.kh * w.kw * w.c, per = w.oh * w.ow, chunk = chunk_images(&w, j.es);
     bool direct = is_pointwise(&w);
@@ -245,6 +266,10 @@ static void conv2d_bp_filter_kernel(rill__kctx *ctx)
     rill_shape fs = rill_shape_make(4, (int64_t[4]){w.kh, w.kw, w.c, w.f});
     rill_tensor *dw = rill__kctx_alloc_output(ctx, 0, t, &fs);
     if (!dw || dw->numel == 0) return;
+    if (by_onednn(ctx, RILL__CONV_BACK_FILTER, &w,
+                  &(rill__conv_args){.x = x->buf->data, .dy = dy->buf->data,
+                                     .out = dw->buf->data}))
+        return;
     conv_job j = {.w = &w, .dbl = t == RILL_DOUBLE, .es = rill_dtype_size(t)};
     int64_t k = w.kh * w.kw * w.c, per = w.oh * w.ow, chunk = chunk_images(&w, j.es);
     bool direct = is_pointwise(&w);
@@ -372,6 +397,40 @@ static void max_pool_grad_range(void *arg, int64_t b, int64_t e)
 {
     const pool_job *j = arg;
     const rill__window *w = j->w;
+    if (!j->dbl) {
+        /* float: every channel's first maximum found at once, the window's pixels one after
+         * another (contiguous channels, as the forward pass), then the gradients sent. */
+        int64_t nc = w->c > 0 ? w->c : 1;
+        float *best = rill__malloc((size_t)nc * sizeof *best);
+        int64_t *at = rill__malloc((size_t)nc * sizeof *at);
+        RILL_CHECK_ALLOC(best);
+        RILL_CHECK_ALLOC(at);
+        const float *x = j->x, *dy = j->dy;
+        float *dx = j->y;
+        for (int64_t img = b; img < e; img++)
+            for (int64_t oy = 0; oy < w->oh; oy++)
+                for (int64_t ox = 0; ox < w->ow; ox++) {
+                    int64_t y0, y1, x0, x1;
+                    window_of(w, oy, ox, &y0, &y1, &x0, &x1);
+                    if (y0 >= y1 || x0 >= x1) continue;
+                    for (int64_t iy = y0; iy < y1; iy++)
+                        for (int64_t ix = x0; ix < x1; ix++) {
+                            int64_t p = (img * w->ih + iy) * w->iw + ix;
+                            const float *restrict in = x + p * w->c;
+                            if (iy == y0 && ix == x0) {
+                                for (int64_t c = 0; c < w->c; c++) best[c] = in[c], at[c] = p;
+                                continue;
+                            }
+                            for (int64_t c = 0; c < w->c; c++)
+                                if (in[c] > best[c]) best[c] = in[c], at[c] = p;
+                        }
+                    const float *restrict g = dy + ((img * w->oh + oy) * w->ow + ox) * w->c;
+                    for (int64_t c = 0; c < w->c; c++) dx[at[c] * w->c + c] += g[c];
+                }
+        rill__free(best);
+        rill__free(at);
+        return;
+    }
     for (int64_t img = b; img < e; img++)
         for (int64_t oy = 0; oy < w->oh; oy++)
             for (int64_t ox = 0; ox < w->ow; ox++)

@@ -32,7 +32,7 @@ static void find_omp(void)
     omp_set_threads = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
 }
 
-static void single_threaded(void)
+void rill__onednn_one_thread(void)
 {
     pthread_once(&omp_once, find_omp);
     if (omp_set_threads) omp_set_threads(1);
@@ -53,7 +53,7 @@ typedef struct gemm_job {
 /* Rows [r0, r1) of C: A's rows (or, transposed, its columns) r0.. against all of B. */
 static void sgemm_rows(const gemm_job *j, int64_t r0, int64_t r1, bool *failed)
 {
-    single_threaded();
+    rill__onednn_one_thread();
     const float *a = (const float *)j->a + (j->ta ? r0 : r0 * j->lda);
     dnnl_status_t st =
         dnnl_sgemm(j->ta ? 'T' : 'N', j->tb ? 'T' : 'N', r1 - r0, j->n, j->k, 1.0f, a, j->lda, j->b,

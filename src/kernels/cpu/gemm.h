@@ -21,6 +21,9 @@ bool rill__gemm_f32_bias(rill__threadpool *pool, bool ta, bool tb, int64_t m, in
 void rill__gemm_f64(rill__threadpool *pool, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                     const double *a, int64_t lda, const double *b, int64_t ldb, double *c,
                     int64_t ldc);
+/* Makes oneDNN run its next calls on this thread alone (its OpenMP threads unused): every call
+ * into oneDNN, primitive creation included, comes after this on the thread that makes it. */
+void rill__onednn_one_thread(void);
 /* "oneDNN 2.6.3 (dnnl_sgemm), isa avx512_core_bf16, on rill's intra-op threads". */
 const char *rill__gemm_info(void);
 
