@@ -429,6 +429,15 @@ static void avg_pool_grad_grad(rill_graph *g, rill_node *n, const rill_output *d
 }
 
 const rill__op_def rill__ops_conv[] = {
+    /* Only in execution graphs: the partitioner's Conv2D + BiasAdd (+ Relu, attr activation) on
+     * the CPU (runtime/partition.c), with Conv2D's attrs; inputs (input, filter, bias). */
+    {.name = "_FusedConv2D",
+     .default_name = "_FusedConv2D",
+     .min_inputs = 3,
+     .max_inputs = 3,
+     .noutputs = 1,
+     .type_attr = "T",
+     .shape = conv2d_shape},
     {.name = "Conv2D",
      .default_name = "Conv2D",
      .min_inputs = 2,

@@ -185,8 +185,9 @@ bool rill__check_window_op(rill__kctx *ctx, rill__window *w)
     const char *op = ctx->node->op->name;
     rill_tensor *const *in = ctx->inputs;
     int64_t x[4], f[4] = {0};
-    bool conv = strncmp(op, "Conv2D", 6) == 0, ok;
-    if (strcmp(op, "Conv2D") == 0 || strcmp(op, "Conv2DBackpropFilter") == 0 ||
+    bool fused = strcmp(op, "_FusedConv2D") == 0; /* Conv2D's checks, its inputs first */
+    bool conv = fused || strncmp(op, "Conv2D", 6) == 0, ok;
+    if (fused || strcmp(op, "Conv2D") == 0 || strcmp(op, "Conv2DBackpropFilter") == 0 ||
         strcmp(op, "MaxPool") == 0 || strcmp(op, "AvgPool") == 0 || strcmp(op, "MaxPoolGrad") == 0)
         ok = dims4(ctx, in[0], "input", x);
     else

@@ -181,6 +181,22 @@ static bool static_shapes(const rill_node *mm, const rill_node *bias)
     return ka >= 0 && ka == kb && n >= 0 && v.dims[0] == n;
 }
 
+/* Conv2D's attrs that a fused node copies: T, strides, padding, dilations, data_format. */
+#define CONV_ATTRS_MAX 8
+
+/* The same for Conv2D: its input's height, width and depth and its whole filter known (only the
+ * batch may vary), and the bias as long as the filter's output depth. Conv2D's build-time checks
+ * then leave nothing that could fail at run time. */
+static bool static_conv_shapes(const rill_node *conv, const rill_node *bias)
+{
+    rill_shape x = in_shape(conv, 0), f = in_shape(conv, 1), v = in_shape(bias, 1);
+    if (x.rank != 4 || f.rank != 4 || v.rank != 1 || !nhwc(conv) || conv->nattrs > CONV_ATTRS_MAX)
+        return false;
+    for (int i = 0; i < 4; i++)
+        if ((i > 0 && x.dims[i] < 0) || f.dims[i] < 0) return false;
+    return f.dims[2] == x.dims[3] && v.dims[0] == f.dims[3];
+}
+
 /* Marks the fusion groups among the needed nodes. uses[id]: data consumers of output 0 among
  * them (a fetch counts as one more), ctl[id]: whether a needed node waits on it or it is a
  * target. A node is
@@ -213,12 +229,15 @@ static void find_fusions(builder *b, const char *need, const rill_output *fetche
             if (!need[i] || b->role[i] != FUSE_NONE) continue;
             rill_node *f = rill_graph_node(b->g, i);
             if (fed(b, f) || !cpu_float(b, f)) continue;
-            /* pass 0: Relu(BiasAdd(MatMul)); pass 1: BiasAdd(MatMul) left over. */
+            /* pass 0: Relu(BiasAdd(MatMul or Conv2D)); pass 1: BiasAdd(...) left over. */
             rill_node *bias = pass == 0 ? (is_op(f, "Relu") ? f->inputs[0].node : NULL) : f;
             if (!is_op(bias, "BiasAdd") || !nhwc(bias) || bias->inputs[0].index != 0) continue;
             if (pass == 0 && (f->inputs[0].index != 0 || !PRIVATE_TO_GROUP(bias))) continue;
             rill_node *mm = bias->inputs[0].node;
-            if (!is_op(mm, "MatMul") || !PRIVATE_TO_GROUP(mm) || !static_shapes(mm, bias)) continue;
+            bool shapes_ok = is_op(mm, "MatMul")   ? static_shapes(mm, bias)
+                             : is_op(mm, "Conv2D") ? static_conv_shapes(mm, bias)
+                                                   : false;
+            if (!shapes_ok || !PRIVATE_TO_GROUP(mm)) continue;
             b->role[mm->id] = FUSE_ABSORBED;
             if (pass == 0) b->role[bias->id] = FUSE_ABSORBED;
             b->role[i] = FUSE_FINAL;
@@ -243,6 +262,11 @@ static void find_fusions(builder *b, const char *need, const rill_output *fetche
     rill__free(ctl);
 }
 
+static void clone_attrs(const rill_node *n, rill__attr *out)
+{
+    for (int i = 0; i < n->nattrs; i++) out[i] = n->attrs[i];
+}
+
 /* The fused node standing for the group ending at n (role FINAL or HEAD), on CPU:0. */
 static rill_node *make_fused(builder *b, rill_node *n)
 {
@@ -258,16 +282,19 @@ static rill_node *make_fused(builder *b, rill_node *n)
     rill_output ins[3] = {source_for(b, mm->inputs[0], cpu, true),
                           source_for(b, mm->inputs[1], cpu, true),
                           source_for(b, bias->inputs[1], cpu, true)};
+    const char *act = is_op(n, "Relu") ? "Relu" : "";
+    if (is_op(mm, "Conv2D")) { /* Conv2D's attrs, and the activation */
+        rill__attr a[CONV_ATTRS_MAX + 1];
+        clone_attrs(mm, a);
+        a[mm->nattrs] = RILL__A_STRING("activation", act);
+        return rill__node_create(b->xg, "_FusedConv2D", name, ins, 3, a, mm->nattrs + 1);
+    }
     rill__attr a[] = {RILL__A_BOOL("transpose_a", rill__attr_bool(mm, "transpose_a", false)),
                       RILL__A_BOOL("transpose_b", rill__attr_bool(mm, "transpose_b", false)),
-                      RILL__A_STRING("activation", is_op(n, "Relu") ? "Relu" : "")};
+                      RILL__A_STRING("activation", act)};
     return rill__node_create(b->xg, "_FusedMatMul", name, ins, 3, a, 3);
 }
 
-static void clone_attrs(const rill_node *n, rill__attr *out)
-{
-    for (int i = 0; i < n->nattrs; i++) out[i] = n->attrs[i];
-}
 
 bool rill__partition(rill_graph *g, const rill__placement *pl, const rill_output *feeds,
                      int nfeeds, const rill_output *fetches, int nfetches,

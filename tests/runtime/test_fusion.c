@@ -4,7 +4,9 @@
  * every fetched activation and every final variable must be the same bits. Batches of 33 rows
  * (one shard) and 1024 rows (the products split over the pool) are both run. Also: fusion really
  * happens on the CPU (and not with RILL_NO_FUSION, nor on a GPU), and fetching an inner tensor
- * keeps it (that signature fuses less). */
+ * keeps it (that signature fuses less). A small CNN (Conv2D + BiasAdd + Relu, max-pool, Conv2D +
+ * BiasAdd at stride 2, dense) is held to the same: _FusedConv2D (oneDNN's post-ops) against the
+ * three ops one after another, on a batch that one thread runs and one split over the threads. */
 #include "test.h"
 
 #include <rill/rill.h>
@@ -200,10 +202,143 @@ static void test_not_on_gpu(void)
     rill_graph_free(m.g);
 }
 
+/* --- the CNN --- */
+
+#define CH  12 /* input height and width */
+#define CC  3  /* input channels */
+
+typedef struct cnn {
+    rill_graph *g;
+    rill_output x, labels, c1, loss, vars[6];
+    rill_node *train, *init;
+    rill_optimizer *opt;
+} cnn;
+
+static rill_output var4(rill_graph *g, const char *name, int64_t a, int64_t b, int64_t c,
+                        int64_t d)
+{
+    return rill_get_variable(g, name, RILL_FLOAT, rill_shape_make(4, (int64_t[]){a, b, c, d}),
+                             rill_random_normal_initializer(0, 0.3, 0), true);
+}
+
+static void build_cnn(cnn *m)
+{
+    memset(m, 0, sizeof *m);
+    rill_graph *g = m->g = rill_graph_new();
+    rill_graph_set_seed(g, 7);
+    rill_graph_push_device(g, "/cpu:0");
+    m->x = rill_placeholder(g, RILL_FLOAT, rill_shape_make(4, (int64_t[]){-1, CH, CH, CC}), "x");
+    m->labels = rill_placeholder(g, RILL_INT32, rill_shape_vector(-1), "labels");
+    m->vars[0] = var4(g, "k1", 3, 3, CC, 8);
+    m->vars[1] = rill_get_variable(g, "kb1", RILL_FLOAT, rill_shape_vector(8),
+                                   rill_random_normal_initializer(0, 0.1, 0), true);
+    m->vars[2] = var4(g, "k2", 3, 3, 8, 16);
+    m->vars[3] = rill_get_variable(g, "kb2", RILL_FLOAT, rill_shape_vector(16),
+                                   rill_random_normal_initializer(0, 0.1, 0), true);
+    m->vars[4] = rill_get_variable(g, "wd", RILL_FLOAT, rill_shape_matrix(3 * 3 * 16, OUT),
+                                   rill_random_normal_initializer(0, 0.1, 0), true);
+    m->vars[5] = rill_get_variable(g, "bd", RILL_FLOAT, rill_shape_vector(OUT),
+                                   rill_zeros_initializer(), true);
+    int one[4] = {1, 1, 1, 1}, two[4] = {1, 2, 2, 1};
+    m->c1 = rill_relu(g, rill_bias_add(g, rill_conv2d(g, m->x, m->vars[0], one, "SAME", NULL, NULL),
+                                       m->vars[1], NULL),
+                      NULL);
+    rill_output p1 = rill_max_pool(g, m->c1, two, two, "SAME", NULL); /* 6x6x8 */
+    rill_output c2 = rill_bias_add(g, rill_conv2d(g, p1, m->vars[2], two, "SAME", NULL, NULL),
+                                   m->vars[3], NULL); /* 3x3x16, no Relu */
+    rill_output flat = rill_reshape(g, c2, (int64_t[]){-1, 3 * 3 * 16}, 2, NULL);
+    rill_output logits =
+        rill_bias_add(g, rill_matmul(g, flat, m->vars[4], false, false, NULL), m->vars[5], NULL);
+    m->loss = rill_mean(g, rill_sparse_softmax_cross_entropy_with_logits(g, m->labels, logits, NULL),
+                        NULL, -1, false, "loss");
+    m->opt = rill_adam_optimizer_new(0.01, 0.9, 0.999, 1e-8);
+    m->train = rill_optimizer_minimize(m->opt, g, m->loss, (rill_output){0}, "train");
+    m->init = rill_global_variables_initializer(g, NULL);
+    rill_graph_pop_device(g);
+}
+
+static void cnn_batch(int rows, rill_tensor **x, rill_tensor **labels)
+{
+    *x = rill_tensor_new(RILL_FLOAT, (int64_t[]){rows, CH, CH, CC}, 4);
+    *labels = rill_tensor_new(RILL_INT32, (int64_t[]){rows}, 1);
+    float *xp = rill_tensor_data(*x);
+    int32_t *lp = rill_tensor_data(*labels);
+    unsigned s = 12345;
+    for (int i = 0; i < rows * CH * CH * CC; i++)
+        xp[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / 16777216.0f - 0.5f;
+    for (int i = 0; i < rows; i++) lp[i] = (int32_t)((s = s * 1103515245u + 12345u) >> 16) % OUT;
+}
+
+/* Trains a fresh CNN `steps` steps, fused or not; losses to loss[], the first Relu's output of
+ * the last step to *c1, the variables after to vars[]. */
+static void train_cnn(bool fuse, int rows, int steps, float *loss, rill_tensor **c1,
+                      rill_tensor **vars)
+{
+    if (fuse)
+        unsetenv("RILL_NO_FUSION");
+    else
+        setenv("RILL_NO_FUSION", "1", 1);
+    cnn m;
+    build_cnn(&m);
+    rill_status *s = rill_status_new();
+    rill_session *sess = rill_session_new(m.g, NULL, s);
+    CHECK(sess && rill_session_run_targets(sess, &m.init, 1, s) == RILL_OK);
+    rill_tensor *fv[2];
+    cnn_batch(rows, &fv[0], &fv[1]);
+    rill_output feeds[] = {m.x, m.labels}, fetches[] = {m.loss, m.c1};
+    for (int i = 0; i < steps; i++) {
+        rill_tensor *out[2] = {NULL, NULL};
+        if (!CHECK(rill_session_run(sess, feeds, fv, 2, fetches, out, 2, &m.train, 1, s) ==
+                   RILL_OK))
+            fprintf(stderr, "  %s\n", rill_status_message(s));
+        loss[i] = out[0] ? *(float *)rill_tensor_data(out[0]) : -1;
+        rill_tensor_free(out[0]);
+        if (i == steps - 1)
+            *c1 = out[1];
+        else
+            rill_tensor_free(out[1]);
+    }
+    for (int i = 0; i < 6; i++) vars[i] = fetch(sess, m.vars[i]);
+    rill_tensor_free(fv[0]);
+    rill_tensor_free(fv[1]);
+    rill_status_free(s);
+    rill_session_free(sess);
+    rill_optimizer_free(m.opt);
+    rill_graph_free(m.g);
+    unsetenv("RILL_NO_FUSION");
+}
+
+static void test_cnn_fused_equals_unfused(int rows, int steps)
+{
+    float lf[16], lu[16];
+    rill_tensor *cf = NULL, *cu = NULL, *vf[6], *vu[6];
+    int before = atomic_load(&rill__fusions_made);
+    train_cnn(true, rows, steps, lf, &cf, vf);
+    int made = atomic_load(&rill__fusions_made) - before;
+    train_cnn(false, rows, steps, lu, &cu, vu);
+    /* Conv2D + BiasAdd + Relu, Conv2D + BiasAdd, MatMul + BiasAdd, and the first layer's
+     * ReluGrad + BiasAddGrad in the training signature. */
+    CHECK(made >= 4);
+    printf("cnn rows %d: %d fused nodes; loss %.6f -> %.6f\n", rows, made, lf[0], lf[steps - 1]);
+    CHECK(lf[steps - 1] < lf[0]);
+    if (!CHECK(memcmp(lf, lu, (size_t)steps * sizeof *lf) == 0))
+        for (int i = 0; i < steps; i++) fprintf(stderr, "  step %d: %.9g vs %.9g\n", i, lf[i], lu[i]);
+    CHECK(same(cf, cu));
+    for (int i = 0; i < 6; i++) {
+        if (!CHECK(same(vf[i], vu[i]))) fprintf(stderr, "  variable %d differs (rows %d)\n", i, rows);
+        rill_tensor_free(vf[i]);
+        rill_tensor_free(vu[i]);
+    }
+    rill_tensor_free(cf);
+    rill_tensor_free(cu);
+}
+
 int main(void)
 {
     test_fused_equals_unfused(33, 12);
     test_fused_equals_unfused(1024, 4);
+    test_cnn_fused_equals_unfused(5, 10);
+    test_cnn_fused_equals_unfused(300, 3);
     test_not_on_gpu();
     TEST_MAIN_END();
 }

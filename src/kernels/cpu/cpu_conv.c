@@ -185,7 +185,8 @@ static bool by_onednn(rill__kctx *ctx, rill__conv_kind kind, const rill__window 
     return r != 0;
 }
 
-static void conv2d_kernel(rill__kctx *ctx)
+/* Conv2D, and _FusedConv2D's Conv2D + BiasAdd (+ Relu) when bias is given (float only). */
+static void conv2d_run(rill__kctx *ctx, const float *bias, bool relu)
 {
     rill__window w;
     if (!rill__check_window_op(ctx, &w)) return;
@@ -195,8 +196,8 @@ static void conv2d_kernel(rill__kctx *ctx)
     rill_tensor *y = rill__kctx_alloc_output(ctx, 0, t, &os);
     if (!y || y->numel == 0) return;
     if (by_onednn(ctx, RILL__CONV_FORWARD, &w,
-                  &(rill__conv_args){.x = x->buf->data, .filter = filt->buf->data,
-                                     .out = y->buf->data}))
+                  &(rill__conv_args){.x = x->buf->data, .filter = filt->buf->data, .bias = bias,
+                                     .relu = relu, .out = y->buf->data}))
         return;
     conv_job j = {.w = &w, .dbl = t == RILL_DOUBLE, .es = rill_dtype_size(t)};
     int64_t k = w.kh * w.kw * w.c, per = w.oh * w.ow, chunk = chunk_images(&w, j.es);
@@ -211,13 +212,29 @@ static void conv2d_kernel(rill__kctx *ctx)
         else
             im2col(ctx, &j, x, b0, nb), a = j.col;
         char *c = (char *)y->buf->data + (size_t)(b0 * per * w.f) * j.es;
-        if (!gemm(ctx->pool, t, false, false, nb * per, w.f, k, a, k, filt->buf->data, w.f, c,
-                  w.f)) {
+        bool ok = bias ? rill__gemm_f32_bias(ctx->pool, false, false, nb * per, w.f, k, a, k,
+                                             filt->buf->data, w.f, (float *)c, w.f, bias, relu)
+                       : gemm(ctx->pool, t, false, false, nb * per, w.f, k, a, k,
+                              filt->buf->data, w.f, c, w.f);
+        if (!ok) {
             gemm_failed(ctx);
             break;
         }
     }
     scratch_free(j.col, col_bytes);
+}
+
+static void conv2d_kernel(rill__kctx *ctx)
+{
+    conv2d_run(ctx, NULL, false);
+}
+
+/* _FusedConv2D(input, filter, bias): the partitioner fuses only where Conv2D's shapes are known
+ * and the bias matches them, so nothing is left to check that the ops would. */
+static void fused_conv2d_kernel(rill__kctx *ctx)
+{
+    const rill__attr *act = rill__node_attr(ctx->node, "activation");
+    conv2d_run(ctx, ctx->inputs[2]->buf->data, act && strcmp(act->v.s, "Relu") == 0);
 }
 
 static void conv2d_bp_input_kernel(rill__kctx *ctx)
@@ -397,36 +414,44 @@ static void max_pool_grad_range(void *arg, int64_t b, int64_t e)
 {
     const pool_job *j = arg;
     const rill__window *w = j->w;
-    if (!j->dbl) {
+    if (!j->dbl && w->ih * w->iw <= INT32_MAX) {
         /* float: every channel's first maximum found at once, the window's pixels one after
-         * another (contiguous channels, as the forward pass), then the gradients sent. */
-        int64_t nc = w->c > 0 ? w->c : 1;
-        float *best = rill__malloc((size_t)nc * sizeof *best);
-        int64_t *at = rill__malloc((size_t)nc * sizeof *at);
+         * another (contiguous channels, as the forward pass; branch-free so it vectorises), then
+         * the gradients sent. Pixels are numbered within their image. */
+        const int64_t nc = w->c, iw = w->iw;
+        float *best = rill__malloc((size_t)(nc > 0 ? nc : 1) * sizeof *best);
+        int32_t *at = rill__malloc((size_t)(nc > 0 ? nc : 1) * sizeof *at);
         RILL_CHECK_ALLOC(best);
         RILL_CHECK_ALLOC(at);
-        const float *x = j->x, *dy = j->dy;
-        float *dx = j->y;
-        for (int64_t img = b; img < e; img++)
+        for (int64_t img = b; img < e; img++) {
+            const float *x = (const float *)j->x + img * w->ih * iw * nc;
+            float *dx = (float *)j->y + img * w->ih * iw * nc;
+            const float *dy = (const float *)j->dy + img * w->oh * w->ow * nc;
             for (int64_t oy = 0; oy < w->oh; oy++)
                 for (int64_t ox = 0; ox < w->ow; ox++) {
                     int64_t y0, y1, x0, x1;
                     window_of(w, oy, ox, &y0, &y1, &x0, &x1);
                     if (y0 >= y1 || x0 >= x1) continue;
+                    int32_t p0 = (int32_t)(y0 * iw + x0);
+                    memcpy(best, x + p0 * nc, (size_t)nc * sizeof *best);
+                    for (int64_t c = 0; c < nc; c++) at[c] = p0;
                     for (int64_t iy = y0; iy < y1; iy++)
-                        for (int64_t ix = x0; ix < x1; ix++) {
-                            int64_t p = (img * w->ih + iy) * w->iw + ix;
-                            const float *restrict in = x + p * w->c;
-                            if (iy == y0 && ix == x0) {
-                                for (int64_t c = 0; c < w->c; c++) best[c] = in[c], at[c] = p;
-                                continue;
+                        for (int64_t ix = iy == y0 ? x0 + 1 : x0; ix < x1; ix++) {
+                            int32_t p = (int32_t)(iy * iw + ix);
+                            const float *restrict in = x + p * nc;
+                            float *restrict bv = best;
+                            int32_t *restrict ai = at;
+                            for (int64_t c = 0; c < nc; c++) {
+                                float v = in[c], m = bv[c];
+                                int32_t gt = -(int32_t)(v > m); /* all ones where v is larger */
+                                bv[c] = v > m ? v : m;
+                                ai[c] = (p & gt) | (ai[c] & ~gt);
                             }
-                            for (int64_t c = 0; c < w->c; c++)
-                                if (in[c] > best[c]) best[c] = in[c], at[c] = p;
                         }
-                    const float *restrict g = dy + ((img * w->oh + oy) * w->ow + ox) * w->c;
-                    for (int64_t c = 0; c < w->c; c++) dx[at[c] * w->c + c] += g[c];
+                    const float *restrict g = dy + (oy * w->ow + ox) * nc;
+                    for (int64_t c = 0; c < nc; c++) dx[at[c] * nc + c] += g[c];
                 }
+        }
         rill__free(best);
         rill__free(at);
         return;
@@ -520,6 +545,7 @@ static void avg_pool_grad_kernel(rill__kctx *ctx)
 #define CONV_KERNEL(OP, FN) CONV_K(OP, FN, RILL_FLOAT), CONV_K(OP, FN, RILL_DOUBLE)
 
 const rill__kernel_def rill__cpu_kernels_conv[] = {
+    CONV_K("_FusedConv2D", fused_conv2d_kernel, RILL_FLOAT),
     CONV_KERNEL("Conv2D", conv2d_kernel),
     CONV_KERNEL("Conv2DBackpropInput", conv2d_bp_input_kernel),
     CONV_KERNEL("Conv2DBackpropFilter", conv2d_bp_filter_kernel),
