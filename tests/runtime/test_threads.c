@@ -1,6 +1,7 @@
 /* test_threads.c - one set of threads: a session's intra_op and inter_op thread counts bound
  * every thread that works, the matrix library's included (oneDNN's OpenMP team is never used:
- * no thread appears beyond the session's pools however big the product), the products give the
+ * no thread appears beyond the session's pools however big the product or convolution), the
+ * products and the convolution give the
  * same answer with 1 thread and with several, and an idle session uses no CPU (nothing spins
  * after a step: /proc's thread list and getrusage). */
 #include "test.h"
@@ -65,7 +66,15 @@ static void build(net *m)
     rill_output h = rill_relu(
         m->g, rill_bias_add(m->g, rill_matmul(m->g, m->x, w1, false, false, NULL), b1, NULL), NULL);
     m->y = rill_matmul(m->g, h, w2, false, true, NULL);
-    m->loss = rill_mean(m->g, rill_square(m->g, m->y, NULL), NULL, -1, false, "loss");
+    /* and a convolution (oneDNN's primitives, split by images): x as 9 images of 32x32x16 */
+    rill_output img = rill_reshape(m->g, m->x, (int64_t[]){9, 32, 32, 16}, 4, NULL);
+    rill_output k = rill_get_variable(m->g, "k", RILL_FLOAT,
+                                      rill_shape_make(4, (int64_t[]){3, 3, 16, 16}),
+                                      rill_random_normal_initializer(0, 0.05, 0), true);
+    int one[4] = {1, 1, 1, 1};
+    rill_output c = rill_conv2d(m->g, img, k, one, "SAME", NULL, NULL);
+    m->loss = rill_add(m->g, rill_mean(m->g, rill_square(m->g, m->y, NULL), NULL, -1, false, NULL),
+                       rill_mean(m->g, rill_square(m->g, c, NULL), NULL, -1, false, NULL), "loss");
     m->opt = rill_gradient_descent_optimizer_new(0.01);
     m->train = rill_optimizer_minimize(m->opt, m->g, m->loss, (rill_output){0}, "train");
     m->init = rill_global_variables_initializer(m->g, NULL);
