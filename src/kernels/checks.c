@@ -2,6 +2,7 @@
  * the OpenCL kernels of one op fail with the same code and TensorFlow's words. */
 #include "kernel.h"
 
+#include <math.h>
 #include <string.h>
 
 bool rill__check_bcast(rill__kctx *ctx, const rill_tensor *x, const rill_tensor *y, rill__bcast *bc)
@@ -218,4 +219,42 @@ bool rill__check_window_op(rill__kctx *ctx, rill__window *w)
         return check_out(ctx, in[1], "orig_output", w) && check_out(ctx, in[2], "grad", w);
     if (strcmp(op, "AvgPoolGrad") == 0) return check_out(ctx, in[1], "grad", w);
     return true;
+}
+
+bool rill__check_argmax(rill__kctx *ctx, const rill_tensor *x, rill_shape *os, int64_t *len,
+                        int64_t *inner)
+{
+    int r = x->shape.rank;
+    int64_t axis = rill__attr_int(ctx->node, "axis", 0);
+    if (r == 0 || axis < -r || axis >= r) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "Expected dimension in the range [%d, %d), but got %lld", -r, r,
+                        (long long)axis);
+        return false;
+    }
+    if (axis < 0) axis += r;
+    *len = x->shape.dims[axis];
+    if (*len == 0) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "Reduction axis %lld is empty in shape with %d dimensions", (long long)axis,
+                        r);
+        return false;
+    }
+    *inner = 1;
+    os->rank = 0;
+    for (int d = 0; d < r; d++) {
+        if (d > axis) *inner *= x->shape.dims[d];
+        if (d != axis) os->dims[os->rank++] = x->shape.dims[d];
+    }
+    return true;
+}
+
+bool rill__check_keep_prob(rill__kctx *ctx, const rill_tensor *kp, double *keep)
+{
+    *keep = kp->numel > 0 ? rill_tensor_get_double(kp, 0) : NAN;
+    if (kp->numel == 1 && *keep > 0 && *keep <= 1) return true;
+    rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                    "keep_prob must be a scalar tensor or a float in the range (0, 1], got %g",
+                    *keep);
+    return false;
 }

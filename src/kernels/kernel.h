@@ -113,6 +113,13 @@ bool rill__check_labels(rill__kctx *ctx, const rill_tensor *labels, int64_t clas
 struct rill__bcast;
 bool rill__check_bcast(rill__kctx *ctx, const rill_tensor *x, const rill_tensor *y,
                        struct rill__bcast *bc);
+/* ArgMax's checks (TF's texts): the axis attr (negative from the end) in range of x's rank and
+ * not empty. Sets the output shape, the axis' length and the elements after it (x viewed as
+ * [outer, len, inner]). */
+bool rill__check_argmax(rill__kctx *ctx, const rill_tensor *x, rill_shape *os, int64_t *len,
+                        int64_t *inner);
+/* Dropout's keep_prob (a host tensor): one value in (0, 1], returned in *keep. */
+bool rill__check_keep_prob(rill__kctx *ctx, const rill_tensor *kp, double *keep);
 /* Reductions: the node's "axes" as a mask over rank dims (all when absent). */
 bool rill__check_axes(rill__kctx *ctx, int rank, bool *mask);
 /* Sparse softmax cross-entropy: logits [batch, classes], labels [batch]. */

@@ -24,6 +24,7 @@ extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
 extern const rill__kernel_def rill__opencl_kernels_state[];
 extern const rill__kernel_def rill__opencl_kernels_conv[];
+extern const rill__kernel_def rill__opencl_kernels_select[];
 #endif
 
 static const rill__kernel_def *const *tables(void)
@@ -45,6 +46,7 @@ static const rill__kernel_def *const *tables(void)
         rill__opencl_kernels_nn,
         rill__opencl_kernels_state,
         rill__opencl_kernels_conv,
+        rill__opencl_kernels_select,
 #endif
         NULL,
     };

@@ -1,8 +1,9 @@
 /* cpu_select.c - CPU kernels for ArgMax and Equal (accuracy: argmax(logits) == labels) and
  * Dropout. ArgMax and Equal serve every numeric dtype (and bool for Equal) through doubles; on an
- * OpenCL GPU they run here too, with their tensors in host memory, as TF's int-valued kernels do.
+ * OpenCL GPU they run here too for the dtypes that have no OpenCL kernel (int32, bool, ...: see
+ * kernels/opencl/cl_select.c), with their tensors in host memory, as TF's int-valued kernels do.
  * Dropout draws from the node's seeded generator, so a seeded graph drops the same elements run
- * after run; on a GPU it runs here with host-memory tensors. */
+ * after run; cl_select.c draws the same sequence on a GPU. */
 #include "cpu_kernels.h"
 
 #include <math.h>
@@ -11,28 +12,10 @@
 static void argmax_kernel(rill__kctx *ctx)
 {
     const rill_tensor *x = ctx->inputs[0];
-    int r = x->shape.rank;
-    int64_t axis = rill__attr_int(ctx->node, "axis", 0);
-    if (r == 0 || axis < -r || axis >= r) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                        "Expected dimension in the range [%d, %d), but got %lld", -r, r,
-                        (long long)axis);
-        return;
-    }
-    if (axis < 0) axis += r;
-    int64_t len = x->shape.dims[axis], outer = 1, inner = 1;
-    if (len == 0) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                        "Reduction axis %lld is empty in shape with %d dimensions", (long long)axis,
-                        r);
-        return;
-    }
-    rill_shape os = {.rank = 0};
-    for (int d = 0; d < r; d++) {
-        if (d < axis) outer *= x->shape.dims[d];
-        if (d > axis) inner *= x->shape.dims[d];
-        if (d != axis) os.dims[os.rank++] = x->shape.dims[d];
-    }
+    rill_shape os;
+    int64_t len, inner;
+    if (!rill__check_argmax(ctx, x, &os, &len, &inner)) return;
+    int64_t outer = len * inner > 0 ? x->numel / (len * inner) : 0;
     rill_tensor *out = rill__kctx_alloc_output(ctx, 0, RILL_INT64, &os);
     int64_t *o = out->buf->data;
     const float *xf = x->dtype == RILL_FLOAT ? x->buf->data : NULL;
@@ -72,13 +55,8 @@ static void equal_kernel(rill__kctx *ctx)
 static void dropout_kernel(rill__kctx *ctx)
 {
     const rill_tensor *x = ctx->inputs[0], *kp = ctx->inputs[1];
-    double keep = rill_tensor_get_double(kp, 0);
-    if (kp->numel != 1 || !(keep > 0 && keep <= 1)) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                        "keep_prob must be a scalar tensor or a float in the range (0, 1], got %g",
-                        keep);
-        return;
-    }
+    double keep;
+    if (!rill__check_keep_prob(ctx, kp, &keep)) return;
     rill_tensor *y = rill__kctx_alloc_output(ctx, 0, x->dtype, &x->shape);
     rill_tensor *mask = rill__kctx_alloc_output(ctx, 1, x->dtype, &x->shape);
     rill__rng *r = rill__kctx_rng(ctx);
@@ -110,6 +88,7 @@ const rill__kernel_def rill__cpu_kernels_select[] = {
      .fn = dropout_kernel,
      .state_free = rill__kctx_rng_free},
 #ifdef RILL_HAVE_OPENCL
+    /* Any dtype: the registry prefers cl_select.c's exact-dtype kernels. */
     {.op = "ArgMax",
      .device_type = "OPENCL",
      .dtype = ANY,
@@ -120,13 +99,6 @@ const rill__kernel_def rill__cpu_kernels_select[] = {
      .device_type = "OPENCL",
      .dtype = ANY,
      .fn = equal_kernel,
-     .host_memory_inputs = ALL,
-     .host_memory_outputs = ALL},
-    {.op = "Dropout",
-     .device_type = "OPENCL",
-     .dtype = ANY,
-     .fn = dropout_kernel,
-     .state_free = rill__kctx_rng_free,
      .host_memory_inputs = ALL,
      .host_memory_outputs = ALL},
 #endif

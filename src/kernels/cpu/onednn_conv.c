@@ -254,6 +254,18 @@ static dnnl_status_t exec(dnnl_primitive_t prim, dnnl_stream_t s, dnnl_exec_arg_
     return st;
 }
 
+/* The filter (or its gradient) from one layout to the other with p's reorder. */
+static dnnl_status_t reorder(const conv_prim *p, dnnl_stream_t s, const dnnl_memory_desc_t *from,
+                             const void *src, const dnnl_memory_desc_t *to, void *dst,
+                             void *scratch)
+{
+    dnnl_exec_arg_t ra[3] = {{DNNL_ARG_FROM, mem(from, src)}, {DNNL_ARG_TO, mem(to, dst)}};
+    int n = 2;
+    if (p->reorder_scratch_bytes)
+        ra[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, mem(&p->reorder_scratch, scratch)};
+    return exec(p->reorder, s, ra, n);
+}
+
 /* Blocks of the cache allocator (rill__aligned_alloc) so a step gets its pages back. */
 static void *block(size_t bytes)
 {
@@ -284,10 +296,7 @@ static dnnl_status_t run_shard(const conv_job *j, int64_t s)
     dnnl_status_t r = dnnl_success;
     /* The filter into the primitive's layout. */
     if (p->reorder && j->kind != RILL__CONV_BACK_FILTER) {
-        dnnl_exec_arg_t ra[3] = {{DNNL_ARG_FROM, mem(&p->hwio, a->filter)},
-                                 {DNNL_ARG_TO, mem(&p->weights, wts)},
-                                 {DNNL_ARG_SCRATCHPAD, mem(&p->reorder_scratch, scratch)}};
-        r = exec(p->reorder, st, ra, p->reorder_scratch_bytes ? 3 : 2);
+        r = reorder(p, st, &p->hwio, a->filter, &p->weights, wts, scratch);
     }
     const void *filt = wts ? wts : a->filter;
     if (r == dnnl_success) {
@@ -317,10 +326,7 @@ static dnnl_status_t run_shard(const conv_job *j, int64_t s)
     }
     /* The filter gradient back to HWIO. */
     if (r == dnnl_success && p->reorder && j->kind == RILL__CONV_BACK_FILTER) {
-        dnnl_exec_arg_t ra[3] = {{DNNL_ARG_FROM, mem(&p->weights, wts)},
-                                 {DNNL_ARG_TO, mem(&p->hwio, out)},
-                                 {DNNL_ARG_SCRATCHPAD, mem(&p->reorder_scratch, scratch)}};
-        r = exec(p->reorder, st, ra, p->reorder_scratch_bytes ? 3 : 2);
+        r = reorder(p, st, &p->weights, wts, &p->hwio, out, scratch);
     }
     if (wts) rill__aligned_free(wts, p->weights_bytes);
     if (scratch) rill__aligned_free(scratch, sb);
