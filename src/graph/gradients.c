@@ -8,7 +8,13 @@
  *    partial gradients of each output (AddN) and call the op's gradient function, which builds
  *    the gradient nodes with the public builders; hand each input's part back to its producer.
  * Integer tensors carry no gradient; ops without a gradient function stop the flow (TF's
- * NotDifferentiable). New nodes go under the name scope "gradients/<node>_grad/". */
+ * NotDifferentiable). New nodes go under the name scope "gradients/<node>_grad/".
+ *
+ * Gating (rill__gradients' gate_gradients, what the optimizers ask for, as TF's GATE_OP): a
+ * consumer of a variable reads it when it runs, so without it an update of W (ApplyAdam, fed by
+ * dW = MatMul(x^T, dy)) may run before, or after, dx = MatMul(dy, W^T) of the same MatMul reads
+ * W: the lower layers' gradients would see this step's update or not, as the scheduler decides.
+ * With it, dW is handed on only once dx exists. */
 #include "graph_internal.h"
 
 #include <string.h>
@@ -42,8 +48,39 @@ static bool differentiable(rill_dtype t)
     return rill_dtype_is_float(t);
 }
 
+/* TF's control_flow_ops.tuple over the gradients node n hands back (those marked in use):
+ * each becomes an Identity with a control input on a NoOp that waits for all of them. Nothing
+ * when fewer than two are handed back (TF gates only then). */
+static void gate(rill_graph *g, rill_output *dinp, const char *use, int ninputs)
+{
+    int nuse = 0;
+    for (int k = 0; k < ninputs; k++) nuse += use[k];
+    if (nuse < 2) return;
+    rill_node **deps = rill__malloc((size_t)nuse * sizeof *deps);
+    RILL_CHECK_ALLOC(deps);
+    int nd = 0;
+    for (int k = 0; k < ninputs; k++)
+        if (use[k]) deps[nd++] = dinp[k].node;
+    rill_graph_push_name_scope(g, "tuple");
+    rill_node *all = rill_group(g, deps, nd, "group_deps");
+    rill__free(deps);
+    if (all) {
+        rill_graph_push_control_dependencies(g, &all, 1);
+        for (int k = 0; k < ninputs; k++)
+            if (use[k]) dinp[k] = rill_identity(g, dinp[k], "control_dependency");
+        rill_graph_pop_control_dependencies(g);
+    }
+    rill_graph_pop_name_scope(g);
+}
+
 bool rill_gradients(rill_graph *g, const rill_output *ys, int ny, const rill_output *xs, int nx,
                     const rill_output *grad_ys, rill_output *dx)
+{
+    return rill__gradients(g, ys, ny, xs, nx, grad_ys, dx, false);
+}
+
+bool rill__gradients(rill_graph *g, const rill_output *ys, int ny, const rill_output *xs, int nx,
+                     const rill_output *grad_ys, rill_output *dx, bool gate_gradients)
 {
     for (int i = 0; i < nx; i++) dx[i] = (rill_output){NULL, 0};
     if (!rill_graph_ok(g)) return false;
@@ -118,17 +155,26 @@ bool rill_gradients(rill_graph *g, const rill_output *ys, int ny, const rill_out
                     dyp[o] = rill_zeros_like(g, (rill_output){n, o}, NULL);
             n->op->grad(g, n, dyp, dinp);
         }
-        rill_graph_pop_name_scope(g);
-        for (int k = 0; any && k < n->ninputs; k++) {
+        /* The gradients handed back: those of differentiable inputs on a path from an x. */
+        char usebuf[16], *use = n->ninputs > 16 ? rill__calloc((size_t)n->ninputs, 1) : usebuf;
+        RILL_CHECK_ALLOC(use);
+        for (int k = 0; k < n->ninputs; k++) {
             rill_output in = n->inputs[k];
-            if (!dinp[k].node || !fwd[in.node->id]) continue;
-            if (!differentiable(rill_output_dtype(in))) continue;
+            use[k] = any && dinp[k].node && fwd[in.node->id] &&
+                     differentiable(rill_output_dtype(in));
+        }
+        if (gate_gradients && rill_graph_ok(g)) gate(g, dinp, use, n->ninputs);
+        rill_graph_pop_name_scope(g);
+        for (int k = 0; k < n->ninputs; k++) {
+            rill_output in = n->inputs[k];
+            if (!use[k] || !dinp[k].node) continue;
             if (!grads[in.node->id]) {
                 grads[in.node->id] = rill__calloc((size_t)in.node->noutputs, sizeof(rill__vec));
                 RILL_CHECK_ALLOC(grads[in.node->id]);
             }
             add_partial(&grads[in.node->id][in.index], dinp[k]);
         }
+        if (use != usebuf) rill__free(use);
         if (dyp != dy) rill__free(dyp), dyp = dy;
         if (dinp != din) rill__free(dinp), dinp = din;
     }

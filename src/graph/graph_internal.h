@@ -150,6 +150,12 @@ const char *rill__node_desc(const rill_node *n, char *buf, size_t len);
 /* Variables: the Variable node of an output, or NULL. */
 bool rill__is_variable(rill_output o);
 
+/* rill_gradients with TF's gate_gradients: when an op's gradient function hands gradients back
+ * to more than one input, each comes out of an Identity that waits for all of them (TF's
+ * control_flow_ops.tuple; Optimizer.compute_gradients' default GATE_OP). */
+bool rill__gradients(rill_graph *g, const rill_output *ys, int ny, const rill_output *xs, int nx,
+                     const rill_output *grad_ys, rill_output *dx, bool gate_gradients);
+
 /* The current name scope prefix ("a/b/" or ""), borrowed until the scope is popped. */
 const char *rill__graph_scope_prefix(const rill_graph *g);
 /* The current variable scope prefix ("outer/inner/" or "") and whether it reuses. */

@@ -104,7 +104,10 @@ int rill_optimizer_compute_gradients(rill_optimizer *o, rill_graph *g, rill_outp
     }
     rill_output *dx = rill__malloc((size_t)nvars * sizeof *dx);
     RILL_CHECK_ALLOC(dx);
-    bool ok = rill_gradients(g, &loss, 1, var_list, nvars, NULL, dx);
+    /* Gated as TF's default GATE_OP: an update may start only once every gradient of the op
+     * that produced its gradient exists, so none of them reads the variable after the update
+     * (variables are read when their consumer runs): the same bits whatever the schedule. */
+    bool ok = rill__gradients(g, &loss, 1, var_list, nvars, NULL, dx, true);
     for (int i = 0; ok && i < nvars && i < cap; i++)
         out[i] = (rill_grad_and_var){dx[i], var_list[i]};
     rill__free(dx);

@@ -6,8 +6,9 @@
  * with variable scopes and reuse (and TensorFlow's error texts), Assign/AssignAdd/AssignSub on
  * every numeric dtype, the global step, the variable collections, and the optimizers: one and
  * two steps of GradientDescent, Momentum (plain and Nesterov) and Adam against updates computed
- * here with TensorFlow's formulas, global_step advancing by exactly one per run, and
- * convergence on convex problems.
+ * here with TensorFlow's formulas, global_step advancing by exactly one per run, the gradients'
+ * gate (an update never lets another gradient of the same op see it), and convergence on convex
+ * problems.
  */
 #include "op_check.h"
 
@@ -861,6 +862,71 @@ static void test_apply_gradients(void)
     rill_graph_free(g);
 }
 
+/* compute_gradients gates as TF's GATE_OP. Consumers read a variable when they run, so without
+ * the gate the update of w2 (whose gradient, x w1, is ready first) could run before
+ * dh = dy w2^T read w2, and w1 would get this step's w2 or not as the schedule decides. Here
+ * loss = x w1 w2 with x = 1, w1 = 1, w2 = 2 and SGD at rate 1: dw1 = x w2 = 2 and dw2 = x w1 = 1,
+ * so w1 = -1 and w2 = 1 after one step (0 for w1 had dw1 seen the new w2), with one inter-op
+ * thread (the inline order) and with several, every time. */
+static void test_gated_gradients(void)
+{
+    rill_graph *g = rill_graph_new();
+    rill_output x = rill_const_scalar(g, RILL_DOUBLE, 1, "x");
+    rill_output x2 = rill_reshape(g, x, (int64_t[]){1, 1}, 2, NULL);
+    rill_output w1 = rill_variable(g, RILL_DOUBLE, rill_shape_matrix(1, 1),
+                                   rill_constant_initializer(1), true, "w1");
+    rill_output w2 = rill_variable(g, RILL_DOUBLE, rill_shape_matrix(1, 1),
+                                   rill_constant_initializer(2), true, "w2");
+    rill_output y = rill_matmul(g, rill_matmul(g, x2, w1, false, false, NULL), w2, false, false,
+                                NULL);
+    rill_output loss = rill_sum(g, y, NULL, -1, false, NULL);
+    rill_optimizer *opt = rill_gradient_descent_optimizer_new(1);
+    rill_node *train = rill_optimizer_minimize(opt, g, loss, (rill_output){NULL, 0}, "train");
+    rill_node *init = rill_global_variables_initializer(g, NULL);
+    if (!CHECK(train && init)) {
+        rill_optimizer_free(opt);
+        rill_graph_free(g);
+        return;
+    }
+    /* The gate: w2's gradient is an Identity waiting on a NoOp that waits on both gradients of
+     * the MatMul (TF's names: gradients/<op>_grad/tuple/{group_deps,control_dependency}). */
+    rill_node *gate = rill_graph_find_node(g, "gradients/MatMul_1_grad/tuple/group_deps");
+    rill_node *dw2 = rill_graph_find_node(g, "gradients/MatMul_1_grad/tuple/control_dependency_1");
+    if (CHECK(gate && dw2)) {
+        CHECK_EQ_STR(rill_node_op_type(gate), "NoOp");
+        CHECK_EQ_INT(rill_node_num_control_inputs(gate), 2);
+        CHECK_EQ_STR(rill_node_op_type(dw2), "Identity");
+        CHECK(rill_node_num_control_inputs(dw2) == 1 && rill_node_control_input(dw2, 0) == gate);
+    }
+    /* tf.gradients itself does not gate (TF's default gate_gradients=False). */
+    rill_output dx[2];
+    rill_output xs[2] = {w1, w2};
+    CHECK(rill_gradients(g, &loss, 1, xs, 2, NULL, dx));
+    CHECK(dx[1].node && strcmp(rill_node_op_type(dx[1].node), "MatMul") == 0);
+    rill_status *s = rill_status_new();
+    for (int inter = 1; inter <= 3; inter++)
+        for (int rep = 0; rep < 10; rep++) {
+            rill_session_options *so = rill_session_options_new();
+            rill_session_options_set_inter_op_threads(so, inter);
+            rill_session *sess = rill_session_new(g, so, s);
+            rill_session_options_free(so);
+            if (!CHECK(sess)) break;
+            if (oc_run_targets(sess, &init, 1) && oc_run_targets(sess, &train, 1)) {
+                rill_tensor *a = fetch(sess, w1), *b = fetch(sess, w2);
+                oc_check_tensor("w1 after a gated step", a, RILL_DOUBLE, (int64_t[]){1, 1}, 2,
+                                (double[]){-1});
+                oc_check_tensor("w2 after a gated step", b, RILL_DOUBLE, (int64_t[]){1, 1}, 2,
+                                (double[]){1});
+                rill_tensor_free(a);
+                rill_tensor_free(b);
+            }
+            rill_session_free(sess);
+        }
+    rill_status_free(s);
+    rill_optimizer_free(opt);
+    rill_graph_free(g);
+}
+
 /* Two Adam optimizers in one graph keep their own beta powers (TF creates beta1_power and
  * beta1_power_1): running one must not change the other's bias correction. */
 static void test_two_adams(void)
@@ -998,6 +1064,7 @@ int main(void)
         test_optimizer_steps((opt_kind)k, RILL_FLOAT);
     }
     test_apply_gradients();
+    test_gated_gradients();
     test_two_adams();
     test_convergence();
     TEST_MAIN_END();
