@@ -5,6 +5,7 @@
 #include "../../core/core.h"
 #include "gemm.h"
 #include "loops.h"
+#include "onednn_conv.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -28,9 +29,11 @@ static void make_info(void)
              "cpu features: %s\n"
              "elementwise loops: %s (usable here: %s; RILL_ISA chooses a lower one)\n"
              "crc32c: %s\n"
-             "gemm: %s (%d)\n",
+             "gemm: %s (%d)\n"
+             "convolutions: %s\n",
              rill_version(), f->model, f->vendor, feats, rill__loops_get()->isa, isas,
-             rill__crc32c_path(), rill__gemm_info(), rill__threadpool_size(rill__default_pool()) + 1);
+             rill__crc32c_path(), rill__gemm_info(), rill__threadpool_size(rill__default_pool()) + 1,
+             rill__conv_info());
 }
 
 const char *rill_runtime_info(void)

@@ -196,6 +196,13 @@ static conv_prim *prim_make(const conv_key *k)
         }
     }
     p->usable = ok;
+    static const char *const kinds[] = {"forward", "backward input", "backward filter"};
+    rill__log(RILL_LOG_DEBUG,
+              "oneDNN convolution %s, %lld images of %lldx%lldx%lld, %lldx%lld filter to %lld "
+              "channels: %s%s",
+              kinds[k->kind], (long long)k->n, (long long)k->ih, (long long)k->iw,
+              (long long)k->c, (long long)k->kh, (long long)k->kw, (long long)k->f,
+              p->impl[0] ? p->impl : "refused", ok ? "" : " (not used: im2col instead)");
     if (rpd) dnnl_primitive_desc_destroy(rpd);
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (hint) dnnl_primitive_desc_destroy(hint);
@@ -404,4 +411,22 @@ int rill__onednn_conv(rill__threadpool *pool, rill__conv_kind kind, const rill__
     if (owned[1]) prim_free(j.prim[1]);
     if (owned[0]) prim_free(j.prim[0]);
     return rc;
+}
+
+static char info[160];
+static pthread_once_t info_once = PTHREAD_ONCE_INIT;
+
+static void make_info(void)
+{
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(info, sizeof info,
+             "oneDNN %d.%d.%d primitives in float, split by images (kernel per shape: "
+             "RILL_LOG_LEVEL=0 logs it); double by im2col",
+             v->major, v->minor, v->patch);
+}
+
+const char *rill__conv_info(void)
+{
+    pthread_once(&info_once, make_info);
+    return info;
 }

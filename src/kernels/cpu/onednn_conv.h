@@ -29,4 +29,7 @@ typedef struct rill__conv_args {
 int rill__onednn_conv(rill__threadpool *pool, rill__conv_kind kind, const rill__window *w,
                       const rill__conv_args *a, char *err, size_t errlen);
 
+/* "oneDNN 2.6.3 primitives in float, ...": for rill_runtime_info. */
+const char *rill__conv_info(void);
+
 #endif
