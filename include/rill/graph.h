@@ -106,6 +106,29 @@ rill_output rill_node_output(rill_node *n, int i);
 rill_dtype rill_output_dtype(rill_output o);
 rill_shape rill_output_shape(rill_output o);
 
+/* --- any op by its type name (TF's TF_NewOperation ... TF_FinishOperation) ---
+ * What language front ends build graphs with: the op's inputs in order and its attributes by
+ * name, then one node made with the graph's scopes, device and control dependencies, its shapes
+ * inferred and checked as the typed builders' are. Attribute names and kinds are TF's (strides:
+ * ints, padding: string, T: type, ...); a known attribute of the wrong kind, an unknown op type
+ * or bad inputs leave the error on the graph (TF's texts) and finish returns NULL. Strings,
+ * lists and tensors are copied or referenced: nothing passed in need outlive the call. */
+typedef struct rill_op_builder rill_op_builder;
+rill_op_builder *rill_op_builder_new(rill_graph *g, const char *op_type, const char *name);
+void rill_op_builder_add_input(rill_op_builder *b, rill_output in);
+void rill_op_builder_set_int(rill_op_builder *b, const char *attr, int64_t v);
+void rill_op_builder_set_float(rill_op_builder *b, const char *attr, double v);
+void rill_op_builder_set_bool(rill_op_builder *b, const char *attr, bool v);
+void rill_op_builder_set_type(rill_op_builder *b, const char *attr, rill_dtype v);
+void rill_op_builder_set_string(rill_op_builder *b, const char *attr, const char *v);
+void rill_op_builder_set_ints(rill_op_builder *b, const char *attr, const int64_t *v, int n);
+void rill_op_builder_set_shape(rill_op_builder *b, const char *attr, rill_shape v);
+void rill_op_builder_set_tensor(rill_op_builder *b, const char *attr, const rill_tensor *v);
+/* Makes the node and frees b (also on error: then NULL, and the graph's status says why). */
+rill_node *rill_op_builder_finish(rill_op_builder *b);
+/* Whether an op type is registered. */
+bool rill_op_exists(const char *op_type);
+
 #ifdef __cplusplus
 }
 #endif
