@@ -5,21 +5,25 @@
 #   make build  build only
 #   make install PREFIX=P   install headers, libraries, rill.pc, the CMake package, programs
 #   make bench  benchmarks (results go in docs/BENCHMARKS.md by hand)
+#   make python       the Python package (pyproject.toml) into the virtualenv .venv
+#   make test-python  its tests (pytest python/tests) in .venv
 
 BUILD      ?= build
 BUILD_SAN  ?= build-asan
 BUILD_CLANG ?= build-clang
+# pyproject.toml's build-dir (scikit-build-core's CMake builds, one per wheel tag).
+BUILD_PY   := build-python
 PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc)
 DEB_PKGS   := build-essential cmake pkg-config libdnnl-dev zlib1g-dev libsodium-dev dataset-fashion-mnist \
-              ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd python3-venv clang binutils qemu-user
+              ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd python3-venv python3-dev clang binutils qemu-user
 # The project's virtualenv: TensorFlow's checkpoint reader and TensorBoard's event reader, with
 # which tests/interop checks that rill's files are read as TensorFlow's (and the benchmarks' baselines).
 VENV       := .venv
 VENV_PKGS  := tensorflow-cpu tensorboard
 
 .PHONY: all deps venv build build-werror build-asan build-clang run test test-fast bench bench-peers bench-baselines \
-        install clean format
+        python test-python install clean format
 
 all: build
 
@@ -83,6 +87,7 @@ test: build-werror build-asan build-clang venv
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:use_tls=0:print_suppressions=0 ctest --output-on-failure --output-junit ctest.xml $(CTEST_FLAGS) -j $(JOBS)
 	cd $(BUILD_CLANG) && ctest --output-on-failure --output-junit ctest.xml $(CTEST_FLAGS) -j $(JOBS) -R '$(CLANG_TESTS)'
 	@scripts/skipped_tests.sh $(BUILD) $(BUILD_SAN) $(BUILD_CLANG)
+	$(MAKE) test-python
 
 test-fast: build-werror venv
 	cd $(BUILD) && ctest --output-on-failure --output-junit ctest.xml $(CTEST_FLAGS) -j $(JOBS)
@@ -105,8 +110,26 @@ bench-peers: build venv bench-baselines
 bench-baselines: venv
 	$(VENV)/bin/pip install -q numpy torch
 
+# The Python package into $(VENV): scikit-build-core configures the project's CMake in
+# $(BUILD_PY)/<wheel tag> and builds the extension with warnings as errors, as the tests' builds
+# are. Without build isolation, from the build requirements installed in $(VENV): pip's isolated
+# build environment is a new directory each time, and scikit-build-core clears the CMake build
+# of a changed environment, so only this way does a second install compile only what changed.
+PY_BUILD_PKGS := scikit-build-core>=0.10 numpy
+python: venv
+	@$(VENV)/bin/python -c 'import scikit_build_core, numpy' 2>/dev/null || \
+	  { echo "installing into $(VENV): $(PY_BUILD_PKGS)"; $(VENV)/bin/pip install -q $(foreach p,$(PY_BUILD_PKGS),'$(p)'); }
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(VENV)/bin/pip install -q --no-build-isolation \
+	  --config-settings=cmake.define.RILL_WERROR=ON .
+
+# The pytest script, not `python -m pytest`, so that the current directory is not on sys.path and
+# the installed package is the one imported.
+test-python: python
+	@$(VENV)/bin/python -c 'import pytest' 2>/dev/null || { echo "installing into $(VENV): pytest"; $(VENV)/bin/pip install -q pytest; }
+	$(VENV)/bin/pytest python/tests
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_CLANG)
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_CLANG) $(BUILD_PY)

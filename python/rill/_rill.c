@@ -1,0 +1,1083 @@
+/* _rill.c - the CPython extension over rill's public C API: graphs built op by op
+ * (rill_op_builder), sessions run with numpy arrays in and out, in-process servers.
+ *
+ * The module is deliberately small: rill.compat.v1 (Python) gives TF's API and its semantics
+ * (scopes, devices, fetch structures); this file only crosses the boundary, and keeps the
+ * per-step path in C (Session.make_callable: the feeds, fetches and targets resolved once, then
+ * each call converts the feeds, releases the GIL for the step and wraps the results as numpy
+ * arrays over rill's own buffers, without a copy).
+ *
+ * Objects:
+ *   Graph        a rill_graph; .op(type, name, inputs, attrs, device, control_inputs) makes a
+ *                node (attrs: {name: (kind, value)}, kind one of int float bool type string
+ *                ints shape tensor); build errors raise at once and leave the graph usable.
+ *   Op           one node of a Graph (kept alive by it): name, type, device, outputs' dtypes and
+ *                shapes, inputs; equal and hashable by node.
+ *   Session      a rill_session over a Graph (options: target, log_device_placement,
+ *                allow_soft_placement, intra/inter-op threads); .make_callable(fetches, feeds,
+ *                targets) -> Callable; calling it with the feed arrays runs one step.
+ *   Server       an in-process rill server (create_local_server): .target, .join(), .stop().
+ * Errors: register_errors({code: class}) names the Python class raised for each rill_code
+ * (class(message, code)); unregistered codes raise RuntimeError. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+#include <rill/rill.h>
+
+#include <string.h>
+
+static PyObject *error_classes; /* dict: int code -> exception class */
+
+/* Raises the registered class for code with msg. Returns NULL for the caller to return. */
+static PyObject *raise_code(rill_code code, const char *msg)
+{
+    PyObject *key = PyLong_FromLong(code);
+    PyObject *cls = error_classes && key ? PyDict_GetItem(error_classes, key) : NULL;
+    Py_XDECREF(key);
+    if (!cls) {
+        PyErr_Format(PyExc_RuntimeError, "%s", msg);
+        return NULL;
+    }
+    PyObject *e = PyObject_CallFunction(cls, "si", msg, (int)code);
+    if (e) {
+        PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+        Py_DECREF(e);
+    }
+    return NULL;
+}
+
+static PyObject *raise_status(const rill_status *s)
+{
+    return raise_code(rill_status_code(s), rill_status_message(s));
+}
+
+static PyObject *register_errors(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    if (!PyDict_Check(arg)) return PyErr_Format(PyExc_TypeError, "register_errors takes a dict");
+    Py_XDECREF(error_classes);
+    Py_INCREF(arg);
+    error_classes = arg;
+    Py_RETURN_NONE;
+}
+
+/* --- dtypes --- */
+
+static int npy_of(rill_dtype t)
+{
+    switch (t) {
+    case RILL_FLOAT: return NPY_FLOAT32;
+    case RILL_DOUBLE: return NPY_FLOAT64;
+    case RILL_INT32: return NPY_INT32;
+    case RILL_INT64: return NPY_INT64;
+    case RILL_BOOL: return NPY_BOOL;
+    case RILL_HALF: return NPY_FLOAT16;
+    case RILL_STRING: return NPY_OBJECT;
+    default: return -1;
+    }
+}
+
+static rill_dtype rill_of_npy(int n)
+{
+    switch (n) {
+    case NPY_FLOAT32: return RILL_FLOAT;
+    case NPY_FLOAT64: return RILL_DOUBLE;
+    case NPY_INT32: return RILL_INT32;
+    case NPY_INT64: return RILL_INT64;
+    case NPY_BOOL: return RILL_BOOL;
+    case NPY_FLOAT16: return RILL_HALF;
+    default: return RILL_DT_INVALID;
+    }
+}
+
+/* --- tensors <-> numpy --- */
+
+static void tensor_capsule_free(PyObject *cap)
+{
+    rill_tensor_free(PyCapsule_GetPointer(cap, "rill.tensor"));
+}
+
+/* A numpy array over t's buffer (t's reference moves to the array); strings become an object
+ * array of bytes (a copy). */
+static PyObject *array_of(rill_tensor *t)
+{
+    const rill_shape *sh = rill_tensor_shape(t);
+    npy_intp dims[RILL_MAX_DIMS];
+    for (int i = 0; i < sh->rank; i++) dims[i] = (npy_intp)sh->dims[i];
+    rill_dtype dt = rill_tensor_dtype(t);
+    if (dt == RILL_STRING) {
+        PyObject *a = PyArray_SimpleNew(sh->rank, dims, NPY_OBJECT);
+        if (!a) {
+            rill_tensor_free(t);
+            return NULL;
+        }
+        PyObject **p = PyArray_DATA((PyArrayObject *)a);
+        for (int64_t i = 0; i < rill_tensor_num_elements(t); i++) {
+            size_t len;
+            const char *s = rill_tensor_get_string(t, i, &len);
+            PyObject *b = PyBytes_FromStringAndSize(s, (Py_ssize_t)len);
+            if (!b) {
+                Py_DECREF(a);
+                rill_tensor_free(t);
+                return NULL;
+            }
+            Py_XDECREF(p[i]);
+            p[i] = b;
+        }
+        rill_tensor_free(t);
+        return a;
+    }
+    int nt = npy_of(dt);
+    if (nt < 0) {
+        rill_tensor_free(t);
+        return PyErr_Format(PyExc_TypeError, "rill dtype %s has no numpy equivalent",
+                            rill_dtype_name(dt));
+    }
+    PyObject *a = PyArray_SimpleNewFromData(sh->rank, dims, nt, rill_tensor_data(t));
+    if (!a) {
+        rill_tensor_free(t);
+        return NULL;
+    }
+    PyObject *cap = PyCapsule_New(t, "rill.tensor", tensor_capsule_free);
+    if (!cap) {
+        rill_tensor_free(t);
+        Py_DECREF(a);
+        return NULL;
+    }
+    if (PyArray_SetBaseObject((PyArrayObject *)a, cap) < 0) {
+        Py_DECREF(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* A new tensor holding obj converted to dtype want (RILL_DT_INVALID: obj's own dtype). */
+static rill_tensor *tensor_of(PyObject *obj, rill_dtype want)
+{
+    if (want == RILL_STRING ||
+        (want == RILL_DT_INVALID && (PyUnicode_Check(obj) || PyBytes_Check(obj)))) {
+        PyObject *a = PyArray_FROM_OTF(obj, NPY_OBJECT, NPY_ARRAY_C_CONTIGUOUS);
+        if (!a) return NULL;
+        PyArrayObject *arr = (PyArrayObject *)a;
+        int rank = PyArray_NDIM(arr);
+        int64_t dims[RILL_MAX_DIMS];
+        if (rank > RILL_MAX_DIMS) {
+            Py_DECREF(a);
+            PyErr_Format(PyExc_ValueError, "at most %d dimensions", RILL_MAX_DIMS);
+            return NULL;
+        }
+        for (int i = 0; i < rank; i++) dims[i] = (int64_t)PyArray_DIM(arr, i);
+        rill_tensor *t = rill_tensor_new(RILL_STRING, dims, rank);
+        PyObject **p = PyArray_DATA(arr);
+        for (int64_t i = 0; i < rill_tensor_num_elements(t); i++) {
+            const char *s;
+            Py_ssize_t len;
+            PyObject *enc = NULL;
+            if (PyBytes_Check(p[i])) {
+                s = PyBytes_AS_STRING(p[i]), len = PyBytes_GET_SIZE(p[i]);
+            } else if (PyUnicode_Check(p[i])) {
+                enc = PyUnicode_AsUTF8String(p[i]);
+                if (!enc) break;
+                s = PyBytes_AS_STRING(enc), len = PyBytes_GET_SIZE(enc);
+            } else {
+                PyErr_SetString(PyExc_TypeError, "a string tensor takes str or bytes");
+                break;
+            }
+            rill_tensor_set_string(t, i, s, (size_t)len);
+            Py_XDECREF(enc);
+        }
+        Py_DECREF(a);
+        if (PyErr_Occurred()) {
+            rill_tensor_free(t);
+            return NULL;
+        }
+        return t;
+    }
+    int nt = want == RILL_DT_INVALID ? NPY_NOTYPE : npy_of(want);
+    if (want != RILL_DT_INVALID && nt < 0) {
+        PyErr_Format(PyExc_TypeError, "cannot convert to %s", rill_dtype_name(want));
+        return NULL;
+    }
+    PyArray_Descr *descr = nt == NPY_NOTYPE ? NULL : PyArray_DescrFromType(nt);
+    PyObject *a = PyArray_FromAny(obj, descr, 0, 0, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED |
+                                                        NPY_ARRAY_FORCECAST, NULL);
+    if (!a) return NULL;
+    PyArrayObject *arr = (PyArrayObject *)a;
+    rill_dtype dt = rill_of_npy(PyArray_TYPE(arr));
+    if (dt == RILL_DT_INVALID) { /* Python ints come as int64, floats as float64: keep them */
+        Py_DECREF(a);
+        PyErr_Format(PyExc_TypeError, "unsupported numpy dtype for a rill tensor");
+        return NULL;
+    }
+    int rank = PyArray_NDIM(arr);
+    if (rank > RILL_MAX_DIMS) {
+        Py_DECREF(a);
+        PyErr_Format(PyExc_ValueError, "at most %d dimensions", RILL_MAX_DIMS);
+        return NULL;
+    }
+    int64_t dims[RILL_MAX_DIMS];
+    for (int i = 0; i < rank; i++) dims[i] = (int64_t)PyArray_DIM(arr, i);
+    rill_tensor *t = rill_tensor_from_data(dt, dims, rank, PyArray_DATA(arr));
+    Py_DECREF(a);
+    return t;
+}
+
+static PyObject *shape_tuple(rill_shape s)
+{
+    if (s.rank < 0) Py_RETURN_NONE;
+    PyObject *t = PyTuple_New(s.rank);
+    if (!t) return NULL;
+    for (int i = 0; i < s.rank; i++) {
+        PyObject *d;
+        if (s.dims[i] < 0) {
+            Py_INCREF(Py_None);
+            d = Py_None;
+        } else {
+            d = PyLong_FromLongLong(s.dims[i]);
+        }
+        PyTuple_SET_ITEM(t, i, d);
+    }
+    return t;
+}
+
+/* None (unknown rank) or a sequence of ints / None (unknown dims). */
+static int shape_of(PyObject *o, rill_shape *s)
+{
+    if (o == Py_None) {
+        *s = rill_shape_unknown();
+        return 0;
+    }
+    PyObject *seq = PySequence_Fast(o, "a shape is None or a sequence of ints");
+    if (!seq) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > RILL_MAX_DIMS) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "at most %d dimensions", RILL_MAX_DIMS);
+        return -1;
+    }
+    s->rank = (int)n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PySequence_Fast_GET_ITEM(seq, i);
+        s->dims[i] = d == Py_None ? -1 : PyLong_AsLongLong(d);
+        if (PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* --- Graph and Op --- */
+
+typedef struct {
+    PyObject_HEAD rill_graph *g;
+} GraphObject;
+
+typedef struct {
+    PyObject_HEAD GraphObject *graph;
+    rill_node *n;
+} OpObject;
+
+static PyTypeObject GraphType, OpType;
+
+static PyObject *op_new(GraphObject *g, rill_node *n)
+{
+    if (!n) Py_RETURN_NONE;
+    OpObject *o = PyObject_New(OpObject, &OpType);
+    if (!o) return NULL;
+    Py_INCREF(g);
+    o->graph = g;
+    o->n = n;
+    return (PyObject *)o;
+}
+
+static void op_dealloc(OpObject *o)
+{
+    Py_XDECREF(o->graph);
+    PyObject_Free(o);
+}
+
+static PyObject *graph_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    (void)args, (void)kw;
+    GraphObject *g = (GraphObject *)type->tp_alloc(type, 0);
+    if (g) g->g = rill_graph_new();
+    return (PyObject *)g;
+}
+
+static void graph_dealloc(GraphObject *g)
+{
+    rill_graph_free(g->g);
+    Py_TYPE(g)->tp_free((PyObject *)g);
+}
+
+/* (Op, index) -> rill_output of graph g. */
+static int output_of(GraphObject *g, PyObject *o, rill_output *out)
+{
+    PyObject *op;
+    int idx;
+    if (!PyArg_ParseTuple(o, "O!i;an output is (Op, index)", &OpType, &op, &idx)) return -1;
+    if (((OpObject *)op)->graph != g) {
+        PyErr_SetString(PyExc_ValueError, "the tensor belongs to another graph");
+        return -1;
+    }
+    rill_node *n = ((OpObject *)op)->n;
+    if (idx < 0 || idx >= rill_node_num_outputs(n)) {
+        PyErr_Format(PyExc_IndexError, "op '%s' has no output %d", rill_node_name(n), idx);
+        return -1;
+    }
+    *out = rill_node_output(n, idx);
+    return 0;
+}
+
+/* One attr (kind, value) onto b. */
+static int set_attr(rill_op_builder *b, const char *name, PyObject *kv)
+{
+    const char *kind;
+    PyObject *v;
+    if (!PyArg_ParseTuple(kv, "sO;an attr is (kind, value)", &kind, &v)) return -1;
+    if (strcmp(kind, "int") == 0) {
+        long long i = PyLong_AsLongLong(v);
+        if (PyErr_Occurred()) return -1;
+        rill_op_builder_set_int(b, name, i);
+    } else if (strcmp(kind, "float") == 0) {
+        double f = PyFloat_AsDouble(v);
+        if (PyErr_Occurred()) return -1;
+        rill_op_builder_set_float(b, name, f);
+    } else if (strcmp(kind, "bool") == 0) {
+        rill_op_builder_set_bool(b, name, PyObject_IsTrue(v) == 1);
+    } else if (strcmp(kind, "type") == 0) {
+        long t = PyLong_AsLong(v);
+        if (PyErr_Occurred()) return -1;
+        rill_op_builder_set_type(b, name, (rill_dtype)t);
+    } else if (strcmp(kind, "string") == 0) {
+        const char *s = PyUnicode_AsUTF8(v);
+        if (!s) return -1;
+        rill_op_builder_set_string(b, name, s);
+    } else if (strcmp(kind, "ints") == 0) {
+        PyObject *seq = PySequence_Fast(v, "ints attrs are sequences of ints");
+        if (!seq) return -1;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        int64_t buf[64];
+        if (n > 64) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_ValueError, "at most 64 ints in an attr");
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) buf[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        Py_DECREF(seq);
+        if (PyErr_Occurred()) return -1;
+        rill_op_builder_set_ints(b, name, buf, (int)n);
+    } else if (strcmp(kind, "shape") == 0) {
+        rill_shape s;
+        if (shape_of(v, &s) < 0) return -1;
+        rill_op_builder_set_shape(b, name, s);
+    } else if (strcmp(kind, "tensor") == 0) {
+        PyObject *val;
+        long dt = RILL_DT_INVALID;
+        if (!PyArg_ParseTuple(v, "Ol;a tensor attr is (value, dtype)", &val, &dt)) return -1;
+        rill_tensor *t = tensor_of(val, (rill_dtype)dt);
+        if (!t) return -1;
+        rill_op_builder_set_tensor(b, name, t);
+        rill_tensor_free(t);
+    } else {
+        PyErr_Format(PyExc_ValueError, "unknown attr kind '%s'", kind);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *graph_op(GraphObject *g, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"type", "name", "inputs", "attrs", "device", "control_inputs", NULL};
+    const char *type, *name = NULL, *device = NULL;
+    PyObject *inputs = NULL, *attrs = NULL, *ctl = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zOOzO", kwlist, &type, &name, &inputs, &attrs,
+                                     &device, &ctl))
+        return NULL;
+    rill_op_builder *b = rill_op_builder_new(g->g, type, name);
+    PyObject *seq = NULL;
+    if (inputs && inputs != Py_None) {
+        seq = PySequence_Fast(inputs, "inputs are a sequence of (Op, index)");
+        if (!seq) goto fail;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            rill_output o;
+            if (output_of(g, PySequence_Fast_GET_ITEM(seq, i), &o) < 0) goto fail;
+            rill_op_builder_add_input(b, o);
+        }
+        Py_CLEAR(seq);
+    }
+    if (attrs && attrs != Py_None) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        if (!PyDict_Check(attrs)) {
+            PyErr_SetString(PyExc_TypeError, "attrs are a dict");
+            goto fail;
+        }
+        while (PyDict_Next(attrs, &pos, &k, &v)) {
+            const char *an = PyUnicode_AsUTF8(k);
+            if (!an || set_attr(b, an, v) < 0) goto fail;
+        }
+    }
+    rill_node *deps[64];
+    int nd = 0;
+    if (ctl && ctl != Py_None) {
+        seq = PySequence_Fast(ctl, "control_inputs are a sequence of Op");
+        if (!seq) goto fail;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && nd < 64; i++) {
+            PyObject *op = PySequence_Fast_GET_ITEM(seq, i);
+            if (!PyObject_TypeCheck(op, &OpType)) {
+                PyErr_SetString(PyExc_TypeError, "control inputs are Ops");
+                goto fail;
+            }
+            deps[nd++] = ((OpObject *)op)->n;
+        }
+        Py_CLEAR(seq);
+    }
+    if (device) rill_graph_push_device(g->g, device);
+    if (nd) rill_graph_push_control_dependencies(g->g, deps, nd);
+    rill_node *n = rill_op_builder_finish(b);
+    if (nd) rill_graph_pop_control_dependencies(g->g);
+    if (device) rill_graph_pop_device(g->g);
+    if (!n) {
+        raise_status(rill_graph_status(g->g));
+        rill_graph_clear_status(g->g); /* as TF: the failed op is not added, the graph goes on */
+        return NULL;
+    }
+    return op_new(g, n);
+fail:
+    Py_XDECREF(seq);
+    rill_op_builder_finish(b);
+    rill_graph_clear_status(g->g);
+    return NULL;
+}
+
+static PyObject *graph_find(GraphObject *g, PyObject *arg)
+{
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name) return NULL;
+    return op_new(g, rill_graph_find_node(g->g, name));
+}
+
+static PyObject *graph_ops(GraphObject *g, PyObject *unused)
+{
+    (void)unused;
+    int n = rill_graph_num_nodes(g->g);
+    PyObject *l = PyList_New(n);
+    for (int i = 0; l && i < n; i++) {
+        PyObject *o = op_new(g, rill_graph_node(g->g, i));
+        if (!o) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        PyList_SET_ITEM(l, i, o);
+    }
+    return l;
+}
+
+/* gradients(ys, xs, grad_ys=None) -> [(Op, index) or None] */
+static PyObject *graph_gradients(GraphObject *g, PyObject *args)
+{
+    PyObject *ys, *xs, *gys = Py_None;
+    if (!PyArg_ParseTuple(args, "OO|O", &ys, &xs, &gys)) return NULL;
+    PyObject *ysq = PySequence_Fast(ys, "ys"), *xsq = PySequence_Fast(xs, "xs"), *gsq = NULL;
+    PyObject *res = NULL;
+    rill_output *y = NULL, *x = NULL, *gy = NULL, *dx = NULL;
+    if (!ysq || !xsq) goto out;
+    Py_ssize_t ny = PySequence_Fast_GET_SIZE(ysq), nx = PySequence_Fast_GET_SIZE(xsq);
+    y = PyMem_Calloc((size_t)ny + 1, sizeof *y);
+    x = PyMem_Calloc((size_t)nx + 1, sizeof *x);
+    dx = PyMem_Calloc((size_t)nx + 1, sizeof *dx);
+    for (Py_ssize_t i = 0; i < ny; i++)
+        if (output_of(g, PySequence_Fast_GET_ITEM(ysq, i), &y[i]) < 0) goto out;
+    for (Py_ssize_t i = 0; i < nx; i++)
+        if (output_of(g, PySequence_Fast_GET_ITEM(xsq, i), &x[i]) < 0) goto out;
+    if (gys != Py_None) {
+        gsq = PySequence_Fast(gys, "grad_ys");
+        if (!gsq || PySequence_Fast_GET_SIZE(gsq) != ny) {
+            if (gsq) PyErr_SetString(PyExc_ValueError, "grad_ys must be as long as ys");
+            goto out;
+        }
+        gy = PyMem_Calloc((size_t)ny + 1, sizeof *gy);
+        for (Py_ssize_t i = 0; i < ny; i++)
+            if (output_of(g, PySequence_Fast_GET_ITEM(gsq, i), &gy[i]) < 0) goto out;
+    }
+    if (!rill_gradients(g->g, y, (int)ny, x, (int)nx, gy, dx)) {
+        raise_status(rill_graph_status(g->g));
+        rill_graph_clear_status(g->g);
+        goto out;
+    }
+    res = PyList_New(nx);
+    for (Py_ssize_t i = 0; res && i < nx; i++) {
+        PyObject *e;
+        if (!dx[i].node) {
+            Py_INCREF(Py_None);
+            e = Py_None;
+        } else {
+            PyObject *op = op_new(g, dx[i].node);
+            e = op ? Py_BuildValue("(Ni)", op, dx[i].index) : NULL;
+        }
+        if (!e) {
+            Py_CLEAR(res);
+            break;
+        }
+        PyList_SET_ITEM(res, i, e);
+    }
+out:
+    Py_XDECREF(ysq);
+    Py_XDECREF(xsq);
+    Py_XDECREF(gsq);
+    PyMem_Free(y);
+    PyMem_Free(x);
+    PyMem_Free(gy);
+    PyMem_Free(dx);
+    return res;
+}
+
+static PyObject *graph_set_seed(GraphObject *g, PyObject *arg)
+{
+    long long seed = PyLong_AsLongLong(arg);
+    if (PyErr_Occurred()) return NULL;
+    rill_graph_set_seed(g->g, seed);
+    Py_RETURN_NONE;
+}
+
+static PyObject *graph_push_name_scope(GraphObject *g, PyObject *arg)
+{
+    const char *scope = PyUnicode_AsUTF8(arg);
+    if (!scope) return NULL;
+    rill_graph_push_name_scope(g->g, scope);
+    Py_RETURN_NONE;
+}
+
+static PyObject *graph_pop_name_scope(GraphObject *g, PyObject *unused)
+{
+    (void)unused;
+    rill_graph_pop_name_scope(g->g);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef graph_methods[] = {
+    {"push_name_scope", (PyCFunction)graph_push_name_scope, METH_O,
+     "Enters a name scope (made unique as TF's name_scope makes it)."},
+    {"pop_name_scope", (PyCFunction)graph_pop_name_scope, METH_NOARGS, "Leaves it."},
+    {"op", (PyCFunction)(void (*)(void))graph_op, METH_VARARGS | METH_KEYWORDS,
+     "op(type, name=None, inputs=(), attrs={}, device=None, control_inputs=()) -> Op"},
+    {"find", (PyCFunction)graph_find, METH_O, "The op of that name, or None."},
+    {"ops", (PyCFunction)graph_ops, METH_NOARGS, "Every op, in creation order."},
+    {"gradients", (PyCFunction)graph_gradients, METH_VARARGS,
+     "gradients(ys, xs, grad_ys=None): d(sum ys)/d xs as (Op, index) or None."},
+    {"set_seed", (PyCFunction)graph_set_seed, METH_O, "The graph-level random seed."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject GraphType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rill._rill.Graph",
+    .tp_basicsize = sizeof(GraphObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A rill graph.",
+    .tp_new = graph_new,
+    .tp_dealloc = (destructor)graph_dealloc,
+    .tp_methods = graph_methods,
+};
+
+static PyObject *op_get_name(OpObject *o, void *c)
+{
+    (void)c;
+    return PyUnicode_FromString(rill_node_name(o->n));
+}
+
+static PyObject *op_get_type(OpObject *o, void *c)
+{
+    (void)c;
+    return PyUnicode_FromString(rill_node_op_type(o->n));
+}
+
+static PyObject *op_get_device(OpObject *o, void *c)
+{
+    (void)c;
+    const char *d = rill_node_requested_device(o->n);
+    return PyUnicode_FromString(d ? d : "");
+}
+
+static PyObject *op_get_num_outputs(OpObject *o, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(rill_node_num_outputs(o->n));
+}
+
+static PyObject *op_get_graph(OpObject *o, void *c)
+{
+    (void)c;
+    Py_INCREF(o->graph);
+    return (PyObject *)o->graph;
+}
+
+static PyObject *op_get_inputs(OpObject *o, void *c)
+{
+    (void)c;
+    int n = rill_node_num_inputs(o->n);
+    PyObject *l = PyList_New(n);
+    for (int i = 0; l && i < n; i++) {
+        rill_output in = rill_node_input(o->n, i);
+        PyObject *op = op_new(o->graph, in.node);
+        PyObject *e = op ? Py_BuildValue("(Ni)", op, in.index) : NULL;
+        if (!e) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        PyList_SET_ITEM(l, i, e);
+    }
+    return l;
+}
+
+static PyObject *op_get_control_inputs(OpObject *o, void *c)
+{
+    (void)c;
+    int n = rill_node_num_control_inputs(o->n);
+    PyObject *l = PyList_New(n);
+    for (int i = 0; l && i < n; i++) {
+        PyObject *op = op_new(o->graph, rill_node_control_input(o->n, i));
+        if (!op) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        PyList_SET_ITEM(l, i, op);
+    }
+    return l;
+}
+
+static PyObject *op_output_dtype(OpObject *o, PyObject *arg)
+{
+    long i = PyLong_AsLong(arg);
+    if (PyErr_Occurred()) return NULL;
+    if (i < 0 || i >= rill_node_num_outputs(o->n))
+        return PyErr_Format(PyExc_IndexError, "no output %ld", i);
+    return PyLong_FromLong(rill_node_output_dtype(o->n, (int)i));
+}
+
+static PyObject *op_output_shape(OpObject *o, PyObject *arg)
+{
+    long i = PyLong_AsLong(arg);
+    if (PyErr_Occurred()) return NULL;
+    if (i < 0 || i >= rill_node_num_outputs(o->n))
+        return PyErr_Format(PyExc_IndexError, "no output %ld", i);
+    return shape_tuple(rill_node_output_shape(o->n, (int)i));
+}
+
+static PyObject *op_add_control_input(OpObject *o, PyObject *arg)
+{
+    if (!PyObject_TypeCheck(arg, &OpType)) return PyErr_Format(PyExc_TypeError, "an Op");
+    rill_node_add_control_input(o->n, ((OpObject *)arg)->n);
+    Py_RETURN_NONE;
+}
+
+static Py_hash_t op_hash(OpObject *o)
+{
+    Py_hash_t h = (Py_hash_t)((uintptr_t)o->n >> 4);
+    return h == -1 ? -2 : h;
+}
+
+static PyObject *op_richcompare(PyObject *a, PyObject *b, int opid)
+{
+    if (!PyObject_TypeCheck(b, &OpType) || (opid != Py_EQ && opid != Py_NE))
+        Py_RETURN_NOTIMPLEMENTED;
+    bool eq = ((OpObject *)a)->n == ((OpObject *)b)->n;
+    return PyBool_FromLong(opid == Py_EQ ? eq : !eq);
+}
+
+static PyGetSetDef op_getset[] = {
+    {"name", (getter)op_get_name, NULL, NULL, NULL},
+    {"type", (getter)op_get_type, NULL, NULL, NULL},
+    {"device", (getter)op_get_device, NULL, NULL, NULL},
+    {"num_outputs", (getter)op_get_num_outputs, NULL, NULL, NULL},
+    {"graph", (getter)op_get_graph, NULL, NULL, NULL},
+    {"inputs", (getter)op_get_inputs, NULL, NULL, NULL},
+    {"control_inputs", (getter)op_get_control_inputs, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef op_methods[] = {
+    {"output_dtype", (PyCFunction)op_output_dtype, METH_O, "rill dtype number of output i."},
+    {"output_shape", (PyCFunction)op_output_shape, METH_O,
+     "Output i's static shape: a tuple (None for unknown dims), or None for unknown rank."},
+    {"add_control_input", (PyCFunction)op_add_control_input, METH_O, "A control edge op -> self."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject OpType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rill._rill.Op",
+    .tp_basicsize = sizeof(OpObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A node of a rill graph.",
+    .tp_dealloc = (destructor)op_dealloc,
+    .tp_getset = op_getset,
+    .tp_methods = op_methods,
+    .tp_hash = (hashfunc)op_hash,
+    .tp_richcompare = op_richcompare,
+};
+
+/* --- Session and Callable --- */
+
+typedef struct {
+    PyObject_HEAD GraphObject *graph;
+    rill_session *sess;
+} SessionObject;
+
+typedef struct {
+    PyObject_HEAD SessionObject *sess;
+    int nfeeds, nfetches, ntargets;
+    rill_output *feeds, *fetches;
+    rill_dtype *feed_dtypes;
+    rill_node **targets;
+} CallableObject;
+
+static PyTypeObject SessionType, CallableType;
+
+static int opt_int(PyObject *opts, const char *key, long *v)
+{
+    PyObject *o = opts ? PyDict_GetItemString(opts, key) : NULL;
+    if (!o) return 0;
+    *v = PyLong_AsLong(o);
+    return PyErr_Occurred() ? -1 : 1;
+}
+
+static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"graph", "options", NULL};
+    PyObject *graph, *opts = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|O!", kwlist, &GraphType, &graph, &PyDict_Type,
+                                     &opts))
+        return NULL;
+    rill_session_options *o = rill_session_options_new();
+    long v;
+    int r;
+    if ((r = opt_int(opts, "log_device_placement", &v)) > 0)
+        rill_session_options_set_log_device_placement(o, v != 0);
+    if (r >= 0 && (r = opt_int(opts, "allow_soft_placement", &v)) > 0)
+        rill_session_options_set_allow_soft_placement(o, v != 0);
+    if (r >= 0 && (r = opt_int(opts, "intra_op_threads", &v)) > 0)
+        rill_session_options_set_intra_op_threads(o, (int)v);
+    if (r >= 0 && (r = opt_int(opts, "inter_op_threads", &v)) > 0)
+        rill_session_options_set_inter_op_threads(o, (int)v);
+    PyObject *target = opts ? PyDict_GetItemString(opts, "target") : NULL;
+    if (r >= 0 && target && target != Py_None) {
+        const char *t = PyUnicode_AsUTF8(target);
+        if (!t)
+            r = -1;
+        else
+            rill_session_options_set_target(o, t);
+    }
+    if (r < 0) {
+        rill_session_options_free(o);
+        return NULL;
+    }
+    rill_status *s = rill_status_new();
+    rill_session *sess;
+    Py_BEGIN_ALLOW_THREADS
+    sess = rill_session_new(((GraphObject *)graph)->g, o, s);
+    Py_END_ALLOW_THREADS
+    rill_session_options_free(o);
+    if (!sess) {
+        raise_status(s);
+        rill_status_free(s);
+        return NULL;
+    }
+    rill_status_free(s);
+    SessionObject *so = (SessionObject *)type->tp_alloc(type, 0);
+    if (!so) {
+        rill_session_free(sess);
+        return NULL;
+    }
+    Py_INCREF(graph);
+    so->graph = (GraphObject *)graph;
+    so->sess = sess;
+    return (PyObject *)so;
+}
+
+static void session_close_impl(SessionObject *so)
+{
+    if (so->sess) {
+        rill_session *s = so->sess;
+        so->sess = NULL;
+        Py_BEGIN_ALLOW_THREADS
+        rill_session_free(s);
+        Py_END_ALLOW_THREADS
+    }
+}
+
+static void session_dealloc(SessionObject *so)
+{
+    session_close_impl(so);
+    Py_XDECREF(so->graph);
+    Py_TYPE(so)->tp_free((PyObject *)so);
+}
+
+static PyObject *session_close(SessionObject *so, PyObject *unused)
+{
+    (void)unused;
+    session_close_impl(so);
+    Py_RETURN_NONE;
+}
+
+/* make_callable(fetches, feeds, targets): fetches and feeds sequences of (Op, index), targets of
+ * Op. */
+static PyObject *session_make_callable(SessionObject *so, PyObject *args)
+{
+    PyObject *fetches, *feeds, *targets;
+    if (!PyArg_ParseTuple(args, "OOO", &fetches, &feeds, &targets)) return NULL;
+    if (!so->sess) return PyErr_Format(PyExc_RuntimeError, "Attempted to use a closed Session.");
+    PyObject *fq = PySequence_Fast(fetches, "fetches"), *dq = PySequence_Fast(feeds, "feeds"),
+             *tq = PySequence_Fast(targets, "targets");
+    CallableObject *c = NULL;
+    if (!fq || !dq || !tq) goto out;
+    c = PyObject_New(CallableObject, &CallableType);
+    if (!c) goto out;
+    Py_INCREF(so);
+    c->sess = so;
+    c->nfetches = (int)PySequence_Fast_GET_SIZE(fq);
+    c->nfeeds = (int)PySequence_Fast_GET_SIZE(dq);
+    c->ntargets = (int)PySequence_Fast_GET_SIZE(tq);
+    c->fetches = PyMem_Calloc((size_t)c->nfetches + 1, sizeof *c->fetches);
+    c->feeds = PyMem_Calloc((size_t)c->nfeeds + 1, sizeof *c->feeds);
+    c->feed_dtypes = PyMem_Calloc((size_t)c->nfeeds + 1, sizeof *c->feed_dtypes);
+    c->targets = PyMem_Calloc((size_t)c->ntargets + 1, sizeof *c->targets);
+    for (int i = 0; i < c->nfetches; i++)
+        if (output_of(so->graph, PySequence_Fast_GET_ITEM(fq, i), &c->fetches[i]) < 0) goto fail;
+    for (int i = 0; i < c->nfeeds; i++) {
+        if (output_of(so->graph, PySequence_Fast_GET_ITEM(dq, i), &c->feeds[i]) < 0) goto fail;
+        c->feed_dtypes[i] = rill_output_dtype(c->feeds[i]);
+    }
+    for (int i = 0; i < c->ntargets; i++) {
+        PyObject *op = PySequence_Fast_GET_ITEM(tq, i);
+        if (!PyObject_TypeCheck(op, &OpType)) {
+            PyErr_SetString(PyExc_TypeError, "targets are Ops");
+            goto fail;
+        }
+        c->targets[i] = ((OpObject *)op)->n;
+    }
+    goto out;
+fail:
+    Py_CLEAR(c);
+out:
+    Py_XDECREF(fq);
+    Py_XDECREF(dq);
+    Py_XDECREF(tq);
+    return (PyObject *)c;
+}
+
+static void callable_dealloc(CallableObject *c)
+{
+    Py_XDECREF(c->sess);
+    PyMem_Free(c->fetches);
+    PyMem_Free(c->feeds);
+    PyMem_Free(c->feed_dtypes);
+    PyMem_Free(c->targets);
+    PyObject_Free(c);
+}
+
+/* callable(*feed_values) -> list of numpy arrays, one per fetch. */
+static PyObject *callable_call(CallableObject *c, PyObject *args, PyObject *kw)
+{
+    (void)kw;
+    if (!c->sess->sess) return PyErr_Format(PyExc_RuntimeError, "Attempted to use a closed Session.");
+    if (PyTuple_GET_SIZE(args) != c->nfeeds)
+        return PyErr_Format(PyExc_TypeError, "expected %d feed values, got %zd", c->nfeeds,
+                            PyTuple_GET_SIZE(args));
+    rill_tensor *fbuf[16], *obuf[16];
+    rill_tensor **fv = c->nfeeds > 16 ? PyMem_Calloc((size_t)c->nfeeds, sizeof *fv) : fbuf;
+    rill_tensor **ov = c->nfetches > 16 ? PyMem_Calloc((size_t)c->nfetches, sizeof *ov) : obuf;
+    PyObject *res = NULL;
+    int made = 0;
+    for (; made < c->nfeeds; made++) {
+        fv[made] = tensor_of(PyTuple_GET_ITEM(args, made), c->feed_dtypes[made]);
+        if (!fv[made]) goto out;
+    }
+    for (int i = 0; i < c->nfetches; i++) ov[i] = NULL;
+    rill_status *s = rill_status_new();
+    rill_code code;
+    Py_BEGIN_ALLOW_THREADS
+    code = rill_session_run(c->sess->sess, c->feeds, fv, c->nfeeds, c->fetches, ov, c->nfetches,
+                            c->targets, c->ntargets, s);
+    Py_END_ALLOW_THREADS
+    if (code != RILL_OK) {
+        raise_status(s);
+        rill_status_free(s);
+        goto out;
+    }
+    rill_status_free(s);
+    res = PyList_New(c->nfetches);
+    for (int i = 0; i < c->nfetches; i++) {
+        PyObject *a = res ? array_of(ov[i]) : NULL;
+        if (!res) rill_tensor_free(ov[i]);
+        ov[i] = NULL;
+        if (res && !a) Py_CLEAR(res);
+        if (res) PyList_SET_ITEM(res, i, a);
+    }
+out:
+    for (int i = 0; i < made; i++) rill_tensor_free(fv[i]);
+    if (fv != fbuf) PyMem_Free(fv);
+    if (ov != obuf) PyMem_Free(ov);
+    return res;
+}
+
+static PyMethodDef session_methods[] = {
+    {"make_callable", (PyCFunction)session_make_callable, METH_VARARGS,
+     "make_callable(fetches, feeds, targets) -> Callable(*feed_values) -> [ndarray]"},
+    {"close", (PyCFunction)session_close, METH_NOARGS, "Frees the session."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject SessionType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rill._rill.Session",
+    .tp_basicsize = sizeof(SessionObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Session(graph, options={}): a rill session.",
+    .tp_new = session_new,
+    .tp_dealloc = (destructor)session_dealloc,
+    .tp_methods = session_methods,
+};
+
+static PyTypeObject CallableType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rill._rill.Callable",
+    .tp_basicsize = sizeof(CallableObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One step of a session for fixed feeds, fetches and targets.",
+    .tp_dealloc = (destructor)callable_dealloc,
+    .tp_call = (ternaryfunc)callable_call,
+};
+
+/* --- Server --- */
+
+typedef struct {
+    PyObject_HEAD rill_server *srv;
+} ServerObject;
+
+static PyObject *server_create_local(PyTypeObject *type, PyObject *unused)
+{
+    (void)unused;
+    rill_status *s = rill_status_new();
+    rill_server *srv;
+    Py_BEGIN_ALLOW_THREADS
+    srv = rill_server_create_local(s);
+    Py_END_ALLOW_THREADS
+    if (!srv) {
+        raise_status(s);
+        rill_status_free(s);
+        return NULL;
+    }
+    rill_status_free(s);
+    ServerObject *o = (ServerObject *)type->tp_alloc(type, 0);
+    if (!o) {
+        rill_server_free(srv);
+        return NULL;
+    }
+    o->srv = srv;
+    return (PyObject *)o;
+}
+
+static void server_dealloc(ServerObject *o)
+{
+    if (o->srv) {
+        rill_server *srv = o->srv;
+        o->srv = NULL;
+        Py_BEGIN_ALLOW_THREADS
+        rill_server_free(srv);
+        Py_END_ALLOW_THREADS
+    }
+    Py_TYPE(o)->tp_free((PyObject *)o);
+}
+
+static PyObject *server_get_target(ServerObject *o, void *c)
+{
+    (void)c;
+    return PyUnicode_FromString(rill_server_target(o->srv));
+}
+
+static PyObject *server_join(ServerObject *o, PyObject *unused)
+{
+    (void)unused;
+    rill_status *s = rill_status_new();
+    rill_code code;
+    Py_BEGIN_ALLOW_THREADS
+    code = rill_server_join(o->srv, s);
+    Py_END_ALLOW_THREADS
+    if (code != RILL_OK) raise_status(s);
+    rill_status_free(s);
+    if (code != RILL_OK) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *server_stop(ServerObject *o, PyObject *unused)
+{
+    (void)unused;
+    Py_BEGIN_ALLOW_THREADS
+    rill_server_stop(o->srv);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyGetSetDef server_getset[] = {
+    {"target", (getter)server_get_target, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef server_methods[] = {
+    {"create_local", (PyCFunction)server_create_local, METH_NOARGS | METH_CLASS,
+     "An in-process server of a one-task cluster on a free loopback port."},
+    {"join", (PyCFunction)server_join, METH_NOARGS, "Blocks until the server stops."},
+    {"stop", (PyCFunction)server_stop, METH_NOARGS, "Stops the server."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ServerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rill._rill.Server",
+    .tp_basicsize = sizeof(ServerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A rill server.",
+    .tp_dealloc = (destructor)server_dealloc,
+    .tp_getset = server_getset,
+    .tp_methods = server_methods,
+};
+
+/* --- module --- */
+
+static PyObject *runtime_info(PyObject *self, PyObject *unused)
+{
+    (void)self, (void)unused;
+    return PyUnicode_FromString(rill_runtime_info());
+}
+
+static PyMethodDef module_methods[] = {
+    {"register_errors", register_errors, METH_O,
+     "register_errors({code: class}): the exception class raised for each rill_code."},
+    {"runtime_info", runtime_info, METH_NOARGS, "rill_runtime_info(): CPU and code paths."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_rill", "rill's C library, for rill.compat.v1.", -1, module_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__rill(void)
+{
+    import_array();
+    if (PyType_Ready(&GraphType) < 0 || PyType_Ready(&OpType) < 0 ||
+        PyType_Ready(&SessionType) < 0 || PyType_Ready(&CallableType) < 0 ||
+        PyType_Ready(&ServerType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    PyModule_AddStringConstant(m, "__version__", rill_version());
+    PyTypeObject *types[] = {&GraphType, &OpType, &SessionType, &CallableType, &ServerType};
+    const char *names[] = {"Graph", "Op", "Session", "Callable", "Server"};
+    for (int i = 0; i < 5; i++) {
+        Py_INCREF(types[i]);
+        PyModule_AddObject(m, names[i], (PyObject *)types[i]);
+    }
+    return m;
+}

@@ -1,0 +1,657 @@
+"""tf.compat.v1's graph-mode API over rill's C library (``import rill.compat.v1 as tf``).
+
+The graph lives in C (rill._rill.Graph): every op is made by type name with TF's attributes, so
+shapes, names, devices and error texts are rill's, which are TensorFlow's. This module adds what
+TF's Python adds: the default graph, name scopes, device and control-dependency contexts, Tensor
+objects with operators, fetch and feed structures for Session.run, and the error classes.
+
+This is the first part of issue 11: what the seed's device-placement and local-server programs
+use. docs/PYTHON.md lists what exists."""
+import builtins as _builtins
+import contextlib as _contextlib
+import threading as _threading
+
+import numpy as _np
+
+from ... import _rill
+from . import errors  # noqa: F401  (tf.errors)
+from .dtypes import (DType, as_dtype, bool, float16, float32, float64, half,  # noqa: F401
+                     int32, int64, string)
+
+__all__ = []
+
+
+# --- graphs ---
+
+class Graph:
+    """A TF graph: a rill graph plus the Python-side contexts TF keeps per graph."""
+
+    def __init__(self):
+        self._g = _rill.Graph()
+        self._device_stack = []
+        self._control_stack = []
+        self._ops = {}
+
+    # the rill op of each Operation, and back
+    def _wrap(self, rop):
+        op = self._ops.get(rop)
+        if op is None:
+            op = Operation(self, rop)
+            self._ops[rop] = op
+        return op
+
+    def _make(self, type, name, inputs=(), attrs=None, control_inputs=()):
+        device = None
+        for d in self._device_stack:
+            if d is None:
+                device = None
+            elif callable(d):
+                device = d(_PendingOp(type, name))
+            else:
+                device = d
+        deps = [o._op for c in self._control_stack for o in c] + [c._op for c in control_inputs]
+        rop = self._g.op(type, name, [t._out for t in inputs], attrs or {}, device, deps)
+        return self._wrap(rop)
+
+    def as_default(self):
+        return _default_graph_context(self)
+
+    @_contextlib.contextmanager
+    def name_scope(self, name):
+        if name is None or name == "":
+            yield ""
+            return
+        self._g.push_name_scope(name.rstrip("/"))
+        try:
+            yield name
+        finally:
+            self._g.pop_name_scope()
+
+    @_contextlib.contextmanager
+    def device(self, spec):
+        if isinstance(spec, DeviceSpec):
+            spec = spec.to_string()
+        self._device_stack.append(spec)
+        try:
+            yield
+        finally:
+            self._device_stack.pop()
+
+    @_contextlib.contextmanager
+    def control_dependencies(self, control_inputs):
+        if control_inputs is None:
+            saved, self._control_stack = self._control_stack, []
+            try:
+                yield
+            finally:
+                self._control_stack = saved
+            return
+        ops = [x.op if isinstance(x, Tensor) else x for x in control_inputs]
+        self._control_stack.append(ops)
+        try:
+            yield
+        finally:
+            self._control_stack.pop()
+
+    def get_operations(self):
+        return [self._wrap(r) for r in self._g.ops()]
+
+    def get_operation_by_name(self, name):
+        r = self._g.find(name)
+        if r is None:
+            raise KeyError(f"The name '{name}' refers to an Operation not in the graph.")
+        return self._wrap(r)
+
+    def get_tensor_by_name(self, name):
+        opname, _, idx = name.rpartition(":")
+        if not opname or not idx.isdigit():
+            raise ValueError(f"The name '{name}' looks like an (invalid) Operation name, not a "
+                             "Tensor. Tensor names must be of the form \"<op_name>:<output_index>\".")
+        return self.get_operation_by_name(opname).outputs[int(idx)]
+
+
+class _PendingOp:
+    """What a device function sees of an op about to be made: its type (and name)."""
+
+    def __init__(self, type, name):
+        self.type = type
+        self.name = name
+
+
+class DeviceSpec:
+    def __init__(self, job=None, replica=None, task=None, device_type=None, device_index=None):
+        self.job, self.replica, self.task = job, replica, task
+        self.device_type, self.device_index = device_type, device_index
+
+    def to_string(self):
+        parts = []
+        if self.job is not None:
+            parts.append(f"/job:{self.job}")
+        if self.replica is not None:
+            parts.append(f"/replica:{self.replica}")
+        if self.task is not None:
+            parts.append(f"/task:{self.task}")
+        if self.device_type is not None:
+            parts.append(f"/device:{self.device_type}:"
+                         f"{'*' if self.device_index is None else self.device_index}")
+        return "".join(parts)
+
+
+_local = _threading.local()
+_global_default = [None]
+
+
+def _graph_stack():
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    return _local.stack
+
+
+def get_default_graph():
+    st = _graph_stack()
+    if st:
+        return st[-1]
+    if _global_default[0] is None:
+        _global_default[0] = Graph()
+    return _global_default[0]
+
+
+def reset_default_graph():
+    if _graph_stack():
+        raise AssertionError("Do not use tf.reset_default_graph() to clear nested graphs.")
+    _global_default[0] = Graph()
+
+
+@_contextlib.contextmanager
+def _default_graph_context(g):
+    _graph_stack().append(g)
+    try:
+        yield g
+    finally:
+        _graph_stack().pop()
+
+
+def device(spec):
+    return get_default_graph().device(spec)
+
+
+def name_scope(name, default_name=None, values=None):
+    return get_default_graph().name_scope(name if name is not None else default_name)
+
+
+def control_dependencies(control_inputs):
+    return get_default_graph().control_dependencies(control_inputs)
+
+
+# --- operations and tensors ---
+
+class Operation:
+    def __init__(self, graph, rop):
+        self._graph = graph
+        self._op = rop
+        self._outputs = None
+
+    @property
+    def name(self):
+        return self._op.name
+
+    @property
+    def type(self):
+        return self._op.type
+
+    @property
+    def device(self):
+        return self._op.device
+
+    @property
+    def graph(self):
+        return self._graph
+
+    @property
+    def outputs(self):
+        if self._outputs is None:
+            self._outputs = [Tensor(self, i) for i in range(self._op.num_outputs)]
+        return self._outputs
+
+    @property
+    def inputs(self):
+        return [self._graph._wrap(op).outputs[i] for op, i in self._op.inputs]
+
+    @property
+    def control_inputs(self):
+        return [self._graph._wrap(op) for op in self._op.control_inputs]
+
+    def run(self, feed_dict=None, session=None):
+        (session or get_default_session()).run(self, feed_dict)
+
+    def __repr__(self):
+        return f"<tf.Operation '{self.name}' type={self.type}>"
+
+
+class TensorShape:
+    def __init__(self, dims):
+        self._dims = None if dims is None else [None if d is None else int(d) for d in dims]
+
+    @property
+    def ndims(self):
+        return None if self._dims is None else len(self._dims)
+
+    @property
+    def dims(self):
+        return None if self._dims is None else list(self._dims)
+
+    def as_list(self):
+        if self._dims is None:
+            raise ValueError("as_list() is not defined on an unknown TensorShape.")
+        return list(self._dims)
+
+    def is_fully_defined(self):
+        return self._dims is not None and all(d is not None for d in self._dims)
+
+    def __iter__(self):
+        return iter(self._dims or [])
+
+    def __len__(self):
+        if self._dims is None:
+            raise ValueError("Cannot take the length of shape with unknown rank.")
+        return len(self._dims)
+
+    def __getitem__(self, i):
+        return self._dims[i]
+
+    def __eq__(self, other):
+        if not isinstance(other, TensorShape):
+            other = TensorShape(other)
+        return self._dims == other._dims
+
+    def __repr__(self):
+        return "TensorShape(None)" if self._dims is None else f"TensorShape({self._dims})"
+
+
+class Tensor:
+    def __init__(self, op, index):
+        self._op_obj = op
+        self._index = index
+        self._out = (op._op, index)
+
+    @property
+    def op(self):
+        return self._op_obj
+
+    @property
+    def graph(self):
+        return self._op_obj.graph
+
+    @property
+    def name(self):
+        return f"{self._op_obj.name}:{self._index}"
+
+    @property
+    def value_index(self):
+        return self._index
+
+    @property
+    def device(self):
+        return self._op_obj.device
+
+    @property
+    def dtype(self):
+        return as_dtype(self._op_obj._op.output_dtype(self._index))
+
+    @property
+    def shape(self):
+        return TensorShape(self._op_obj._op.output_shape(self._index))
+
+    def get_shape(self):
+        return self.shape
+
+    def eval(self, feed_dict=None, session=None):
+        return (session or get_default_session()).run(self, feed_dict)
+
+    def __repr__(self):
+        return f"<tf.Tensor '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
+
+    def __hash__(self):
+        return hash(self._out)
+
+    def __eq__(self, other):  # TF 1.x: identity
+        return self is other
+
+    # operators
+    def __add__(self, o):
+        return add(self, o)
+
+    def __radd__(self, o):
+        return add(o, self)
+
+    def __sub__(self, o):
+        return subtract(self, o)
+
+    def __rsub__(self, o):
+        return subtract(o, self)
+
+    def __mul__(self, o):
+        return multiply(self, o)
+
+    def __rmul__(self, o):
+        return multiply(o, self)
+
+    def __truediv__(self, o):
+        return truediv(self, o)
+
+    def __rtruediv__(self, o):
+        return truediv(o, self)
+
+    def __neg__(self):
+        return negative(self)
+
+    def __matmul__(self, o):
+        return matmul(self, o)
+
+
+def _attr_type(dt):
+    return ("type", as_dtype(dt).enum)
+
+
+def convert_to_tensor(value, dtype=None, name=None):
+    if isinstance(value, Tensor):
+        if dtype is not None and as_dtype(dtype) != value.dtype:
+            raise ValueError(f"Tensor conversion requested dtype {as_dtype(dtype).name} for "
+                             f"Tensor with dtype {value.dtype.name}: {value!r}")
+        return value
+    return constant(value, dtype=dtype, name=name or "Const")
+
+
+def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
+    dt = as_dtype(dtype) if dtype is not None else None
+    if dt is None:
+        arr = _np.asarray(value)
+        if arr.dtype.kind in "US" or arr.dtype == object:
+            dt = string
+        elif arr.dtype == _np.float64 and not isinstance(value, _np.ndarray):
+            dt = float32  # TF: Python floats become float32
+        elif arr.dtype == _np.int64 and not isinstance(value, _np.ndarray):
+            dt = int32  # and Python ints int32
+        else:
+            dt = as_dtype(arr.dtype)
+    if dt == string:
+        arr = _np.asarray(value, dtype=object)
+    else:
+        arr = _np.asarray(value, dtype=dt.as_numpy_dtype)
+    if shape is not None:
+        shape = [int(d) for d in shape]
+        n = int(_np.prod(shape)) if shape else 1
+        if arr.size == n:
+            arr = arr.reshape(shape)
+        elif arr.size == 1:
+            arr = _np.full(shape, arr.reshape(()), dtype=arr.dtype)
+        elif arr.size < n and arr.ndim <= 1 and not verify_shape:
+            flat = _np.concatenate([arr.reshape(-1), _np.repeat(arr.reshape(-1)[-1:], n - arr.size)])
+            arr = flat.reshape(shape)
+        else:
+            raise TypeError(f"Expected Tensor's shape: {tuple(shape)}, got {arr.shape}.")
+    g = get_default_graph()
+    op = g._make("Const", name, (), {"value": ("tensor", (arr, dt.enum)), "dtype": _attr_type(dt)})
+    return op.outputs[0]
+
+
+def placeholder(dtype, shape=None, name=None):
+    dt = as_dtype(dtype)
+    attrs = {"dtype": _attr_type(dt)}
+    attrs["shape"] = ("shape", None if shape is None else
+                      [None if d is None else int(d) for d in (shape.dims if isinstance(shape, TensorShape) else shape)])
+    return get_default_graph()._make("Placeholder", name or "Placeholder", (), attrs).outputs[0]
+
+
+def _binary(type, default, x, y, name):
+    g = get_default_graph()
+    if isinstance(x, Tensor) and not isinstance(y, Tensor):
+        y = convert_to_tensor(y, dtype=x.dtype)
+    elif isinstance(y, Tensor) and not isinstance(x, Tensor):
+        x = convert_to_tensor(x, dtype=y.dtype)
+    else:
+        x, y = convert_to_tensor(x), convert_to_tensor(y)
+    return g._make(type, name or default, (x, y), {"T": _attr_type(x.dtype)}).outputs[0]
+
+
+def add(x, y, name=None):
+    return _binary("Add", "add", x, y, name)
+
+
+def subtract(x, y, name=None):
+    return _binary("Sub", "sub", x, y, name)
+
+
+def multiply(x, y, name=None):
+    return _binary("Mul", "mul", x, y, name)
+
+
+def truediv(x, y, name=None):
+    return _binary("RealDiv", "truediv", x, y, name)
+
+
+divide = truediv
+sub = subtract
+mul = multiply
+
+
+def negative(x, name=None):
+    x = convert_to_tensor(x)
+    return get_default_graph()._make("Neg", name or "Neg", (x,), {"T": _attr_type(x.dtype)}).outputs[0]
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
+    a, b = convert_to_tensor(a), convert_to_tensor(b)
+    return get_default_graph()._make("MatMul", name or "MatMul", (a, b), {
+        "T": _attr_type(a.dtype), "transpose_a": ("bool", transpose_a),
+        "transpose_b": ("bool", transpose_b)}).outputs[0]
+
+
+def no_op(name=None):
+    return get_default_graph()._make("NoOp", name or "NoOp")
+
+
+def group(*inputs, name=None):
+    g = get_default_graph()
+    ops = [x.op if isinstance(x, Tensor) else x for x in inputs]
+    with g.control_dependencies(ops):
+        return g._make("NoOp", name or "group_deps")
+
+
+# --- sessions ---
+
+class GPUOptions:
+    def __init__(self, allow_growth=False, per_process_gpu_memory_fraction=0.0,
+                 visible_device_list=""):
+        self.allow_growth = allow_growth
+        self.per_process_gpu_memory_fraction = per_process_gpu_memory_fraction
+        self.visible_device_list = visible_device_list
+
+
+class ConfigProto:
+    def __init__(self, log_device_placement=False, allow_soft_placement=False, gpu_options=None,
+                 intra_op_parallelism_threads=0, inter_op_parallelism_threads=0,
+                 operation_timeout_in_ms=0, device_count=None):
+        self.log_device_placement = log_device_placement
+        self.allow_soft_placement = allow_soft_placement
+        self.gpu_options = gpu_options or GPUOptions()
+        self.intra_op_parallelism_threads = intra_op_parallelism_threads
+        self.inter_op_parallelism_threads = inter_op_parallelism_threads
+        self.operation_timeout_in_ms = operation_timeout_in_ms
+        self.device_count = device_count or {}
+
+
+class RunOptions:
+    def __init__(self, timeout_in_ms=0, trace_level=0):
+        self.timeout_in_ms = timeout_in_ms
+        self.trace_level = trace_level
+
+
+_session_local = _threading.local()
+
+
+def get_default_session():
+    st = getattr(_session_local, "stack", None)
+    return st[-1] if st else None
+
+
+class _FetchMapper:
+    """TF's fetch structures: a tensor, an op (-> None), a tensor name, lists, tuples, dicts and
+    namedtuples, nested. flat() lists the unique tensors and ops to run; build(values) puts the
+    fetched arrays back into the structure."""
+
+    def __init__(self, graph, fetches):
+        self.tensors, self.ops = [], []
+        self._tindex, self._oindex = {}, {}
+        self.structure = self._map(graph, fetches)
+
+    def _map(self, graph, f):
+        if isinstance(f, (list, tuple)):
+            items = [self._map(graph, x) for x in f]
+            if hasattr(f, "_fields"):
+                return ("namedtuple", type(f), items)
+            return ("list" if isinstance(f, list) else "tuple", items)
+        if isinstance(f, dict):
+            return ("dict", type(f), [(k, self._map(graph, v)) for k, v in f.items()])
+        if isinstance(f, str):
+            f = graph.get_tensor_by_name(f) if ":" in f else graph.get_operation_by_name(f)
+        if isinstance(f, Tensor):
+            if f.graph is not graph:
+                raise ValueError(f"Fetch argument {f!r} cannot be interpreted as a Tensor. "
+                                 f"(Tensor {f!r} is not an element of this graph.)")
+            key = f._out
+            if key not in self._tindex:
+                self._tindex[key] = len(self.tensors)
+                self.tensors.append(f)
+            return ("tensor", self._tindex[key])
+        if isinstance(f, Operation):
+            if f._op not in self._oindex:
+                self._oindex[f._op] = len(self.ops)
+                self.ops.append(f)
+            return ("op",)
+        if f is None:
+            raise TypeError("Fetch argument None has invalid type <class 'NoneType'>")
+        raise TypeError(f"Fetch argument {f!r} has invalid type {type(f)}, must be a string or "
+                        "Tensor. (Can not convert a {type(f).__name__} into a Tensor or "
+                        "Operation.)")
+
+    def build(self, values, s=None):
+        s = self.structure if s is None else s
+        kind = s[0]
+        if kind == "tensor":
+            v = values[s[1]]
+            return v[()] if isinstance(v, _np.ndarray) and v.ndim == 0 else v
+        if kind == "op":
+            return None
+        if kind == "list":
+            return [self.build(values, x) for x in s[1]]
+        if kind == "tuple":
+            return tuple(self.build(values, x) for x in s[1])
+        if kind == "namedtuple":
+            return s[1](*[self.build(values, x) for x in s[2]])
+        return s[1]((k, self.build(values, v)) for k, v in s[2])
+
+
+class Session:
+    def __init__(self, target="", graph=None, config=None):
+        self._graph = graph or get_default_graph()
+        self._config = config or ConfigProto()
+        c = self._config
+        opts = {"log_device_placement": int(_builtins.bool(c.log_device_placement)),
+                "allow_soft_placement": int(_builtins.bool(c.allow_soft_placement)),
+                "intra_op_threads": int(c.intra_op_parallelism_threads),
+                "inter_op_threads": int(c.inter_op_parallelism_threads)}
+        if target:
+            opts["target"] = target if isinstance(target, str) else target.decode()
+        self._sess = _rill.Session(self._graph._g, opts)
+        self._callables = {}
+        self._closed = False
+
+    @property
+    def graph(self):
+        return self._graph
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        mapper = _FetchMapper(self._graph, fetches)
+        feed_keys, feed_vals = [], []
+        for k, v in (feed_dict or {}).items():
+            if isinstance(k, str):
+                k = self._graph.get_tensor_by_name(k)
+            if not isinstance(k, Tensor):
+                raise TypeError(f"The value of a feed cannot be a tf.Tensor object. Acceptable "
+                                f"feed values include Python scalars, strings, lists, numpy "
+                                f"ndarrays, or TensorHandles. (key {k!r})")
+            feed_keys.append(k)
+            feed_vals.append(v.eval(session=self) if isinstance(v, Tensor) else v)
+        sig = (tuple(t._out for t in mapper.tensors), tuple(o._op for o in mapper.ops),
+               tuple(k._out for k in feed_keys))
+        call = self._callables.get(sig)
+        if call is None:
+            call = self._sess.make_callable([t._out for t in mapper.tensors],
+                                            [k._out for k in feed_keys],
+                                            [o._op for o in mapper.ops])
+            self._callables[sig] = call
+        return mapper.build(call(*feed_vals))
+
+    def close(self):
+        if not self._closed:
+            self._closed = True
+            self._callables.clear()
+            self._sess.close()
+
+    def as_default(self):
+        return _session_context(self)
+
+    def __enter__(self):
+        self._ctx = _session_context(self)
+        self._ctx.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._ctx.__exit__(*exc)
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+InteractiveSession = Session
+
+
+@_contextlib.contextmanager
+def _session_context(sess):
+    st = getattr(_session_local, "stack", None)
+    if st is None:
+        st = _session_local.stack = []
+    st.append(sess)
+    try:
+        yield sess
+    finally:
+        st.pop()
+
+
+# --- v2 behaviour switches that TF 1.x programs call: accepted, rill is graph mode only ---
+
+def disable_v2_behavior():
+    pass
+
+
+def disable_eager_execution():
+    pass
+
+
+def enable_v2_behavior():
+    raise NotImplementedError("rill runs TF 1.x graph mode only")
+
+
+def executing_eagerly():
+    return False
+
+
+from . import train  # noqa: E402,F401  (tf.train)

@@ -1,0 +1,83 @@
+"""The seed's programs (../shared/seed/000_8011f9f33961f825.txt, extracted at test time, not
+copied) run on rill with ``python -m rill.run``, in real processes:
+
+- the device program (its snippet has no import line: ``import tensorflow as tf`` is put before
+  it, as anyone running it must) prints ``[2. 4. 6.]`` and the placement log on a machine with a
+  GPU (PoCL's OpenCL device standing in: RILL_OPENCL_CPU_AS_GPU=1), and without one fails as
+  TensorFlow does; with ``/gpu:1`` it raises InvalidArgumentError with TensorFlow's text, with
+  and without the GPU;
+- the local-server program prints ``b'Hello, distributed TensorFlow!'``.
+"""
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _seed_text():
+    for d in [ROOT, *ROOT.parents]:
+        p = d / "shared" / "seed" / "000_8011f9f33961f825.txt"
+        if p.exists():
+            return p.read_text(encoding="utf-8")
+    pytest.skip("the seed document (shared/seed/000_8011f9f33961f825.txt) is not here")
+
+
+def _block(text, first, last):
+    """The lines from the first one starting with `first` to the next one equal to `last`."""
+    lines = text.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith(first))
+    end = next(i for i in range(start, len(lines)) if lines[i].strip() == last)
+    return "\n".join(lines[start:end + 1]) + "\n"
+
+
+def _run(tmp_path, name, source, env_extra=None):
+    script = tmp_path / name
+    script.write_text(source, encoding="utf-8")
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "rill.run", str(script)], capture_output=True,
+                          text=True, timeout=120, env=env, cwd=tmp_path)
+
+
+def test_device_program(tmp_path):
+    src = "import tensorflow as tf\n" + _block(_seed_text(), "# # 通过tf.device", "print(sess.run(c))")
+    r = _run(tmp_path, "device.py", src, {"RILL_OPENCL_CPU_AS_GPU": "1"})
+    if "available devices are [ /job:localhost/replica:0/task:0/device:CPU:0 ]" in r.stderr:
+        pytest.skip("no OpenCL device (PoCL) here to stand in for the GPU")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "[2. 4. 6.]"
+    # the placement log (rill's C library writes it to stdout): every node and where it went
+    log = (r.stdout + r.stderr).splitlines()
+    for node, dev in (("a", "CPU:0"), ("b", "CPU:0"), ("add", "GPU:0")):
+        assert f"{node}: ({'Add' if node == 'add' else 'Const'}): " \
+            f"/job:localhost/replica:0/task:0/device:{dev}" in log, log
+    # and without a GPU, TF's error: /gpu:0 names no device here
+    r = _run(tmp_path, "device.py", src, {"RILL_OPENCL_CPU_AS_GPU": "0"})
+    assert r.returncode != 0 and "InvalidArgumentError" in r.stderr, r.stderr
+
+
+def test_device_program_gpu1(tmp_path):
+    src = "import tensorflow as tf\n" + _block(_seed_text(), "# # 通过tf.device", "print(sess.run(c))")
+    src = src.replace("'/gpu:0'", "'/gpu:1'")
+    assert "'/gpu:1'" in src
+    for gpu, devices in (("0", "[ /job:localhost/replica:0/task:0/device:CPU:0 ]"),
+                         ("1", "/job:localhost/replica:0/task:0/device:GPU:0 ]")):
+        r = _run(tmp_path, "device1.py", src, {"RILL_OPENCL_CPU_AS_GPU": gpu})
+        assert r.returncode != 0
+        assert "InvalidArgumentError" in r.stderr, r.stderr
+        assert ("Cannot assign a device for operation 'add': Operation was explicitly assigned to "
+                "/device:GPU:1 but available devices are") in r.stderr, r.stderr
+        if gpu == "0":
+            assert devices in r.stderr, r.stderr
+
+
+def test_local_server_program(tmp_path):
+    src = _block(_seed_text(), "import tensorflow as tf", "print(sess.run(c))")
+    assert "create_local_server" in src
+    r = _run(tmp_path, "local_server.py", src)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "b'Hello, distributed TensorFlow!'"
