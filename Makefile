@@ -20,7 +20,9 @@ DEB_PKGS   := build-essential cmake pkg-config libdnnl-dev zlib1g-dev libsodium-
 # The project's virtualenv: TensorFlow's checkpoint reader and TensorBoard's event reader, with
 # which tests/interop checks that rill's files are read as TensorFlow's (and the benchmarks' baselines).
 VENV       := .venv
-VENV_PKGS  := tensorflow-cpu tensorboard
+# numpy below 2.4: the seed's programs print shape-(1,) arrays with "%f", which numpy 2.4 refuses
+# (on TensorFlow too); docs/PYTHON.md.
+VENV_PKGS  := tensorflow-cpu tensorboard 'numpy<2.4'
 
 .PHONY: all deps venv build build-werror build-asan build-clang run test test-fast bench bench-peers bench-baselines \
         python test-python install clean format
@@ -36,6 +38,8 @@ venv: deps
 	@$(VENV)/bin/python -c 'import importlib.util as u, sys; \
 	  sys.exit(any(u.find_spec(m) is None for m in ("tensorflow", "tensorboard")))' || \
 	  { echo "installing into $(VENV): $(VENV_PKGS)"; $(VENV)/bin/pip install -q $(VENV_PKGS); }
+	@$(VENV)/bin/python -c 'import numpy, sys; sys.exit(tuple(map(int, numpy.__version__.split(".")[:2])) >= (2, 4))' || \
+	  { echo "installing into $(VENV): numpy<2.4"; $(VENV)/bin/pip install -q 'numpy<2.4'; }
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release

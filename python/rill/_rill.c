@@ -560,7 +560,153 @@ static PyObject *graph_pop_name_scope(GraphObject *g, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* --- variables (Graph methods) --- */
+
+/* The initializer from ("zeros"|"ones"|"constant"|"normal"|"truncated_normal"|"uniform", a, b,
+ * seed): constant a; normal and truncated normal mean a, stddev b; uniform [a, b). */
+static int initializer_of(PyObject *spec, rill_initializer *init)
+{
+    const char *kind;
+    double a = 0, b = 0;
+    long long seed = 0;
+    if (!PyArg_ParseTuple(spec, "s|ddL;an initializer is (kind, a, b, seed)", &kind, &a, &b,
+                          &seed))
+        return -1;
+    if (strcmp(kind, "zeros") == 0)
+        *init = rill_zeros_initializer();
+    else if (strcmp(kind, "ones") == 0)
+        *init = rill_ones_initializer();
+    else if (strcmp(kind, "constant") == 0)
+        *init = rill_constant_initializer(a);
+    else if (strcmp(kind, "normal") == 0)
+        *init = rill_random_normal_initializer(a, b, seed);
+    else if (strcmp(kind, "truncated_normal") == 0)
+        *init = rill_truncated_normal_initializer(a, b, seed);
+    else if (strcmp(kind, "uniform") == 0)
+        *init = rill_random_uniform_initializer(a, b, seed);
+    else {
+        PyErr_Format(PyExc_ValueError, "unknown initializer '%s'", kind);
+        return -1;
+    }
+    return 0;
+}
+
+/* The graph's sticky error as an exception (cleared, so the graph goes on), or the op. */
+static PyObject *node_or_raise(GraphObject *g, rill_node *n)
+{
+    if (!n || !rill_graph_ok(g->g)) {
+        raise_status(rill_graph_status(g->g));
+        rill_graph_clear_status(g->g);
+        return NULL;
+    }
+    return op_new(g, n);
+}
+
+/* variable(name, dtype, shape, initializer, trainable, get=False): tf.Variable of a shape and
+ * initializer, or tf.get_variable (variable scopes, reuse) when get. */
+static PyObject *graph_variable(GraphObject *g, PyObject *args)
+{
+    const char *name;
+    int dtype, trainable, get = 0;
+    PyObject *shape, *spec;
+    if (!PyArg_ParseTuple(args, "siOOp|p", &name, &dtype, &shape, &spec, &trainable, &get))
+        return NULL;
+    rill_shape sh;
+    rill_initializer init;
+    if (shape_of(shape, &sh) < 0 || initializer_of(spec, &init) < 0) return NULL;
+    rill_output v = get ? rill_get_variable(g->g, name, (rill_dtype)dtype, sh, init, trainable)
+                        : rill_variable(g->g, (rill_dtype)dtype, sh, init, trainable, name);
+    return node_or_raise(g, v.node);
+}
+
+/* variable_from(initial_value, trainable, name): tf.Variable(initial_value). */
+static PyObject *graph_variable_from(GraphObject *g, PyObject *args)
+{
+    PyObject *init;
+    int trainable;
+    const char *name = NULL;
+    if (!PyArg_ParseTuple(args, "Op|z", &init, &trainable, &name)) return NULL;
+    rill_output in;
+    if (output_of(g, init, &in) < 0) return NULL;
+    return node_or_raise(g, rill_variable_from(g->g, in, trainable, name).node);
+}
+
+static PyObject *graph_push_variable_scope(GraphObject *g, PyObject *args)
+{
+    const char *scope;
+    int reuse = 0;
+    if (!PyArg_ParseTuple(args, "s|p", &scope, &reuse)) return NULL;
+    rill_graph_push_variable_scope(g->g, scope, reuse);
+    Py_RETURN_NONE;
+}
+
+static PyObject *graph_pop_variable_scope(GraphObject *g, PyObject *unused)
+{
+    (void)unused;
+    rill_graph_pop_variable_scope(g->g);
+    Py_RETURN_NONE;
+}
+
+static PyObject *graph_global_variables_initializer(GraphObject *g, PyObject *args)
+{
+    const char *name = NULL;
+    if (!PyArg_ParseTuple(args, "|z", &name)) return NULL;
+    return node_or_raise(g, rill_global_variables_initializer(g->g, name));
+}
+
+static PyObject *graph_variable_initializer(GraphObject *g, PyObject *arg)
+{
+    rill_output v;
+    if (output_of(g, arg, &v) < 0) return NULL;
+    return op_new(g, rill_variable_initializer(v));
+}
+
+/* collection(key) -> [Op] */
+static PyObject *graph_collection(GraphObject *g, PyObject *arg)
+{
+    const char *key = PyUnicode_AsUTF8(arg);
+    if (!key) return NULL;
+    int n = rill_graph_get_collection(g->g, key, NULL, 0);
+    rill_node **nodes = PyMem_Calloc((size_t)n + 1, sizeof *nodes);
+    if (!nodes) return PyErr_NoMemory();
+    n = rill_graph_get_collection(g->g, key, nodes, n);
+    PyObject *l = PyList_New(n);
+    for (int i = 0; l && i < n; i++) {
+        PyObject *o = op_new(g, nodes[i]);
+        if (!o) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, i, o);
+    }
+    PyMem_Free(nodes);
+    return l;
+}
+
+static PyObject *graph_add_to_collection(GraphObject *g, PyObject *args)
+{
+    const char *key;
+    PyObject *op;
+    if (!PyArg_ParseTuple(args, "sO!", &key, &OpType, &op)) return NULL;
+    rill_graph_add_to_collection(g->g, key, ((OpObject *)op)->n);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef graph_methods[] = {
+    {"variable", (PyCFunction)graph_variable, METH_VARARGS,
+     "variable(name, dtype, shape, (kind, a, b, seed), trainable, get=False) -> Op"},
+    {"variable_from", (PyCFunction)graph_variable_from, METH_VARARGS,
+     "variable_from((Op, index), trainable, name=None) -> Op: tf.Variable(initial_value)"},
+    {"push_variable_scope", (PyCFunction)graph_push_variable_scope, METH_VARARGS,
+     "push_variable_scope(name, reuse=False)"},
+    {"pop_variable_scope", (PyCFunction)graph_pop_variable_scope, METH_NOARGS, ""},
+    {"global_variables_initializer", (PyCFunction)graph_global_variables_initializer,
+     METH_VARARGS, "global_variables_initializer(name=None) -> Op"},
+    {"variable_initializer", (PyCFunction)graph_variable_initializer, METH_O,
+     "The initializer Assign of a variable (Op, index), or None."},
+    {"collection", (PyCFunction)graph_collection, METH_O, "The ops of a named collection."},
+    {"add_to_collection", (PyCFunction)graph_add_to_collection, METH_VARARGS,
+     "add_to_collection(key, op)"},
     {"push_name_scope", (PyCFunction)graph_push_name_scope, METH_O,
      "Enters a name scope (made unique as TF's name_scope makes it)."},
     {"pop_name_scope", (PyCFunction)graph_pop_name_scope, METH_NOARGS, "Leaves it."},
@@ -1043,6 +1189,318 @@ static PyTypeObject ServerType = {
     .tp_methods = server_methods,
 };
 
+/* --- Optimizer --- */
+
+typedef struct {
+    PyObject_HEAD rill_optimizer *o;
+} OptimizerObject;
+
+/* Optimizer(kind, learning_rate, a=0, b=0, eps=0, nesterov=False): "sgd"; "momentum" (a: the
+ * momentum); "adam" (a, b: beta1, beta2; eps). */
+static PyObject *optimizer_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    (void)kw;
+    const char *kind;
+    double lr, a = 0, b = 0, eps = 0;
+    int nesterov = 0;
+    if (!PyArg_ParseTuple(args, "sd|dddp", &kind, &lr, &a, &b, &eps, &nesterov)) return NULL;
+    rill_optimizer *o = NULL;
+    if (strcmp(kind, "sgd") == 0)
+        o = rill_gradient_descent_optimizer_new(lr);
+    else if (strcmp(kind, "momentum") == 0)
+        o = rill_momentum_optimizer_new(lr, a, nesterov);
+    else if (strcmp(kind, "adam") == 0)
+        o = rill_adam_optimizer_new(lr, a, b, eps);
+    else
+        return PyErr_Format(PyExc_ValueError, "unknown optimizer '%s'", kind);
+    OptimizerObject *self = (OptimizerObject *)type->tp_alloc(type, 0);
+    if (!self) {
+        rill_optimizer_free(o);
+        return NULL;
+    }
+    self->o = o;
+    return (PyObject *)self;
+}
+
+static void optimizer_dealloc(OptimizerObject *self)
+{
+    rill_optimizer_free(self->o);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Outputs of a sequence of (Op, index); *n set. NULL on error. */
+static rill_output *outputs_of(GraphObject *g, PyObject *seqobj, int *n)
+{
+    PyObject *seq = PySequence_Fast(seqobj, "a sequence of (Op, index)");
+    if (!seq) return NULL;
+    *n = (int)PySequence_Fast_GET_SIZE(seq);
+    rill_output *out = PyMem_Calloc((size_t)*n + 1, sizeof *out);
+    for (int i = 0; out && i < *n; i++)
+        if (output_of(g, PySequence_Fast_GET_ITEM(seq, i), &out[i]) < 0) {
+            PyMem_Free(out);
+            out = NULL;
+        }
+    Py_DECREF(seq);
+    return out;
+}
+
+/* compute_gradients(graph, loss, var_list or None) -> [(grad or None, var)] */
+static PyObject *optimizer_compute_gradients(OptimizerObject *self, PyObject *args)
+{
+    PyObject *graph, *loss, *vars = Py_None;
+    if (!PyArg_ParseTuple(args, "O!O|O", &GraphType, &graph, &loss, &vars)) return NULL;
+    GraphObject *g = (GraphObject *)graph;
+    rill_output l, *vl = NULL;
+    int nv = 0;
+    if (output_of(g, loss, &l) < 0) return NULL;
+    if (vars != Py_None && !(vl = outputs_of(g, vars, &nv))) return NULL;
+    int cap = nv > 0 ? nv : rill_graph_trainable_variables(g->g, NULL, 0);
+    rill_grad_and_var *gv = PyMem_Calloc((size_t)cap + 1, sizeof *gv);
+    int n = gv ? rill_optimizer_compute_gradients(self->o, g->g, l, vl, nv, gv, cap) : -1;
+    PyMem_Free(vl);
+    if (n < 0) {
+        PyMem_Free(gv);
+        if (!PyErr_Occurred()) {
+            raise_status(rill_graph_status(g->g));
+            rill_graph_clear_status(g->g);
+        }
+        return NULL;
+    }
+    PyObject *res = PyList_New(n);
+    for (int i = 0; res && i < n; i++) {
+        PyObject *grad, *var = op_new(g, gv[i].var.node);
+        if (gv[i].grad.node) {
+            PyObject *op = op_new(g, gv[i].grad.node);
+            grad = op ? Py_BuildValue("(Ni)", op, gv[i].grad.index) : NULL;
+        } else {
+            Py_INCREF(Py_None);
+            grad = Py_None;
+        }
+        PyObject *e = grad && var ? Py_BuildValue("(N(Ni))", grad, var, gv[i].var.index) : NULL;
+        if (!e) {
+            Py_CLEAR(res);
+            break;
+        }
+        PyList_SET_ITEM(res, i, e);
+    }
+    PyMem_Free(gv);
+    return res;
+}
+
+/* apply_gradients(graph, [(grad or None, var)], global_step or None, name=None) -> Op */
+static PyObject *optimizer_apply_gradients(OptimizerObject *self, PyObject *args)
+{
+    PyObject *graph, *pairs, *gs = Py_None;
+    const char *name = NULL;
+    if (!PyArg_ParseTuple(args, "O!O|Oz", &GraphType, &graph, &pairs, &gs, &name)) return NULL;
+    GraphObject *g = (GraphObject *)graph;
+    PyObject *seq = PySequence_Fast(pairs, "a sequence of (grad, var)");
+    if (!seq) return NULL;
+    int n = (int)PySequence_Fast_GET_SIZE(seq);
+    rill_grad_and_var *gv = PyMem_Calloc((size_t)n + 1, sizeof *gv);
+    rill_output step = {NULL, 0};
+    int ok = gv != NULL;
+    for (int i = 0; ok && i < n; i++) {
+        PyObject *grad, *var;
+        ok = PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "OO;a (grad, var) pair", &grad,
+                              &var) &&
+             (grad == Py_None || output_of(g, grad, &gv[i].grad) == 0) &&
+             output_of(g, var, &gv[i].var) == 0;
+    }
+    Py_DECREF(seq);
+    if (ok && gs != Py_None) ok = output_of(g, gs, &step) == 0;
+    PyObject *res = NULL;
+    if (ok) res = node_or_raise(g, rill_optimizer_apply_gradients(self->o, g->g, gv, n, step, name));
+    PyMem_Free(gv);
+    return res;
+}
+
+static PyObject *optimizer_set_learning_rate(OptimizerObject *self, PyObject *args)
+{
+    PyObject *graph, *lr;
+    if (!PyArg_ParseTuple(args, "O!O", &GraphType, &graph, &lr)) return NULL;
+    rill_output o;
+    if (output_of((GraphObject *)graph, lr, &o) < 0) return NULL;
+    rill_optimizer_set_learning_rate_tensor(self->o, o);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef optimizer_methods[] = {
+    {"compute_gradients", (PyCFunction)optimizer_compute_gradients, METH_VARARGS,
+     "compute_gradients(graph, loss, var_list=None) -> [(grad or None, var)]"},
+    {"apply_gradients", (PyCFunction)optimizer_apply_gradients, METH_VARARGS,
+     "apply_gradients(graph, pairs, global_step=None, name=None) -> Op"},
+    {"set_learning_rate_tensor", (PyCFunction)optimizer_set_learning_rate, METH_VARARGS,
+     "set_learning_rate_tensor(graph, (Op, index)): the rate from a scalar tensor"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject OptimizerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rill._rill.Optimizer",
+    .tp_basicsize = sizeof(OptimizerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Optimizer(kind, learning_rate, a=0, b=0, eps=0, nesterov=False)",
+    .tp_new = optimizer_new,
+    .tp_dealloc = (destructor)optimizer_dealloc,
+    .tp_methods = optimizer_methods,
+};
+
+/* --- Saver and checkpoint state --- */
+
+typedef struct {
+    PyObject_HEAD GraphObject *graph;
+    rill_saver *sv;
+} SaverObject;
+
+/* Saver(graph, var_list or None, max_to_keep=5, keep_checkpoint_every_n_hours=10000) */
+static PyObject *saver_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    (void)kw;
+    PyObject *graph, *vars = Py_None;
+    int keep = 5;
+    double hours = 10000;
+    if (!PyArg_ParseTuple(args, "O!|Oid", &GraphType, &graph, &vars, &keep, &hours)) return NULL;
+    GraphObject *g = (GraphObject *)graph;
+    rill_output *vl = NULL;
+    int nv = 0;
+    if (vars != Py_None && !(vl = outputs_of(g, vars, &nv))) return NULL;
+    rill_status *s = rill_status_new();
+    rill_saver *sv = rill_saver_new(g->g, vl, nv, keep, hours, s);
+    PyMem_Free(vl);
+    if (!sv) {
+        raise_status(s);
+        rill_status_free(s);
+        rill_graph_clear_status(g->g);
+        return NULL;
+    }
+    rill_status_free(s);
+    SaverObject *self = (SaverObject *)type->tp_alloc(type, 0);
+    if (!self) {
+        rill_saver_free(sv);
+        return NULL;
+    }
+    Py_INCREF(graph);
+    self->graph = g;
+    self->sv = sv;
+    return (PyObject *)self;
+}
+
+static void saver_dealloc(SaverObject *self)
+{
+    rill_saver_free(self->sv);
+    Py_XDECREF(self->graph);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* save(session, save_path, global_step=-1) -> the checkpoint's prefix */
+static PyObject *saver_save(SaverObject *self, PyObject *args)
+{
+    PyObject *sess;
+    const char *path;
+    long long step = -1;
+    if (!PyArg_ParseTuple(args, "O!s|L", &SessionType, &sess, &path, &step)) return NULL;
+    if (!((SessionObject *)sess)->sess)
+        return PyErr_Format(PyExc_RuntimeError, "Attempted to use a closed Session.");
+    char prefix[4096];
+    rill_status *s = rill_status_new();
+    rill_code code;
+    Py_BEGIN_ALLOW_THREADS
+    code = rill_saver_save(self->sv, ((SessionObject *)sess)->sess, path, step, prefix,
+                           sizeof prefix, s);
+    Py_END_ALLOW_THREADS
+    PyObject *res = code == RILL_OK ? PyUnicode_FromString(prefix) : raise_status(s);
+    rill_status_free(s);
+    return res;
+}
+
+static PyObject *saver_restore(SaverObject *self, PyObject *args)
+{
+    PyObject *sess;
+    const char *prefix;
+    if (!PyArg_ParseTuple(args, "O!s", &SessionType, &sess, &prefix)) return NULL;
+    if (!((SessionObject *)sess)->sess)
+        return PyErr_Format(PyExc_RuntimeError, "Attempted to use a closed Session.");
+    rill_status *s = rill_status_new();
+    rill_code code;
+    Py_BEGIN_ALLOW_THREADS
+    code = rill_saver_restore(self->sv, ((SessionObject *)sess)->sess, prefix, s);
+    Py_END_ALLOW_THREADS
+    PyObject *res = NULL;
+    if (code == RILL_OK) {
+        Py_INCREF(Py_None);
+        res = Py_None;
+    } else {
+        raise_status(s);
+    }
+    rill_status_free(s);
+    return res;
+}
+
+static PyObject *saver_last_checkpoints(SaverObject *self, PyObject *unused)
+{
+    (void)unused;
+    const char *paths[256];
+    int n = rill_saver_last_checkpoints(self->sv, paths, 256);
+    if (n > 256) n = 256;
+    PyObject *l = PyList_New(n);
+    for (int i = 0; l && i < n; i++) PyList_SET_ITEM(l, i, PyUnicode_FromString(paths[i]));
+    return l;
+}
+
+static PyMethodDef saver_methods[] = {
+    {"save", (PyCFunction)saver_save, METH_VARARGS,
+     "save(session, save_path, global_step=-1) -> prefix"},
+    {"restore", (PyCFunction)saver_restore, METH_VARARGS, "restore(session, prefix)"},
+    {"last_checkpoints", (PyCFunction)saver_last_checkpoints, METH_NOARGS,
+     "The kept checkpoints, oldest first."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject SaverType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rill._rill.Saver",
+    .tp_basicsize = sizeof(SaverObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Saver(graph, var_list=None, max_to_keep=5, keep_checkpoint_every_n_hours=1e4)",
+    .tp_new = saver_new,
+    .tp_dealloc = (destructor)saver_dealloc,
+    .tp_methods = saver_methods,
+};
+
+/* get_checkpoint_state(dir) -> (model_checkpoint_path, [all paths]) or None */
+static PyObject *get_checkpoint_state(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *dir = PyUnicode_AsUTF8(arg);
+    if (!dir) return NULL;
+    rill_status *s = rill_status_new();
+    rill_checkpoint_state *st = rill_get_checkpoint_state(dir, s);
+    PyObject *res = NULL;
+    if (!st && rill_status_code(s) != RILL_OK) {
+        raise_status(s);
+    } else if (!st) {
+        Py_INCREF(Py_None);
+        res = Py_None;
+    } else {
+        PyObject *all = PyList_New(st->num_all_model_checkpoint_paths);
+        for (int i = 0; all && i < st->num_all_model_checkpoint_paths; i++)
+            PyList_SET_ITEM(all, i, PyUnicode_FromString(st->all_model_checkpoint_paths[i]));
+        res = all ? Py_BuildValue("(sN)", st->model_checkpoint_path, all) : NULL;
+    }
+    rill_checkpoint_state_free(st);
+    rill_status_free(s);
+    return res;
+}
+
+static PyObject *latest_checkpoint(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *dir = PyUnicode_AsUTF8(arg);
+    if (!dir) return NULL;
+    char buf[4096];
+    if (!rill_latest_checkpoint(dir, buf, sizeof buf)) Py_RETURN_NONE;
+    return PyUnicode_FromString(buf);
+}
+
 /* --- module --- */
 
 static PyObject *runtime_info(PyObject *self, PyObject *unused)
@@ -1055,6 +1513,9 @@ static PyMethodDef module_methods[] = {
     {"register_errors", register_errors, METH_O,
      "register_errors({code: class}): the exception class raised for each rill_code."},
     {"runtime_info", runtime_info, METH_NOARGS, "rill_runtime_info(): CPU and code paths."},
+    {"get_checkpoint_state", get_checkpoint_state, METH_O,
+     "get_checkpoint_state(dir) -> (model_checkpoint_path, all paths) or None"},
+    {"latest_checkpoint", latest_checkpoint, METH_O, "The newest checkpoint's prefix, or None."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1066,16 +1527,15 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__rill(void)
 {
     import_array();
-    if (PyType_Ready(&GraphType) < 0 || PyType_Ready(&OpType) < 0 ||
-        PyType_Ready(&SessionType) < 0 || PyType_Ready(&CallableType) < 0 ||
-        PyType_Ready(&ServerType) < 0)
-        return NULL;
+    PyTypeObject *types[] = {&GraphType,  &OpType,        &SessionType, &CallableType,
+                             &ServerType, &OptimizerType, &SaverType};
+    const char *names[] = {"Graph", "Op", "Session", "Callable", "Server", "Optimizer", "Saver"};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+        if (PyType_Ready(types[i]) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     PyModule_AddStringConstant(m, "__version__", rill_version());
-    PyTypeObject *types[] = {&GraphType, &OpType, &SessionType, &CallableType, &ServerType};
-    const char *names[] = {"Graph", "Op", "Session", "Callable", "Server"};
-    for (int i = 0; i < 5; i++) {
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
         Py_INCREF(types[i]);
         PyModule_AddObject(m, names[i], (PyObject *)types[i]);
     }

@@ -354,6 +354,8 @@ def _attr_type(dt):
 
 
 def convert_to_tensor(value, dtype=None, name=None):
+    if isinstance(value, Variable):
+        value = value.value()
     if isinstance(value, Tensor):
         if dtype is not None and as_dtype(dtype) != value.dtype:
             raise ValueError(f"Tensor conversion requested dtype {as_dtype(dtype).name} for "
@@ -405,6 +407,8 @@ def placeholder(dtype, shape=None, name=None):
 
 def _binary(type, default, x, y, name):
     g = get_default_graph()
+    x = x.value() if isinstance(x, Variable) else x
+    y = y.value() if isinstance(y, Variable) else y
     if isinstance(x, Tensor) and not isinstance(y, Tensor):
         y = convert_to_tensor(y, dtype=x.dtype)
     elif isinstance(y, Tensor) and not isinstance(x, Tensor):
@@ -457,6 +461,227 @@ def group(*inputs, name=None):
     with g.control_dependencies(ops):
         return g._make("NoOp", name or "group_deps")
 
+
+
+def square(x, name=None):
+    x = convert_to_tensor(x)
+    return get_default_graph()._make("Square", name or "Square", (x,),
+                                     {"T": _attr_type(x.dtype)}).outputs[0]
+
+
+# --- variables ---
+
+class _Initializer:
+    """An initializer rill's C library knows: (kind, a, b, seed)."""
+
+    def __init__(self, kind, a=0.0, b=0.0, seed=None, dtype=None):
+        self.spec = (kind, float(a), float(b), int(seed or 0))
+        self.dtype = dtype
+
+
+def zeros_initializer(dtype=None):
+    return _Initializer("zeros", dtype=dtype)
+
+
+def ones_initializer(dtype=None):
+    return _Initializer("ones", dtype=dtype)
+
+
+def constant_initializer(value=0, dtype=None, verify_shape=False):
+    return _Initializer("constant", value, dtype=dtype)
+
+
+def random_normal_initializer(mean=0.0, stddev=1.0, seed=None, dtype=None):
+    return _Initializer("normal", mean, stddev, seed, dtype)
+
+
+def truncated_normal_initializer(mean=0.0, stddev=1.0, seed=None, dtype=None):
+    return _Initializer("truncated_normal", mean, stddev, seed, dtype)
+
+
+def random_uniform_initializer(minval=0.0, maxval=None, seed=None, dtype=None):
+    return _Initializer("uniform", minval, 1.0 if maxval is None else maxval, seed, dtype)
+
+
+glorot_uniform_initializer = None  # not in rill's C library yet
+
+
+class Variable:
+    """tf.Variable (a ref variable, TF 1.x's): an op, its value tensor and its initializer."""
+
+    def __init__(self, initial_value=None, trainable=True, collections=None, name=None,
+                 dtype=None, _rop=None, _graph=None):
+        if _rop is not None:
+            self._graph = _graph
+            self._op = _graph._wrap(_rop)
+        else:
+            g = get_default_graph()
+            if callable(initial_value):
+                initial_value = initial_value()
+            init = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
+            rop = g._g.variable_from(init._out, _builtins.bool(trainable), name or "Variable")
+            self._graph = g
+            self._op = g._wrap(rop)
+        self._value = self._op.outputs[0]
+        _VARIABLES[self._op._op] = self
+
+    @property
+    def op(self):
+        return self._op
+
+    @property
+    def name(self):
+        return self._value.name
+
+    @property
+    def dtype(self):
+        return self._value.dtype
+
+    @property
+    def shape(self):
+        return self._value.shape
+
+    def get_shape(self):
+        return self.shape
+
+    @property
+    def graph(self):
+        return self._graph
+
+    @property
+    def device(self):
+        return self._op.device
+
+    @property
+    def initializer(self):
+        r = self._graph._g.variable_initializer(self._value._out)
+        return None if r is None else self._graph._wrap(r)
+
+    def value(self):
+        return self._value
+
+    def read_value(self):
+        return self._value
+
+    def eval(self, session=None):
+        return self._value.eval(session=session)
+
+    def __repr__(self):
+        return f"<tf.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}_ref>"
+
+    # a Variable stands for its value in ops
+    _out = property(lambda self: self._value._out)
+
+    def __getattr__(self, item):
+        if item.startswith("__"):
+            raise AttributeError(item)
+        return getattr(self._value, item)
+
+    def __add__(self, o):
+        return add(self._value, o)
+
+    def __radd__(self, o):
+        return add(o, self._value)
+
+    def __sub__(self, o):
+        return subtract(self._value, o)
+
+    def __rsub__(self, o):
+        return subtract(o, self._value)
+
+    def __mul__(self, o):
+        return multiply(self._value, o)
+
+    def __rmul__(self, o):
+        return multiply(o, self._value)
+
+    def __truediv__(self, o):
+        return truediv(self._value, o)
+
+    def __rtruediv__(self, o):
+        return truediv(o, self._value)
+
+    def __neg__(self):
+        return negative(self._value)
+
+    def __matmul__(self, o):
+        return matmul(self._value, o)
+
+
+_VARIABLES = {}
+
+
+def _as_variable(graph, rop):
+    v = _VARIABLES.get(rop)
+    return v if v is not None else Variable(_rop=rop, _graph=graph)
+
+
+def get_variable(name, shape=None, dtype=None, initializer=None, trainable=True, **kwargs):
+    g = get_default_graph()
+    if dtype is None:
+        dtype = getattr(initializer, "dtype", None) or float32
+    dt = as_dtype(dtype)
+    if initializer is None:  # TF: glorot uniform; rill: uniform in TF's limits for a vector
+        initializer = random_uniform_initializer(-0.05, 0.05)
+    if isinstance(initializer, _Initializer):
+        spec = initializer.spec
+    else:
+        value = _np.asarray(initializer, dtype=dt.as_numpy_dtype)
+        if shape is None:
+            shape = value.shape
+        if value.size != 1:
+            raise NotImplementedError("get_variable from an array: use tf.Variable(value)")
+        spec = ("constant", float(value.reshape(-1)[0]), 0.0, 0)
+    if shape is None:
+        raise ValueError(f"Shape of a new variable ({name}) must be fully defined, but instead "
+                         "was <unknown>.")
+    dims = [int(d) for d in (shape if not isinstance(shape, TensorShape) else shape.as_list())]
+    try:
+        rop = g._g.variable(name, dt.enum, dims, spec, _builtins.bool(trainable), True)
+    except (errors.AlreadyExistsError, errors.NotFoundError) as e:
+        raise ValueError(e.message) from None  # TF's get_variable raises ValueError
+    return _as_variable(g, rop)
+
+
+@_contextlib.contextmanager
+def variable_scope(name_or_scope, default_name=None, values=None, reuse=None, **kwargs):
+    g = get_default_graph()
+    name = name_or_scope if isinstance(name_or_scope, str) else default_name
+    g._g.push_variable_scope(name, _builtins.bool(reuse))
+    try:
+        yield name
+    finally:
+        g._g.pop_variable_scope()
+
+
+def global_variables():
+    g = get_default_graph()
+    return [_as_variable(g, r) for r in g._g.collection("variables")]
+
+
+all_variables = global_variables
+
+
+def trainable_variables():
+    g = get_default_graph()
+    return [_as_variable(g, r) for r in g._g.collection("trainable_variables")]
+
+
+def global_variables_initializer():
+    g = get_default_graph()
+    return g._wrap(g._g.global_variables_initializer("init"))
+
+
+def initialize_all_variables():
+    import warnings
+    warnings.warn("initialize_all_variables (from tensorflow.python.ops.variables) is "
+                  "deprecated: use tf.global_variables_initializer instead.",
+                  DeprecationWarning, stacklevel=2)
+    return global_variables_initializer()
+
+
+def variables_initializer(var_list, name="init"):
+    return group(*[v.initializer for v in var_list], name=name)
 
 # --- sessions ---
 
@@ -515,6 +740,8 @@ class _FetchMapper:
             return ("dict", type(f), [(k, self._map(graph, v)) for k, v in f.items()])
         if isinstance(f, str):
             f = graph.get_tensor_by_name(f) if ":" in f else graph.get_operation_by_name(f)
+        if isinstance(f, Variable):
+            f = f.value()
         if isinstance(f, Tensor):
             if f.graph is not graph:
                 raise ValueError(f"Fetch argument {f!r} cannot be interpreted as a Tensor. "

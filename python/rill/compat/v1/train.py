@@ -24,3 +24,155 @@ class Server:
 
     def join(self):
         self._srv.join()
+
+
+# --- optimizers (rill's C optimizers: slots, gated gradients, colocation are theirs) ---
+
+def _v1():
+    """rill.compat.v1 itself (imported late: it imports this module)."""
+    import rill.compat.v1 as tf
+    return tf
+
+
+def _pair_out(x):
+    return None if x is None else x._out
+
+
+class Optimizer:
+    def __init__(self, kind, learning_rate, a=0.0, b=0.0, eps=0.0, nesterov=False, name=None):
+        tf = _v1()
+        self._tf = tf
+        self._lr_tensor = None
+        if isinstance(learning_rate, (tf.Tensor, tf.Variable)):
+            self._lr_tensor, learning_rate = learning_rate, 0.0
+        self._opt = _rill.Optimizer(kind, float(learning_rate), float(a), float(b), float(eps),
+                                    bool(nesterov))
+        self._name = name
+
+    def compute_gradients(self, loss, var_list=None, **kwargs):
+        tf = self._tf
+        g = loss.graph
+        if self._lr_tensor is not None:
+            self._opt.set_learning_rate_tensor(g._g, self._lr_tensor._out)
+        vl = None if var_list is None else [v._out for v in var_list]
+        pairs = self._opt.compute_gradients(g._g, tf.convert_to_tensor(loss)._out, vl)
+        out = []
+        for grad, (vop, _) in pairs:
+            gt = None if grad is None else g._wrap(grad[0]).outputs[grad[1]]
+            out.append((gt, tf._as_variable(g, vop)))
+        return out
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        tf = self._tf
+        grads_and_vars = list(grads_and_vars)
+        if not grads_and_vars:
+            raise ValueError("No variables provided.")
+        g = grads_and_vars[0][1].graph
+        if self._lr_tensor is not None:
+            self._opt.set_learning_rate_tensor(g._g, self._lr_tensor._out)
+        pairs = [(_pair_out(gr), v._out) for gr, v in grads_and_vars]
+        step = None if global_step is None else tf.convert_to_tensor(global_step)._out
+        return g._wrap(self._opt.apply_gradients(g._g, pairs, step, name))
+
+    def minimize(self, loss, global_step=None, var_list=None, name=None, **kwargs):
+        gv = self.compute_gradients(loss, var_list=var_list)
+        if not any(gr is not None for gr, _ in gv):
+            raise ValueError("No gradients provided for any variable, check your graph for ops "
+                             "that do not support gradients, between variables "
+                             f"{[v.name for _, v in gv]} and loss {loss!r}.")
+        return self.apply_gradients(gv, global_step=global_step, name=name)
+
+
+class GradientDescentOptimizer(Optimizer):
+    def __init__(self, learning_rate, use_locking=False, name="GradientDescent"):
+        super().__init__("sgd", learning_rate, name=name)
+
+
+class MomentumOptimizer(Optimizer):
+    def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum",
+                 use_nesterov=False):
+        super().__init__("momentum", learning_rate, momentum, nesterov=use_nesterov, name=name)
+
+
+class AdamOptimizer(Optimizer):
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08,
+                 use_locking=False, name="Adam"):
+        super().__init__("adam", learning_rate, beta1, beta2, epsilon, name=name)
+
+
+def get_global_step(graph=None):
+    tf = _v1()
+    g = graph or tf.get_default_graph()
+    for r in g._g.collection("global_step"):
+        return tf._as_variable(g, r)
+    try:
+        op = g.get_operation_by_name("global_step")
+    except KeyError:
+        return None
+    return tf._as_variable(g, op._op)
+
+
+def get_or_create_global_step(graph=None):
+    tf = _v1()
+    g = graph or tf.get_default_graph()
+    step = get_global_step(g)
+    if step is None:
+        with g.as_default():
+            step = tf.Variable(tf.constant(0, dtype=tf.int64), trainable=False, name="global_step")
+        g._g.add_to_collection("global_step", step.op._op)
+    return step
+
+
+create_global_step = get_or_create_global_step
+
+
+# --- checkpoints ---
+
+class Saver:
+    """tf.train.Saver over rill's (TensorFlow's V2 checkpoint format)."""
+
+    def __init__(self, var_list=None, max_to_keep=5, keep_checkpoint_every_n_hours=10000.0,
+                 name=None, **kwargs):
+        tf = _v1()
+        self._graph = tf.get_default_graph()
+        if isinstance(var_list, dict):
+            var_list = list(var_list.values())
+        vl = None if var_list is None else [v._out for v in var_list]
+        self._saver = _rill.Saver(self._graph._g, vl, int(max_to_keep or 0),
+                                  float(keep_checkpoint_every_n_hours))
+
+    def save(self, sess, save_path, global_step=None, **kwargs):
+        tf = _v1()
+        step = -1
+        if isinstance(global_step, (tf.Tensor, tf.Variable)):
+            step = int(sess.run(global_step))
+        elif global_step is not None:
+            step = int(global_step)
+        return self._saver.save(sess._sess, save_path, step)
+
+    def restore(self, sess, save_path):
+        if save_path is None:
+            raise ValueError("Can't load save_path when it is None.")
+        self._saver.restore(sess._sess, save_path)
+
+    @property
+    def last_checkpoints(self):
+        return self._saver.last_checkpoints()
+
+
+class CheckpointState:
+    def __init__(self, model_checkpoint_path, all_model_checkpoint_paths):
+        self.model_checkpoint_path = model_checkpoint_path
+        self.all_model_checkpoint_paths = list(all_model_checkpoint_paths)
+
+    def __repr__(self):
+        return f'model_checkpoint_path: "{self.model_checkpoint_path}"'
+
+
+def get_checkpoint_state(checkpoint_dir, latest_filename=None):
+    st = _rill.get_checkpoint_state(checkpoint_dir)
+    return None if st is None else CheckpointState(*st)
+
+
+def latest_checkpoint(checkpoint_dir, latest_filename=None):
+    return _rill.latest_checkpoint(checkpoint_dir)
