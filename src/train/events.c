@@ -285,26 +285,35 @@ static int write_event_now(int fd, const rill__pbw *event)
     return err;
 }
 
-static char *events_file_name(const rill_summary_writer *w, long long secs)
+/* TF 1.x's name, events.out.tfevents.<second>.<host><suffix>; with `again` > 0 (that name is
+ * taken: another writer started in the same second), TF 2.x's form with the process and a
+ * counter, events.out.tfevents.<second>.<host>.<pid>.<again><suffix>, which TensorBoard reads
+ * the same way. */
+static char *events_file_name(const rill_summary_writer *w, long long secs, int again)
 {
     char host[256];
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");
     host[sizeof host - 1] = 0;
     for (char *c = host; *c; c++)
         if (*c == '/') *c = '_';
+    if (again > 0)
+        return rill__asprintf("%s/events.out.tfevents.%010lld.%s.%ld.%d%s", w->logdir, secs, host,
+                              (long)getpid(), again, w->suffix);
     return rill__asprintf("%s/events.out.tfevents.%010lld.%s%s", w->logdir, secs, host, w->suffix);
 }
 
-/* Opens a new file named after the current second and writes its version event. */
+/* Opens a new file named after the current second and writes its version event. A name that
+ * another writer took in the same second (a restarted job, a second writer) is never replaced,
+ * as TF 1.x replaces it, losing that writer's events: the new file gets the next free name. */
 static bool open_file(rill_summary_writer *w, rill_status *s)
 {
     long long secs = (long long)time(NULL);
-    char *path = events_file_name(w, secs);
+    char *path = events_file_name(w, secs, 0);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno == EEXIST) {
-        /* Another writer in this second with the same suffix: TF replaces the file too. */
-        rill__log(RILL_LOG_WARNING, "Replacing the existing events file %s", path);
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    for (int again = 1; fd < 0 && errno == EEXIST && again < 1000; again++) {
+        rill__free(path);
+        path = events_file_name(w, secs, again);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     }
     if (fd < 0) {
         int err = errno;

@@ -663,6 +663,44 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     return remove(path);
 }
 
+/* --- writers starting in the same second --- */
+
+/* Three writers on one logdir, one after another (the same second, as a job restarted at once):
+ * each gets its own file and keeps its events; none replaces another's (TF 1.x would). */
+static void test_same_second(void)
+{
+    char *logdir = tmp_path("same_second");
+    rill_status *s = rill_status_new();
+    rill_summary_writer *w[3];
+    char *paths[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++) {
+        w[i] = rill_summary_writer_new(logdir, NULL, s);
+        if (!CHECK(w[i] != NULL)) goto out;
+        CHECK(rill_summary_writer_add_scalar(w[i], "a", 10 + i, i, s));
+        CHECK(rill_summary_writer_flush(w[i], s));
+        paths[i] = rill__strdup(rill_summary_writer_path(w[i]));
+    }
+    for (int i = 0; i < 3; i++) rill_summary_writer_free(w[i]);
+    CHECK(strcmp(paths[0], paths[1]) != 0 && strcmp(paths[1], paths[2]) != 0 &&
+          strcmp(paths[0], paths[2]) != 0);
+    rill_event *ev = malloc(sizeof *ev);
+    for (int i = 0; i < 3; i++) {
+        rill_event_reader *r = rill_event_reader_new(paths[i], s);
+        if (!CHECK(r != NULL)) continue;
+        CHECK_EQ_INT(rill_event_reader_next(r, ev, s), 1);
+        CHECK_EQ_INT(ev->kind, RILL_EVENT_FILE_VERSION);
+        CHECK_EQ_INT(rill_event_reader_next(r, ev, s), 1);
+        CHECK_EQ_INT(ev->step, i); /* its own scalar */
+        CHECK_EQ_INT(rill_event_reader_next(r, ev, s), 0);
+        rill_event_reader_free(r);
+    }
+    free(ev);
+out:
+    for (int i = 0; i < 3; i++) rill__free(paths[i]);
+    rill_status_free(s);
+    rill__free(logdir);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -672,6 +710,7 @@ int main(void)
     test_round_trip();
     test_corruption();
     test_file_disappears();
+    test_same_second();
     test_write_failure();
     test_threads();
     test_tensorflow_reads_rill();
