@@ -107,7 +107,7 @@ bench: build
 # steps, then each Fashion-MNIST model trained to the end in each, speed and test accuracy side by
 # side; BENCH_EPOCHS=N trains N epochs (default 5, the recipe's), BENCH_MAX_STEPS=S caps an epoch
 # at S steps (a short trial).
-bench-peers: build venv bench-baselines
+bench-peers: build venv bench-baselines python
 	scripts/bench_peers.sh $(BUILD)
 
 # TensorFlow and PyTorch from PyPI into the project's virtualenv, for bench/baseline_*.py.

@@ -3,24 +3,31 @@
 and in PyTorch (eager autograd + SGD), timed the way bench_seed_step times rill: one (x, y)
 sample per step, fetching the loss and the global step. Prints RESULT lines that
 scripts/bench.sh turns into ratios against rill. Either framework may be missing: it is then
-reported as skipped. Usage: baseline_seed_step.py [STEPS] [tf|torch]"""
+reported as skipped. `rill` runs the TensorFlow code itself on rill's Python front end
+(rill.compat.v1, the program unchanged but for its import): the Python step against TF's and
+against rill's C step (bench_seed_step). Usage: baseline_seed_step.py [STEPS] [tf|torch|rill]"""
 import sys
 import time
 
 import numpy as np
 
 STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
-WHICH = sys.argv[2] if len(sys.argv) > 2 else "tf"  # tf or torch: one per process (their LLVMs clash)
+WHICH = sys.argv[2] if len(sys.argv) > 2 else "tf"  # tf, torch or rill: one per process
 rng = np.random.default_rng(1)
 xs = rng.uniform(-1, 1, size=4096).astype(np.float32)
 ys = (2 * xs + 10 + (rng.uniform(size=4096) - 0.5) * 0.33).astype(np.float32)
 
 
-def bench_tf():
+def bench_tf(rill=False):
     try:
-        import tensorflow as tf
+        if rill:
+            import rill.compat.v1 as tf
+            tf.compat = type("compat", (), {"v1": tf})
+            tf.__version__ = "rill " + __import__("rill").__version__
+        else:
+            import tensorflow as tf
     except ImportError as e:
-        print(f"tensorflow: skipped ({e})")
+        print(f"{'rill' if rill else 'tensorflow'}: skipped ({e})")
         return
     tf1 = tf.compat.v1
     tf1.disable_eager_execution()
@@ -49,8 +56,9 @@ def bench_tf():
             dt = (time.perf_counter() - t0) / STEPS
             best = dt if best is None else min(best, dt)
         w, b = sess.run([weight, biase])
-    print(f"tensorflow {tf.__version__}: {best * 1e6:.2f} us/step (weight {w[0]:.3f}, biase {b[0]:.3f})")
-    print(f"RESULT tf_seed_step_us={best * 1e6:.3f}")
+    who = "rill_python" if rill else "tf"
+    print(f"{'' if rill else 'tensorflow '}{tf.__version__}: {best * 1e6:.2f} us/step (weight {w[0]:.3f}, biase {b[0]:.3f})")
+    print(f"RESULT {who}_seed_step_us={best * 1e6:.3f}")
 
 
 def bench_torch():
@@ -89,4 +97,4 @@ def bench_torch():
     print(f"RESULT torch_seed_step_us={best * 1e6:.3f}")
 
 
-{"tf": bench_tf, "torch": bench_torch}[WHICH]()
+{"tf": bench_tf, "torch": bench_torch, "rill": lambda: bench_tf(rill=True)}[WHICH]()

@@ -32,6 +32,9 @@ echo "rill:  cnn_examples_per_s=$rill_cnn ($cnn)"
 seed=$("$B/bench/bench_seed_step" 200000 | grep RESULT)
 rill_seed=$(echo "$seed" | sed 's/.*seed_step_us=\([0-9.]*\).*/\1/')
 echo "rill:  $seed"
+# The same step from Python: TF's own program on rill.compat.v1 (make python installs it).
+pyseed=$("$PY" bench/baseline_seed_step.py 20000 rill 2>/dev/null | sed -n 's/.*rill_python_seed_step_us=\([0-9.]*\).*/\1/p')
+[ -n "$pyseed" ] && echo "rill:  python_seed_step_us=$pyseed (the C step: $rill_seed us)"
 for fw in tf torch; do
     [ -x "$PY" ] || { echo "$fw: skipped (no $PY: make venv)"; continue; }
     out=$("$PY" bench/baseline_models.py "$fw" "$T" 40 30 2>/dev/null | grep -E 'RESULT|skipped')
@@ -45,6 +48,8 @@ for fw in tf torch; do
         printf "ratio: CNN examples/s rill/%s %.2f (rill %d, %s %d)\n", fw, r / p, r, fw, p }'
     [ -n "$s" ] && awk -v r="$rill_seed" -v p="$s" -v fw="$fw" 'BEGIN {
         printf "ratio: seed step %s/rill %.0fx (rill %.2f us, %s %.1f us)\n", fw, p / r, r, fw, p }'
+    [ -n "$s" ] && [ -n "$pyseed" ] && awk -v r="$pyseed" -v p="$s" -v fw="$fw" 'BEGIN {
+        printf "ratio: seed step from Python %s/rill %.0fx (rill %.2f us, %s %.1f us)\n", fw, p / r, r, fw, p }'
 done
 
 # --- Train to the end: rill, TensorFlow, PyTorch, model by model, back to back.

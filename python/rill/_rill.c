@@ -153,9 +153,55 @@ static PyObject *array_of(rill_tensor *t)
     return a;
 }
 
+/* The per-step feeds without numpy's generic conversion: a contiguous array of the wanted dtype
+ * (one copy), or of its wider or narrower float/int twin (one converting loop), or a Python
+ * float or int. NULL (no error set) when obj is none of these. */
+static rill_tensor *tensor_fast(PyObject *obj, rill_dtype want)
+{
+    if (want == RILL_FLOAT || want == RILL_DOUBLE) {
+        if (PyFloat_CheckExact(obj) || PyLong_CheckExact(obj)) {
+            double v = PyFloat_AsDouble(obj);
+            if (v == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return NULL;
+            }
+            return want == RILL_FLOAT ? rill_tensor_scalar_float((float)v)
+                                      : rill_tensor_scalar_double(v);
+        }
+    }
+    if (!PyArray_CheckExact(obj)) return NULL;
+    PyArrayObject *a = (PyArrayObject *)obj;
+    if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a) || PyArray_NDIM(a) > RILL_MAX_DIMS)
+        return NULL;
+    rill_dtype have = rill_of_npy(PyArray_TYPE(a));
+    if (have == RILL_DT_INVALID || have == RILL_HALF || have == RILL_BOOL) return NULL;
+    int64_t dims[RILL_MAX_DIMS];
+    int rank = PyArray_NDIM(a);
+    for (int i = 0; i < rank; i++) dims[i] = (int64_t)PyArray_DIM(a, i);
+    if (have == want) return rill_tensor_from_data(want, dims, rank, PyArray_DATA(a));
+    npy_intp n = PyArray_SIZE(a);
+    rill_tensor *t = NULL;
+    if (want == RILL_FLOAT && have == RILL_DOUBLE) {
+        t = rill_tensor_new(want, dims, rank);
+        const double *src = PyArray_DATA(a);
+        float *dst = rill_tensor_data(t);
+        for (npy_intp i = 0; i < n; i++) dst[i] = (float)src[i];
+    } else if (want == RILL_DOUBLE && have == RILL_FLOAT) {
+        t = rill_tensor_new(want, dims, rank);
+        const float *src = PyArray_DATA(a);
+        double *dst = rill_tensor_data(t);
+        for (npy_intp i = 0; i < n; i++) dst[i] = src[i];
+    }
+    return t;
+}
+
 /* A new tensor holding obj converted to dtype want (RILL_DT_INVALID: obj's own dtype). */
 static rill_tensor *tensor_of(PyObject *obj, rill_dtype want)
 {
+    if (want != RILL_DT_INVALID && want != RILL_STRING) {
+        rill_tensor *t = tensor_fast(obj, want);
+        if (t) return t;
+    }
     if (want == RILL_STRING ||
         (want == RILL_DT_INVALID && (PyUnicode_Check(obj) || PyBytes_Check(obj)))) {
         PyObject *a = PyArray_FROM_OTF(obj, NPY_OBJECT, NPY_ARRAY_C_CONTIGUOUS);
@@ -868,9 +914,21 @@ static PyTypeObject OpType = {
 
 /* --- Session and Callable --- */
 
+/* Session.run's signatures seen before, for run_fast: the fetch elements (a list's or tuple's, or
+ * the one fetch) and the feed keys in the feed_dict's order, held (so their identities stay
+ * theirs), and the callable made for them. */
+#define FAST_MAX 32
+typedef struct fast_entry {
+    int kind; /* 0 list, 1 tuple, 2 one fetch */
+    PyObject *elems, *keys; /* tuples */
+    PyObject *callable;
+} fast_entry;
+
 typedef struct {
     PyObject_HEAD GraphObject *graph;
     rill_session *sess;
+    fast_entry fast[FAST_MAX];
+    int nfast, next_evict;
 } SessionObject;
 
 typedef struct {
@@ -879,6 +937,14 @@ typedef struct {
     rill_output *feeds, *fetches;
     rill_dtype *feed_dtypes;
     rill_node **targets;
+    /* run_dict's structure (NULL without): the feed_dict keys in feed order, and per fetched
+     * element its fetch index or -1 (an op: None), built as a list, a tuple or one value. */
+    PyObject *feed_keys, *layout;
+    int kind;
+    /* A status kept for the steps (taken and given back with the GIL held; a second thread in
+     * the same callable meanwhile makes its own). */
+    rill_status *status;
+    bool status_busy;
 } CallableObject;
 
 static PyTypeObject SessionType, CallableType;
@@ -955,8 +1021,19 @@ static void session_close_impl(SessionObject *so)
     }
 }
 
+static void fast_clear(SessionObject *so)
+{
+    for (int i = 0; i < so->nfast; i++) {
+        Py_CLEAR(so->fast[i].elems);
+        Py_CLEAR(so->fast[i].keys);
+        Py_CLEAR(so->fast[i].callable);
+    }
+    so->nfast = 0;
+}
+
 static void session_dealloc(SessionObject *so)
 {
+    fast_clear(so);
     session_close_impl(so);
     Py_XDECREF(so->graph);
     Py_TYPE(so)->tp_free((PyObject *)so);
@@ -965,16 +1042,20 @@ static void session_dealloc(SessionObject *so)
 static PyObject *session_close(SessionObject *so, PyObject *unused)
 {
     (void)unused;
+    fast_clear(so);
     session_close_impl(so);
     Py_RETURN_NONE;
 }
 
-/* make_callable(fetches, feeds, targets): fetches and feeds sequences of (Op, index), targets of
- * Op. */
+/* make_callable(fetches, feeds, targets[, feed_keys, layout, kind]): fetches and feeds
+ * sequences of (Op, index), targets of Op; with the last three, run_dict works too. */
 static PyObject *session_make_callable(SessionObject *so, PyObject *args)
 {
-    PyObject *fetches, *feeds, *targets;
-    if (!PyArg_ParseTuple(args, "OOO", &fetches, &feeds, &targets)) return NULL;
+    PyObject *fetches, *feeds, *targets, *keys = NULL, *layout = NULL;
+    int kind = 0;
+    if (!PyArg_ParseTuple(args, "OOO|O!O!i", &fetches, &feeds, &targets, &PyTuple_Type, &keys,
+                          &PyTuple_Type, &layout, &kind))
+        return NULL;
     if (!so->sess) return PyErr_Format(PyExc_RuntimeError, "Attempted to use a closed Session.");
     PyObject *fq = PySequence_Fast(fetches, "fetches"), *dq = PySequence_Fast(feeds, "feeds"),
              *tq = PySequence_Fast(targets, "targets");
@@ -991,6 +1072,23 @@ static PyObject *session_make_callable(SessionObject *so, PyObject *args)
     c->feeds = PyMem_Calloc((size_t)c->nfeeds + 1, sizeof *c->feeds);
     c->feed_dtypes = PyMem_Calloc((size_t)c->nfeeds + 1, sizeof *c->feed_dtypes);
     c->targets = PyMem_Calloc((size_t)c->ntargets + 1, sizeof *c->targets);
+    Py_XINCREF(keys);
+    Py_XINCREF(layout);
+    c->feed_keys = keys, c->layout = layout, c->kind = kind;
+    c->status = rill_status_new();
+    c->status_busy = false;
+    if (keys && PyTuple_GET_SIZE(keys) != c->nfeeds) {
+        PyErr_SetString(PyExc_ValueError, "one feed key per feed");
+        goto fail;
+    }
+    for (int i = 0; layout && i < PyTuple_GET_SIZE(layout); i++) {
+        long k = PyLong_AsLong(PyTuple_GET_ITEM(layout, i));
+        if (PyErr_Occurred() || k < -1 || k >= c->nfetches) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "a layout entry is a fetch index or -1");
+            goto fail;
+        }
+    }
     for (int i = 0; i < c->nfetches; i++)
         if (output_of(so->graph, PySequence_Fast_GET_ITEM(fq, i), &c->fetches[i]) < 0) goto fail;
     for (int i = 0; i < c->nfeeds; i++) {
@@ -1018,6 +1116,9 @@ out:
 static void callable_dealloc(CallableObject *c)
 {
     Py_XDECREF(c->sess);
+    Py_XDECREF(c->feed_keys);
+    Py_XDECREF(c->layout);
+    rill_status_free(c->status);
     PyMem_Free(c->fetches);
     PyMem_Free(c->feeds);
     PyMem_Free(c->feed_dtypes);
@@ -1025,52 +1126,213 @@ static void callable_dealloc(CallableObject *c)
     PyObject_Free(c);
 }
 
-/* callable(*feed_values) -> list of numpy arrays, one per fetch. */
-static PyObject *callable_call(CallableObject *c, PyObject *args, PyObject *kw)
+/* A fetched tensor for Python: a numpy scalar for rank 0 (as TF gives), else an array over the
+ * tensor's buffer. Takes t's reference. */
+static PyObject *value_of(rill_tensor *t)
 {
-    (void)kw;
-    if (!c->sess->sess) return PyErr_Format(PyExc_RuntimeError, "Attempted to use a closed Session.");
-    if (PyTuple_GET_SIZE(args) != c->nfeeds)
-        return PyErr_Format(PyExc_TypeError, "expected %d feed values, got %zd", c->nfeeds,
-                            PyTuple_GET_SIZE(args));
+    rill_dtype dt = rill_tensor_dtype(t);
+    if (rill_tensor_rank(t) == 0 && dt != RILL_STRING && npy_of(dt) >= 0) {
+        PyArray_Descr *d = PyArray_DescrFromType(npy_of(dt));
+        PyObject *v = d ? PyArray_Scalar(rill_tensor_data(t), d, NULL) : NULL;
+        Py_XDECREF(d);
+        rill_tensor_free(t);
+        return v;
+    }
+    if (rill_tensor_rank(t) == 0 && dt == RILL_STRING) {
+        size_t len;
+        const char *str = rill_tensor_get_string(t, 0, &len);
+        PyObject *v = PyBytes_FromStringAndSize(str, (Py_ssize_t)len);
+        rill_tensor_free(t);
+        return v;
+    }
+    return array_of(t);
+}
+
+/* One step with vals[i] fed to feed i: the fetched values in ov[] (as value_of gives them, new
+ * references), or -1 with the error raised. */
+static int run_step(CallableObject *c, PyObject *const *vals, PyObject **ov)
+{
+    if (!c->sess->sess) {
+        PyErr_SetString(PyExc_RuntimeError, "Attempted to use a closed Session.");
+        return -1;
+    }
     rill_tensor *fbuf[16], *obuf[16];
     rill_tensor **fv = c->nfeeds > 16 ? PyMem_Calloc((size_t)c->nfeeds, sizeof *fv) : fbuf;
-    rill_tensor **ov = c->nfetches > 16 ? PyMem_Calloc((size_t)c->nfetches, sizeof *ov) : obuf;
-    PyObject *res = NULL;
-    int made = 0;
-    for (; made < c->nfeeds; made++) {
-        fv[made] = tensor_of(PyTuple_GET_ITEM(args, made), c->feed_dtypes[made]);
-        if (!fv[made]) goto out;
-    }
-    for (int i = 0; i < c->nfetches; i++) ov[i] = NULL;
-    rill_status *s = rill_status_new();
-    rill_code code;
-    Py_BEGIN_ALLOW_THREADS
-    code = rill_session_run(c->sess->sess, c->feeds, fv, c->nfeeds, c->fetches, ov, c->nfetches,
-                            c->targets, c->ntargets, s);
-    Py_END_ALLOW_THREADS
-    if (code != RILL_OK) {
-        raise_status(s);
-        rill_status_free(s);
+    rill_tensor **tv = c->nfetches > 16 ? PyMem_Calloc((size_t)c->nfetches, sizeof *tv) : obuf;
+    int made = 0, rc = -1;
+    if (!fv || !tv) {
+        PyErr_NoMemory();
         goto out;
     }
-    rill_status_free(s);
-    res = PyList_New(c->nfetches);
+    for (; made < c->nfeeds; made++) {
+        fv[made] = tensor_of(vals[made], c->feed_dtypes[made]);
+        if (!fv[made]) goto out;
+    }
+    for (int i = 0; i < c->nfetches; i++) tv[i] = NULL;
+    bool own = !c->status_busy;
+    rill_status *s = own ? c->status : rill_status_new();
+    if (own) rill_status_clear(s);
+    c->status_busy = true;
+    rill_code code;
+    Py_BEGIN_ALLOW_THREADS
+    code = rill_session_run(c->sess->sess, c->feeds, fv, c->nfeeds, c->fetches, tv, c->nfetches,
+                            c->targets, c->ntargets, s);
+    Py_END_ALLOW_THREADS
+    if (code != RILL_OK) raise_status(s);
+    if (own)
+        c->status_busy = false;
+    else
+        rill_status_free(s);
+    if (code != RILL_OK) goto out;
+    rc = 0;
     for (int i = 0; i < c->nfetches; i++) {
-        PyObject *a = res ? array_of(ov[i]) : NULL;
-        if (!res) rill_tensor_free(ov[i]);
-        ov[i] = NULL;
-        if (res && !a) Py_CLEAR(res);
-        if (res) PyList_SET_ITEM(res, i, a);
+        ov[i] = rc == 0 ? value_of(tv[i]) : NULL;
+        if (rc != 0) rill_tensor_free(tv[i]);
+        if (rc == 0 && !ov[i]) {
+            rc = -1;
+            for (int k = 0; k < i; k++) Py_CLEAR(ov[k]);
+        }
     }
 out:
     for (int i = 0; i < made; i++) rill_tensor_free(fv[i]);
     if (fv != fbuf) PyMem_Free(fv);
+    if (tv != obuf) PyMem_Free(tv);
+    return rc;
+}
+
+/* callable(*feed_values) -> list of fetched values, one per fetch. */
+static PyObject *callable_call(CallableObject *c, PyObject *args, PyObject *kw)
+{
+    (void)kw;
+    if (PyTuple_GET_SIZE(args) != c->nfeeds)
+        return PyErr_Format(PyExc_TypeError, "expected %d feed values, got %zd", c->nfeeds,
+                            PyTuple_GET_SIZE(args));
+    PyObject *res = PyList_New(c->nfetches);
+    if (!res) return NULL;
+    PyObject **ov = PySequence_Fast_ITEMS(res);
+    if (run_step(c, PySequence_Fast_ITEMS(args), ov) < 0) {
+        Py_DECREF(res);
+        return NULL;
+    }
+    return res;
+}
+
+/* One step with vals fed, the result built by c's layout (what Session.run returns). */
+static PyObject *run_layout(CallableObject *c, PyObject *const *vals)
+{
+    PyObject *obuf[16];
+    PyObject **ov = c->nfetches > 16 ? PyMem_Calloc((size_t)c->nfetches, sizeof *ov) : obuf;
+    if (!ov) return PyErr_NoMemory();
+    PyObject *res = NULL;
+    if (run_step(c, vals, ov) == 0) {
+        Py_ssize_t n = PyTuple_GET_SIZE(c->layout);
+        res = c->kind == 2 ? NULL : c->kind == 1 ? PyTuple_New(n) : PyList_New(n);
+        for (Py_ssize_t i = 0; i < n && (res || c->kind == 2); i++) {
+            long k = PyLong_AsLong(PyTuple_GET_ITEM(c->layout, i));
+            PyObject *v = k < 0 ? Py_None : ov[k];
+            Py_INCREF(v);
+            if (c->kind == 2)
+                res = v;
+            else if (c->kind == 1)
+                PyTuple_SET_ITEM(res, i, v);
+            else
+                PyList_SET_ITEM(res, i, v);
+        }
+        for (int i = 0; i < c->nfetches; i++) Py_XDECREF(ov[i]);
+    }
     if (ov != obuf) PyMem_Free(ov);
     return res;
 }
 
+/* run_dict(feed_dict): the step with the feeds looked up in feed_dict by the keys given to
+ * make_callable, the result built as Session.run returns it. */
+static PyObject *callable_run_dict(CallableObject *c, PyObject *fd)
+{
+    if (!c->layout || !c->feed_keys)
+        return PyErr_Format(PyExc_TypeError, "this callable was made without a layout");
+    if (c->nfeeds && (!fd || !PyDict_Check(fd))) return PyErr_Format(PyExc_TypeError, "feed_dict");
+    PyObject *vbuf[16];
+    PyObject **vals = c->nfeeds > 16 ? PyMem_Calloc((size_t)c->nfeeds, sizeof *vals) : vbuf;
+    PyObject *res = NULL;
+    if (!vals) return PyErr_NoMemory();
+    int i = 0;
+    for (; i < c->nfeeds; i++) {
+        vals[i] = PyDict_GetItemWithError(fd, PyTuple_GET_ITEM(c->feed_keys, i));
+        if (!vals[i]) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, "a feed is missing");
+            break;
+        }
+    }
+    if (i == c->nfeeds) res = run_layout(c, vals);
+    if (vals != vbuf) PyMem_Free(vals);
+    return res;
+}
+
+static PyMethodDef callable_methods[] = {
+    {"run_dict", (PyCFunction)callable_run_dict, METH_O,
+     "run_dict(feed_dict): one step, the result in Session.run's structure"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyObject *run_layout(CallableObject *c, PyObject *const *vals);
+
+/* run_fast(fetches, feed_dict): Session.run for a signature seen before (cache_put), all in C;
+ * NotImplemented when it is new. */
+static PyObject *session_run_fast(SessionObject *so, PyObject *args)
+{
+    PyObject *fetches, *fd;
+    if (!PyArg_ParseTuple(args, "OO", &fetches, &fd)) return NULL;
+    int kind = PyList_CheckExact(fetches) ? 0 : PyTuple_CheckExact(fetches) ? 1 : 2;
+    Py_ssize_t n = kind == 2 ? 1 : PySequence_Fast_GET_SIZE(fetches);
+    PyObject **items = kind == 2 ? &fetches : PySequence_Fast_ITEMS(fetches);
+    Py_ssize_t nk = fd == Py_None ? 0 : PyDict_Check(fd) ? PyDict_GET_SIZE(fd) : -1;
+    for (int e = 0; nk >= 0 && e < so->nfast; e++) {
+        fast_entry *f = &so->fast[e];
+        if (f->kind != kind || PyTuple_GET_SIZE(f->elems) != n || PyTuple_GET_SIZE(f->keys) != nk)
+            continue;
+        bool same = true;
+        for (Py_ssize_t i = 0; same && i < n; i++) same = PyTuple_GET_ITEM(f->elems, i) == items[i];
+        /* the keys in the dict's order, the same objects as before: their values are the feeds */
+        PyObject *vbuf[16], **vals = nk > 16 ? PyMem_Calloc((size_t)nk, sizeof *vals) : vbuf;
+        if (!vals) return PyErr_NoMemory();
+        Py_ssize_t pos = 0, i = 0;
+        PyObject *k, *v;
+        while (same && nk && PyDict_Next(fd, &pos, &k, &v)) {
+            same = PyTuple_GET_ITEM(f->keys, i) == k;
+            vals[i++] = v;
+        }
+        PyObject *res = same ? run_layout((CallableObject *)f->callable, vals) : NULL;
+        if (vals != vbuf) PyMem_Free(vals);
+        if (same) return res;
+    }
+    Py_RETURN_NOTIMPLEMENTED;
+}
+
+/* cache_put(fetches, feed_keys, callable): remembers a signature for run_fast. */
+static PyObject *session_cache_put(SessionObject *so, PyObject *args)
+{
+    PyObject *fetches, *keys, *callable;
+    if (!PyArg_ParseTuple(args, "OO!O!", &fetches, &PyTuple_Type, &keys, &CallableType, &callable))
+        return NULL;
+    int kind = PyList_CheckExact(fetches) ? 0 : PyTuple_CheckExact(fetches) ? 1 : 2;
+    PyObject *elems = kind == 2 ? PyTuple_Pack(1, fetches) : PySequence_Tuple(fetches);
+    if (!elems) return NULL;
+    int slot = so->nfast < FAST_MAX ? so->nfast++ : so->next_evict++ % FAST_MAX;
+    fast_entry *f = &so->fast[slot];
+    Py_XDECREF(f->elems);
+    Py_XDECREF(f->keys);
+    Py_XDECREF(f->callable);
+    Py_INCREF(keys);
+    Py_INCREF(callable);
+    f->kind = kind, f->elems = elems, f->keys = keys, f->callable = callable;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef session_methods[] = {
+    {"run_fast", (PyCFunction)session_run_fast, METH_VARARGS,
+     "run_fast(fetches, feed_dict): a step of a known signature, or NotImplemented"},
+    {"cache_put", (PyCFunction)session_cache_put, METH_VARARGS,
+     "cache_put(fetches, feed_keys, callable): a signature for run_fast"},
     {"make_callable", (PyCFunction)session_make_callable, METH_VARARGS,
      "make_callable(fetches, feeds, targets) -> Callable(*feed_values) -> [ndarray]"},
     {"close", (PyCFunction)session_close, METH_NOARGS, "Frees the session."},
@@ -1094,6 +1356,7 @@ static PyTypeObject CallableType = {
     .tp_doc = "One step of a session for fixed feeds, fetches and targets.",
     .tp_dealloc = (destructor)callable_dealloc,
     .tp_call = (ternaryfunc)callable_call,
+    .tp_methods = callable_methods,
 };
 
 /* --- Server --- */

@@ -779,6 +779,23 @@ class _FetchMapper:
         return s[1]((k, self.build(values, v)) for k, v in s[2])
 
 
+def _flat_layout(mapper):
+    """(kind, [fetch index or -1 per element]) when the fetches are one tensor or op, or a flat
+    list or tuple of them (what C builds: kind 0 list, 1 tuple, 2 one value); else None."""
+    st = mapper.structure
+
+    def elem(e):
+        return e[1] if e[0] == "tensor" else -1 if e[0] == "op" else None
+
+    if st[0] in ("tensor", "op"):
+        return 2, [elem(st)]
+    if st[0] in ("list", "tuple"):
+        idx = [elem(e) for e in st[1]]
+        if all(i is not None for i in idx):
+            return (0 if st[0] == "list" else 1), idx
+    return None
+
+
 class Session:
     def __init__(self, target="", graph=None, config=None):
         self._graph = graph or get_default_graph()
@@ -791,7 +808,6 @@ class Session:
         if target:
             opts["target"] = target if isinstance(target, str) else target.decode()
         self._sess = _rill.Session(self._graph._g, opts)
-        self._callables = {}
         self._closed = False
 
     @property
@@ -799,33 +815,52 @@ class Session:
         return self._graph
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        # The per-step path, in C: a signature (the fetch elements and the feed keys, by
+        # identity) seen before runs without any Python frame.
+        r = self._sess.run_fast(fetches, feed_dict)
+        if r is not NotImplemented:
+            return r
+        return self._run_slow(fetches, feed_dict if feed_dict is not None else {})
+
+    def _run_slow(self, fetches, feed_dict):
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         mapper = _FetchMapper(self._graph, fetches)
-        feed_keys, feed_vals = [], []
-        for k, v in (feed_dict or {}).items():
-            if isinstance(k, str):
-                k = self._graph.get_tensor_by_name(k)
-            if not isinstance(k, Tensor):
-                raise TypeError(f"The value of a feed cannot be a tf.Tensor object. Acceptable "
-                                f"feed values include Python scalars, strings, lists, numpy "
-                                f"ndarrays, or TensorHandles. (key {k!r})")
+        feed_keys, feed_tensors = [], []
+        for k in feed_dict:
+            t = self._graph.get_tensor_by_name(k) if isinstance(k, str) else k
+            if isinstance(t, Variable):
+                t = t.value()
+            if not isinstance(t, Tensor):
+                raise TypeError(f"Cannot interpret feed_dict key as Tensor: {k!r}")
+            if t.graph is not self._graph:
+                raise ValueError(f"Cannot interpret feed_dict key as Tensor: Tensor {t!r} is "
+                                 "not an element of this graph.")
+            v = feed_dict[k]
+            if isinstance(v, (Tensor, Variable)):
+                raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable "
+                                "feed values include Python scalars, strings, lists, numpy "
+                                "ndarrays, or TensorHandles.")
             feed_keys.append(k)
-            feed_vals.append(v.eval(session=self) if isinstance(v, Tensor) else v)
-        sig = (tuple(t._out for t in mapper.tensors), tuple(o._op for o in mapper.ops),
-               tuple(k._out for k in feed_keys))
-        call = self._callables.get(sig)
-        if call is None:
+            feed_tensors.append(t)
+        layout = _flat_layout(mapper)
+        if layout is None:  # nested or dict fetches: the structure is built here
             call = self._sess.make_callable([t._out for t in mapper.tensors],
-                                            [k._out for k in feed_keys],
+                                            [t._out for t in feed_tensors],
                                             [o._op for o in mapper.ops])
-            self._callables[sig] = call
-        return mapper.build(call(*feed_vals))
+            return mapper.build(call(*[feed_dict[k] for k in feed_keys]))
+        kind, idx = layout
+        call = self._sess.make_callable([t._out for t in mapper.tensors],
+                                        [t._out for t in feed_tensors],
+                                        [o._op for o in mapper.ops], tuple(feed_keys),
+                                        tuple(idx), kind)
+        # the session keeps the fetches and keys alive, so their identities stay theirs
+        self._sess.cache_put(fetches, tuple(feed_keys), call)
+        return call.run_dict(feed_dict)
 
     def close(self):
         if not self._closed:
             self._closed = True
-            self._callables.clear()
             self._sess.close()
 
     def as_default(self):
