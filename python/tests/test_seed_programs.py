@@ -81,3 +81,42 @@ def test_local_server_program(tmp_path):
     r = _run(tmp_path, "local_server.py", src)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "b'Hello, distributed TensorFlow!'"
+
+
+TRAIN_AND_SAVE = '''
+import numpy as np
+import tensorflow as tf
+global_step = tf.Variable(0, name='global_step', trainable=False)
+input = tf.placeholder("float")
+label = tf.placeholder("float")
+weight = tf.get_variable("weight", [1], tf.float32, initializer=tf.random_normal_initializer())
+biase = tf.get_variable("biase", [1], tf.float32, initializer=tf.random_normal_initializer())
+loss = tf.square(label - (tf.multiply(input, weight) + biase))
+train_op = tf.train.GradientDescentOptimizer(0.01).minimize(loss, global_step=global_step)
+saver = tf.train.Saver()
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for _ in range(2000):
+        x = np.random.randn(1)
+        sess.run(train_op, {input: x, label: 2 * x + 10 + np.random.randn(1) * 0.33})
+    print(saver.save(sess, "./checkpoint/model.ckpt", global_step=global_step))
+'''
+
+
+def test_local_reload_program(tmp_path):
+    """local_reload_test.py, verbatim, restores a checkpoint of the seed's model (written here
+    by a short training run into ./checkpoint/, as distributed.py's Supervisor writes it) and
+    prints the step and the trained values. On real TensorFlow it prints nothing: its
+    tf.gfile.Exists is False for a V2 checkpoint prefix (docs/PYTHON.md)."""
+    src = _block(_seed_text(), "#local_reload_test.py", "tf.app.run()")
+    assert "tf.gfile.Exists(ckpt.model_checkpoint_path)" in src
+    (tmp_path / "checkpoint").mkdir()
+    r = _run(tmp_path, "train.py", TRAIN_AND_SAVE)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "./checkpoint/model.ckpt-2000"
+    r = _run(tmp_path, "local_reload_test.py", src)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert lines[0] == "./checkpoint/model.ckpt-2000, global_step = 2000", r.stdout
+    w, b = (float(v) for v in lines[1].replace("weight: ", "").replace("biase: ", "").split(", "))
+    assert abs(w - 2) < 0.1 and abs(b - 10) < 0.3, lines[1]

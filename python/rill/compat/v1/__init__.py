@@ -917,3 +917,7 @@ def executing_eagerly():
 
 
 from . import train  # noqa: E402,F401  (tf.train)
+from . import app, flags, gfile  # noqa: E402,F401  (tf.app, tf.app.flags = tf.flags, tf.gfile)
+import types as _types  # noqa: E402
+
+io = _types.SimpleNamespace(gfile=gfile.io_gfile)
