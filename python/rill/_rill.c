@@ -26,7 +26,12 @@
 
 #include <rill/rill.h>
 
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <string.h>
+#include <unistd.h>
 
 static PyObject *error_classes; /* dict: int code -> exception class */
 
@@ -61,6 +66,95 @@ static PyObject *register_errors(PyObject *self, PyObject *arg)
     Py_INCREF(arg);
     error_classes = arg;
     Py_RETURN_NONE;
+}
+
+
+/* --- Ctrl-C during a step ---
+ * A step runs with the GIL released, so Python's SIGINT handler only sets its flag; a step
+ * blocked in a queue or an accumulator would never see it. The module chains a handler of its
+ * own in front of Python's: it writes a byte to a pipe (async-signal-safe) and calls Python's.
+ * A thread waiting on the pipe cancels every step running in any session (rill_session_cancel,
+ * from any thread); the step returns CANCELLED, and back under the GIL the pending signal
+ * raises KeyboardInterrupt. A handler the program installs later with signal.signal replaces
+ * this one (and Python's): then Ctrl-C waits for the step, as in TF. */
+#define RUNNING_MAX 64
+static pthread_mutex_t running_mu = PTHREAD_MUTEX_INITIALIZER;
+static rill_session *running[RUNNING_MAX];
+static int interrupt_pipe[2] = {-1, -1};
+static struct sigaction python_sigint;
+
+static void on_sigint(int sig, siginfo_t *info, void *uc)
+{
+    int saved = errno;
+    if (interrupt_pipe[1] >= 0) {
+        char c = 1;
+        ssize_t r = write(interrupt_pipe[1], &c, 1);
+        (void)r;
+    }
+    errno = saved;
+    if (python_sigint.sa_flags & SA_SIGINFO) {
+        if (python_sigint.sa_sigaction) python_sigint.sa_sigaction(sig, info, uc);
+    } else if (python_sigint.sa_handler == SIG_DFL) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+    } else if (python_sigint.sa_handler != SIG_IGN && python_sigint.sa_handler) {
+        python_sigint.sa_handler(sig);
+    }
+}
+
+static void *interrupt_thread(void *arg)
+{
+    (void)arg;
+    char buf[64];
+    for (;;) {
+        ssize_t n = read(interrupt_pipe[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return NULL;
+        pthread_mutex_lock(&running_mu);
+        for (int i = 0; i < RUNNING_MAX; i++)
+            if (running[i]) rill_session_cancel(running[i]);
+        pthread_mutex_unlock(&running_mu);
+    }
+}
+
+/* Installs the chained handler once (module import, main thread). Failures leave Ctrl-C as
+ * Python has it. */
+static void interrupts_init(void)
+{
+    if (pipe(interrupt_pipe) != 0) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigint;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    /* the thread blocks no signal of the program's: it only reads the pipe */
+    if (pthread_create(&t, &attr, interrupt_thread, NULL) == 0)
+        sigaction(SIGINT, &sa, &python_sigint);
+    pthread_attr_destroy(&attr);
+}
+
+/* A slot in `running` for sess during a step (-1: none free; the step is then not
+ * interruptible, and runs anyway). */
+static int running_add(rill_session *sess)
+{
+    int slot = -1;
+    pthread_mutex_lock(&running_mu);
+    for (int i = 0; i < RUNNING_MAX && slot < 0; i++)
+        if (!running[i]) running[i] = sess, slot = i;
+    pthread_mutex_unlock(&running_mu);
+    return slot;
+}
+
+static void running_remove(int slot)
+{
+    if (slot < 0) return;
+    pthread_mutex_lock(&running_mu);
+    running[slot] = NULL;
+    pthread_mutex_unlock(&running_mu);
 }
 
 /* --- dtypes --- */
@@ -1174,10 +1268,21 @@ static int run_step(CallableObject *c, PyObject *const *vals, PyObject **ov)
     if (own) rill_status_clear(s);
     c->status_busy = true;
     rill_code code;
+    int slot;
     Py_BEGIN_ALLOW_THREADS
+    slot = running_add(c->sess->sess);
     code = rill_session_run(c->sess->sess, c->feeds, fv, c->nfeeds, c->fetches, tv, c->nfetches,
                             c->targets, c->ntargets, s);
+    running_remove(slot);
     Py_END_ALLOW_THREADS
+    /* Ctrl-C cancelled it: Python's pending KeyboardInterrupt, not the CANCELLED error */
+    if (code == RILL_CANCELLED && PyErr_CheckSignals() < 0) {
+        if (own)
+            c->status_busy = false;
+        else
+            rill_status_free(s);
+        goto out;
+    }
     if (code != RILL_OK) raise_status(s);
     if (own)
         c->status_busy = false;
@@ -1790,6 +1895,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__rill(void)
 {
     import_array();
+    interrupts_init();
     PyTypeObject *types[] = {&GraphType,  &OpType,        &SessionType, &CallableType,
                              &ServerType, &OptimizerType, &SaverType};
     const char *names[] = {"Graph", "Op", "Session", "Callable", "Server", "Optimizer", "Saver"};
