@@ -25,7 +25,7 @@ VENV       := .venv
 VENV_PKGS  := tensorflow-cpu tensorboard 'numpy<2.4'
 
 .PHONY: all deps venv build build-werror build-asan build-clang run test test-fast bench bench-peers bench-baselines \
-        python test-python install clean format
+        python test-python test-python-asan install clean format
 
 all: build
 
@@ -92,6 +92,7 @@ test: build-werror build-asan build-clang venv
 	cd $(BUILD_CLANG) && ctest --output-on-failure --output-junit ctest.xml $(CTEST_FLAGS) -j $(JOBS) -R '$(CLANG_TESTS)'
 	@scripts/skipped_tests.sh $(BUILD) $(BUILD_SAN) $(BUILD_CLANG)
 	$(MAKE) test-python
+	$(MAKE) test-python-asan
 
 test-fast: build-werror venv
 	cd $(BUILD) && ctest --output-on-failure --output-junit ctest.xml $(CTEST_FLAGS) -j $(JOBS)
@@ -131,6 +132,21 @@ python: venv
 test-python: python
 	@$(VENV)/bin/python -c 'import pytest' 2>/dev/null || { echo "installing into $(VENV): pytest"; $(VENV)/bin/pip install -q pytest; }
 	$(VENV)/bin/pytest python/tests
+
+# The Python tests again on the extension built with ASan and UBSan ($(BUILD_SAN), Debug): the
+# interpreter is not instrumented, so the sanitizers' runtimes are preloaded into it (and into
+# the tests' subprocesses, which inherit the environment); leak detection is off, since the
+# interpreter itself does not free everything at exit. The package is the source tree's Python
+# files with that build's module, first on PYTHONPATH.
+SAN_PRELOAD = $$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)
+test-python-asan: build-asan python
+	cmake -S . -B $(BUILD_SAN) -DRILL_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(VENV)/bin/python >/dev/null
+	cmake --build $(BUILD_SAN) -j $(JOBS) --target _rill
+	rm -rf $(BUILD_SAN)/pyroot && mkdir -p $(BUILD_SAN)/pyroot && cp -r python/rill $(BUILD_SAN)/pyroot/ && \
+	  rm -f $(BUILD_SAN)/pyroot/rill/*.c && cp $(BUILD_SAN)/python/_rill*.so $(BUILD_SAN)/pyroot/rill/
+	cd $(BUILD_SAN) && PYTHONPATH=$(CURDIR)/$(BUILD_SAN)/pyroot LD_PRELOAD=$(SAN_PRELOAD) \
+	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 RILL_EXPECT_SANITIZED=1 \
+	  $(CURDIR)/$(VENV)/bin/pytest -p no:cacheprovider $(CURDIR)/python/tests
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
