@@ -431,7 +431,8 @@ def multiply(x, y, name=None):
 
 
 def truediv(x, y, name=None):
-    return _binary("RealDiv", "truediv", x, y, name)
+    # rill's Div is TF's RealDiv on floats (the op TF's `/` makes)
+    return _binary("Div", "truediv", x, y, name)
 
 
 divide = truediv
@@ -918,6 +919,8 @@ def executing_eagerly():
 
 from . import train  # noqa: E402,F401  (tf.train)
 from . import app, flags, gfile  # noqa: E402,F401  (tf.app, tf.app.flags = tf.flags, tf.gfile)
+from ._ops import *  # noqa: E402,F401,F403  (math, array, reductions, tf.gradients)
+from . import nn  # noqa: E402,F401  (tf.nn)
 import types as _types  # noqa: E402
 
 io = _types.SimpleNamespace(gfile=gfile.io_gfile)

@@ -1,0 +1,175 @@
+"""tf.nn (TF 1.x) over the ops rill's C library has: each function makes the C op by type name
+with the inputs, in order, and the attrs the C builder (src/graph/ops_nn.c, ops_conv.c,
+ops_state.c) passes. Absent from the C library, so not here: in_top_k, l2_loss, lrn, moments,
+batch_normalization, depthwise/separable convolutions, conv2d_transpose as a function."""
+import sys as _sys
+
+from ._ops import sigmoid, tanh  # noqa: F401  (tf.nn.sigmoid, tf.nn.tanh are tf.sigmoid, tf.tanh)
+
+__all__ = ["relu", "sigmoid", "tanh", "softmax", "bias_add", "xw_plus_b",
+           "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
+           "sparse_softmax_cross_entropy_with_logits", "conv2d", "max_pool", "avg_pool",
+           "dropout"]
+
+
+def _tf():
+    return _sys.modules[__package__]
+
+
+def _g():
+    return _tf().get_default_graph()
+
+
+def _t(x, dtype=None):
+    return _tf().convert_to_tensor(x, dtype=dtype)
+
+
+def relu(features, name=None):
+    x = _t(features)
+    return _g()._make("Relu", name or "Relu", (x,)).outputs[0]
+
+
+def softmax(logits, axis=None, name=None, dim=None):
+    axis = axis if axis is not None else dim
+    x = _t(logits)
+    if axis is not None and axis != -1 and not (x.shape.ndims is not None and
+                                                axis == x.shape.ndims - 1):
+        raise NotImplementedError("rill's Softmax works on the last axis only")
+    return _g()._make("Softmax", name or "Softmax", (x,)).outputs[0]
+
+
+def bias_add(value, bias, data_format=None, name=None):
+    if data_format not in (None, "NHWC", "N...C"):
+        raise NotImplementedError("rill's BiasAdd takes the bias on the last dimension only "
+                                  "(data_format NHWC)")
+    v = _t(value)
+    b = _t(bias, v.dtype)
+    return _g()._make("BiasAdd", name or "BiasAdd", (v, b)).outputs[0]
+
+
+def xw_plus_b(x, weights, biases, name=None):
+    """matmul(x, weights) + biases: ops MatMul and BiasAdd (the BiasAdd named xw_plus_b)."""
+    return bias_add(_tf().matmul(x, weights), biases, name=name or "xw_plus_b")
+
+
+def _sentinel_check(fn, _sentinel, labels, logits):
+    if _sentinel is not None:
+        raise ValueError(f"Only call `{fn}` with named arguments (labels=..., logits=..., ...), "
+                         f"got {_sentinel!r}")
+    if labels is None or logits is None:
+        raise ValueError("Both labels and logits must be provided.")
+
+
+def softmax_cross_entropy_with_logits_v2(_sentinel=None, labels=None, logits=None, dim=-1,
+                                         name=None, axis=None):
+    """The loss per example (output 0 of SoftmaxCrossEntropyWithLogits(logits, labels))."""
+    _sentinel_check("softmax_cross_entropy_with_logits_v2", _sentinel, labels, logits)
+    axis = axis if axis is not None else dim
+    if axis != -1:
+        raise NotImplementedError("rill's SoftmaxCrossEntropyWithLogits takes classes on the "
+                                  "last axis only")
+    lg = _t(logits)
+    lb = _t(labels, lg.dtype)
+    op = _g()._make("SoftmaxCrossEntropyWithLogits", name or "SoftmaxCrossEntropyWithLogits",
+                    (lg, lb))
+    return op.outputs[0]
+
+
+def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, dim=-1,
+                                      name=None, axis=None):
+    """TF 1.x's (deprecated) v1: as _v2 here. (TF's v1 also stops the gradient to labels; rill
+    has no StopGradient op, and labels are in practice constants or placeholders.)"""
+    _sentinel_check("softmax_cross_entropy_with_logits", _sentinel, labels, logits)
+    return softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits, dim=dim,
+                                                name=name, axis=axis)
+
+
+def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None,
+                                             name=None):
+    _sentinel_check("sparse_softmax_cross_entropy_with_logits", _sentinel, labels, logits)
+    lg = _t(logits)
+    lb = _t(labels)
+    op = _g()._make("SparseSoftmaxCrossEntropyWithLogits",
+                    name or "SparseSoftmaxCrossEntropyWithLogits", (lg, lb))
+    return op.outputs[0]
+
+
+def _four(v, what):
+    """TF's ints-or-lists for strides/ksize/dilations: an int k -> [1, k, k, 1], [a, b] ->
+    [1, a, b, 1], four ints as they are."""
+    if v is None:
+        raise ValueError(f"{what} must be given")
+    if isinstance(v, int):
+        return [1, v, v, 1]
+    v = [int(x) for x in v]
+    if len(v) == 1:
+        return [1, v[0], v[0], 1]
+    if len(v) == 2:
+        return [1, v[0], v[1], 1]
+    return v
+
+
+def _window_attrs(x, strides, padding, data_format):
+    tf = _tf()
+    if isinstance(padding, bytes):
+        padding = padding.decode()
+    return {"strides": ("ints", _four(strides, "strides")),
+            "padding": ("string", padding if padding is not None else ""),
+            "data_format": ("string", data_format if data_format is not None else "NHWC"),
+            "T": tf._attr_type(x.dtype)}
+
+
+def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,
+           data_format="NHWC", dilations=[1, 1, 1, 1], name=None, filters=None):
+    """Conv2D(input, filter) with attrs strides, padding, data_format, dilations and T."""
+    if filter is None:
+        filter = filters
+    x = _t(input)
+    f = _t(filter, x.dtype)
+    attrs = _window_attrs(x, strides, padding, data_format)
+    attrs["dilations"] = ("ints", _four(dilations if dilations is not None else 1, "dilations"))
+    return _g()._make("Conv2D", name or "Conv2D", (x, f), attrs).outputs[0]
+
+
+def _pool(type, value, ksize, strides, padding, data_format, name, input):
+    x = _t(value if value is not None else input)
+    attrs = _window_attrs(x, strides, padding, data_format)
+    attrs["ksize"] = ("ints", _four(ksize, "ksize"))
+    return _g()._make(type, name or type, (x,), attrs).outputs[0]
+
+
+def max_pool(value=None, ksize=None, strides=None, padding=None, data_format="NHWC", name=None,
+             input=None):
+    return _pool("MaxPool", value, ksize, strides, padding, data_format, name, input)
+
+
+def avg_pool(value=None, ksize=None, strides=None, padding=None, data_format="NHWC", name=None,
+             input=None):
+    return _pool("AvgPool", value, ksize, strides, padding, data_format, name, input)
+
+
+def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
+    """TF 1.x's dropout: keeps each element with probability keep_prob (a float or a scalar
+    tensor, rill's Dropout's second input) and scales it by 1 / keep_prob. rate = 1 - keep_prob
+    is TF's later spelling."""
+    tf = _tf()
+    if keep_prob is not None and rate is not None:
+        raise ValueError("Cannot specify both 'rate' and 'keep_prob'.")
+    if noise_shape is not None:
+        raise NotImplementedError("rill's Dropout has no noise_shape")
+    x = _t(x)
+    if keep_prob is None:
+        if rate is None:
+            raise ValueError("One of 'keep_prob' or 'rate' must be given.")
+        if isinstance(rate, (tf.Tensor, tf.Variable)):
+            keep_prob = tf.subtract(1.0, _t(rate, x.dtype))
+        else:
+            keep_prob = 1.0 - float(rate)
+    if not isinstance(keep_prob, (tf.Tensor, tf.Variable)):
+        kp = float(keep_prob)
+        if not 0 < kp <= 1:
+            raise ValueError(f"keep_prob must be a scalar tensor or a float in the range (0, 1], "
+                             f"got {kp:g}")
+    kp = _t(keep_prob, x.dtype)
+    op = _g()._make("Dropout", name or "dropout", (x, kp), {"seed": ("int", int(seed or 0))})
+    return op.outputs[0]
