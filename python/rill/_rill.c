@@ -746,16 +746,19 @@ static PyObject *node_or_raise(GraphObject *g, rill_node *n)
  * initializer, or tf.get_variable (variable scopes, reuse) when get. */
 static PyObject *graph_variable(GraphObject *g, PyObject *args)
 {
-    const char *name;
+    const char *name, *device = NULL;
     int dtype, trainable, get = 0;
     PyObject *shape, *spec;
-    if (!PyArg_ParseTuple(args, "siOOp|p", &name, &dtype, &shape, &spec, &trainable, &get))
+    if (!PyArg_ParseTuple(args, "siOOp|pz", &name, &dtype, &shape, &spec, &trainable, &get,
+                          &device))
         return NULL;
     rill_shape sh;
     rill_initializer init;
     if (shape_of(shape, &sh) < 0 || initializer_of(spec, &init) < 0) return NULL;
+    if (device) rill_graph_push_device(g->g, device);
     rill_output v = get ? rill_get_variable(g->g, name, (rill_dtype)dtype, sh, init, trainable)
                         : rill_variable(g->g, (rill_dtype)dtype, sh, init, trainable, name);
+    if (device) rill_graph_pop_device(g->g);
     return node_or_raise(g, v.node);
 }
 
@@ -764,11 +767,14 @@ static PyObject *graph_variable_from(GraphObject *g, PyObject *args)
 {
     PyObject *init;
     int trainable;
-    const char *name = NULL;
-    if (!PyArg_ParseTuple(args, "Op|z", &init, &trainable, &name)) return NULL;
+    const char *name = NULL, *device = NULL;
+    if (!PyArg_ParseTuple(args, "Op|zz", &init, &trainable, &name, &device)) return NULL;
     rill_output in;
     if (output_of(g, init, &in) < 0) return NULL;
-    return node_or_raise(g, rill_variable_from(g->g, in, trainable, name).node);
+    if (device) rill_graph_push_device(g->g, device);
+    rill_node *n = rill_variable_from(g->g, in, trainable, name).node;
+    if (device) rill_graph_pop_device(g->g);
+    return node_or_raise(g, n);
 }
 
 static PyObject *graph_push_variable_scope(GraphObject *g, PyObject *args)
@@ -834,9 +840,9 @@ static PyObject *graph_add_to_collection(GraphObject *g, PyObject *args)
 
 static PyMethodDef graph_methods[] = {
     {"variable", (PyCFunction)graph_variable, METH_VARARGS,
-     "variable(name, dtype, shape, (kind, a, b, seed), trainable, get=False) -> Op"},
+     "variable(name, dtype, shape, (kind, a, b, seed), trainable, get=False, device=None) -> Op"},
     {"variable_from", (PyCFunction)graph_variable_from, METH_VARARGS,
-     "variable_from((Op, index), trainable, name=None) -> Op: tf.Variable(initial_value)"},
+     "variable_from((Op, index), trainable, name=None, device=None) -> Op: tf.Variable(value)"},
     {"push_variable_scope", (PyCFunction)graph_push_variable_scope, METH_VARARGS,
      "push_variable_scope(name, reuse=False)"},
     {"pop_variable_scope", (PyCFunction)graph_pop_variable_scope, METH_NOARGS, ""},
@@ -1493,6 +1499,87 @@ static PyObject *server_create_local(PyTypeObject *type, PyObject *unused)
     return (PyObject *)o;
 }
 
+/* {job: [address, ...] or {task_index: address}} -> a new rill_cluster_spec, or NULL with the
+ * error raised. */
+static rill_cluster_spec *cluster_of(PyObject *spec)
+{
+    if (!PyDict_Check(spec)) {
+        PyErr_SetString(PyExc_TypeError, "a cluster is a dict {job: [addresses] or {index: address}}");
+        return NULL;
+    }
+    rill_cluster_spec *c = rill_cluster_spec_new();
+    rill_status *s = rill_status_new();
+    PyObject *job, *tasks;
+    Py_ssize_t pos = 0;
+    bool ok = true;
+    while (ok && PyDict_Next(spec, &pos, &job, &tasks)) {
+        const char *jn = PyUnicode_AsUTF8(job);
+        if (!jn) {
+            ok = false;
+            break;
+        }
+        if (PyDict_Check(tasks)) {
+            PyObject *k, *v;
+            Py_ssize_t p2 = 0;
+            while (ok && PyDict_Next(tasks, &p2, &k, &v)) {
+                long idx = PyLong_AsLong(k);
+                const char *addr = PyUnicode_AsUTF8(v);
+                ok = !PyErr_Occurred() && addr &&
+                     (rill_cluster_spec_add_task(c, jn, (int)idx, addr, s) || (raise_status(s), false));
+            }
+            continue;
+        }
+        PyObject *seq = PySequence_Fast(tasks, "a job's tasks are a list of addresses or a dict");
+        if (!seq) {
+            ok = false;
+            break;
+        }
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        const char **addrs = PyMem_Calloc((size_t)n + 1, sizeof *addrs);
+        for (Py_ssize_t i = 0; ok && addrs && i < n; i++)
+            ok = (addrs[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i))) != NULL;
+        if (ok && addrs) ok = rill_cluster_spec_add_job(c, jn, addrs, (int)n, s) || (raise_status(s), false);
+        PyMem_Free(addrs);
+        Py_DECREF(seq);
+    }
+    rill_status_free(s);
+    if (!ok) {
+        rill_cluster_spec_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Server.new(cluster, job_name, task_index): this process's task of a cluster. */
+static PyObject *server_new_task(PyTypeObject *type, PyObject *args)
+{
+    PyObject *spec;
+    const char *job;
+    int task;
+    if (!PyArg_ParseTuple(args, "Osi", &spec, &job, &task)) return NULL;
+    rill_cluster_spec *c = cluster_of(spec);
+    if (!c) return NULL;
+    rill_status *s = rill_status_new();
+    rill_server *srv;
+    Py_BEGIN_ALLOW_THREADS
+    srv = rill_server_new(c, job, task, NULL, s);
+    Py_END_ALLOW_THREADS
+    rill_cluster_spec_free(c);
+    if (!srv) {
+        raise_status(s);
+        rill_status_free(s);
+        return NULL;
+    }
+    rill_status_free(s);
+    ServerObject *o = (ServerObject *)type->tp_alloc(type, 0);
+    if (!o) {
+        rill_server_free(srv);
+        return NULL;
+    }
+    o->srv = srv;
+    return (PyObject *)o;
+}
+
 static void server_dealloc(ServerObject *o)
 {
     if (o->srv) {
@@ -1542,6 +1629,8 @@ static PyGetSetDef server_getset[] = {
 static PyMethodDef server_methods[] = {
     {"create_local", (PyCFunction)server_create_local, METH_NOARGS | METH_CLASS,
      "An in-process server of a one-task cluster on a free loopback port."},
+    {"new", (PyCFunction)server_new_task, METH_VARARGS | METH_CLASS,
+     "Server.new(cluster, job_name, task_index): this process's task of a cluster"},
     {"join", (PyCFunction)server_join, METH_NOARGS, "Blocks until the server stops."},
     {"stop", (PyCFunction)server_stop, METH_NOARGS, "Stops the server."},
     {NULL, NULL, 0, NULL},

@@ -40,15 +40,21 @@ class Graph:
             self._ops[rop] = op
         return op
 
-    def _make(self, type, name, inputs=(), attrs=None, control_inputs=()):
+    def _device_for(self, type, name):
+        """The device the device stack gives an op about to be made (innermost last: a string
+        replaces, None clears, a function is asked)."""
         device = None
         for d in self._device_stack:
             if d is None:
                 device = None
             elif callable(d):
-                device = d(_PendingOp(type, name))
+                device = d(_PendingOp(type, name, device))
             else:
                 device = d
+        return device or None
+
+    def _make(self, type, name, inputs=(), attrs=None, control_inputs=()):
+        device = self._device_for(type, name)
         deps = [o._op for c in self._control_stack for o in c] + [c._op for c in control_inputs]
         rop = self._g.op(type, name, [t._out for t in inputs], attrs or {}, device, deps)
         return self._wrap(rop)
@@ -111,11 +117,13 @@ class Graph:
 
 
 class _PendingOp:
-    """What a device function sees of an op about to be made: its type (and name)."""
+    """What a device function sees of an op about to be made: its type, name and the device the
+    outer contexts gave it."""
 
-    def __init__(self, type, name):
+    def __init__(self, type, name, device=None):
         self.type = type
         self.name = name
+        self.device = device or ""
 
 
 class DeviceSpec:
@@ -519,8 +527,11 @@ class Variable:
             g = get_default_graph()
             if callable(initial_value):
                 initial_value = initial_value()
-            init = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
-            rop = g._g.variable_from(init._out, _builtins.bool(trainable), name or "Variable")
+            device = g._device_for("VariableV2", name or "Variable")
+            with g.device(device) if device else _contextlib.nullcontext():
+                init = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
+            rop = g._g.variable_from(init._out, _builtins.bool(trainable), name or "Variable",
+                                     device)
             self._graph = g
             self._op = g._wrap(rop)
         self._value = self._op.outputs[0]
@@ -638,7 +649,8 @@ def get_variable(name, shape=None, dtype=None, initializer=None, trainable=True,
                          "was <unknown>.")
     dims = [int(d) for d in (shape if not isinstance(shape, TensorShape) else shape.as_list())]
     try:
-        rop = g._g.variable(name, dt.enum, dims, spec, _builtins.bool(trainable), True)
+        rop = g._g.variable(name, dt.enum, dims, spec, _builtins.bool(trainable), True,
+                            g._device_for("VariableV2", name))
     except (errors.AlreadyExistsError, errors.NotFoundError) as e:
         raise ValueError(e.message) from None  # TF's get_variable raises ValueError
     return _as_variable(g, rop)

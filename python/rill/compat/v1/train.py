@@ -2,17 +2,77 @@
 from ... import _rill
 
 
+class ClusterSpec:
+    """tf.train.ClusterSpec: {job: [address, ...]} or {job: {task_index: address}}."""
+
+    def __init__(self, cluster):
+        if isinstance(cluster, ClusterSpec):
+            cluster = cluster.as_dict()
+        self._spec = {}
+        for job, tasks in dict(cluster).items():
+            if isinstance(tasks, dict):
+                self._spec[job] = {int(i): str(a) for i, a in tasks.items()}
+            else:
+                self._spec[job] = {i: str(a) for i, a in enumerate(tasks)}
+
+    @property
+    def jobs(self):
+        return list(self._spec)
+
+    def as_dict(self):
+        out = {}
+        for job, tasks in self._spec.items():
+            if sorted(tasks) == list(range(len(tasks))):
+                out[job] = [tasks[i] for i in range(len(tasks))]
+            else:
+                out[job] = dict(tasks)
+        return out
+
+    def num_tasks(self, job_name):
+        if job_name not in self._spec:
+            raise ValueError(f"No such job in cluster: {job_name!r}")
+        return len(self._spec[job_name])
+
+    def task_indices(self, job_name):
+        return sorted(self._spec[job_name])
+
+    def task_address(self, job_name, task_index):
+        try:
+            return self._spec[job_name][task_index]
+        except KeyError:
+            raise ValueError(f"No task with index {task_index!r} in job {job_name!r}") from None
+
+    def job_tasks(self, job_name):
+        tasks = self._spec[job_name]
+        return [tasks.get(i) for i in range(max(tasks) + 1)] if tasks else []
+
+    def __bool__(self):
+        return bool(self._spec)
+
+    def __repr__(self):
+        return f"ClusterSpec({self.as_dict()!r})"
+
+
 class Server:
-    """tf.train.Server. create_local_server() is a one-task cluster on a free loopback port in
-    this process; its target is what tf.Session(target) connects to."""
+    """tf.train.Server: this process's task of a cluster (or create_local_server()'s one-task
+    cluster); its target is what tf.Session(target) connects to."""
 
     def __init__(self, server_or_cluster, job_name=None, task_index=None, protocol=None,
                  config=None, start=True):
         if isinstance(server_or_cluster, _rill.Server):
             self._srv = server_or_cluster
             return
-        raise NotImplementedError("tf.train.Server over a ClusterSpec: not yet in rill's Python "
-                                  "front end (issue 11); create_local_server() is")
+        cluster = ClusterSpec(server_or_cluster)
+        if job_name is None:
+            if len(cluster.jobs) != 1:
+                raise ValueError("Must specify an explicit `job_name`.")
+            job_name = cluster.jobs[0]
+        if task_index is None:
+            idx = cluster.task_indices(job_name)
+            if len(idx) != 1:
+                raise ValueError("Must specify an explicit `task_index`.")
+            task_index = idx[0]
+        self._srv = _rill.Server.new(cluster._spec, job_name, int(task_index))
 
     @staticmethod
     def create_local_server(config=None, start=True):
@@ -22,8 +82,46 @@ class Server:
     def target(self):
         return self._srv.target
 
+    def start(self):
+        pass
+
     def join(self):
+        """Blocks, as TF's does, for good: SIGTERM or SIGINT end the process cleanly (exit 0)
+        instead of returning, so that a ps task never falls through into code after join()."""
         self._srv.join()
+        raise SystemExit(0)
+
+
+def replica_device_setter(ps_tasks=0, ps_device="/job:ps", worker_device="/job:worker",
+                          merge_devices=True, cluster=None, ps_ops=None, ps_strategy=None):
+    """tf.train.replica_device_setter: variables (and the other ps_ops) round-robin over the ps
+    tasks, every other op on worker_device; a device an inner context already gave an op is
+    kept (merge_devices)."""
+    if cluster is not None:
+        cluster = ClusterSpec(cluster)
+        ps_tasks = cluster.num_tasks("ps") if "ps" in cluster.jobs else 0
+    if ps_tasks == 0:
+        return None
+    ps_ops = list(ps_ops) if ps_ops else ["Variable", "VariableV2", "AutoReloadVariable",
+                                          "MutableHashTable", "MutableHashTableV2",
+                                          "MutableHashTableOfTensors",
+                                          "MutableHashTableOfTensorsV2", "MutableDenseHashTable",
+                                          "MutableDenseHashTableV2", "VarHandleOp"]
+    next_task = [0]
+
+    def choose(op):
+        if merge_devices and op.device:
+            return op.device
+        if op.type in ps_ops:
+            if ps_strategy is not None:
+                task = ps_strategy(op)
+            else:
+                task = next_task[0] % ps_tasks
+                next_task[0] += 1
+            return f"{ps_device}/task:{task}"
+        return worker_device
+
+    return choose
 
 
 # --- optimizers (rill's C optimizers: slots, gated gradients, colocation are theirs) ---

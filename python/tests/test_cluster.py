@@ -1,0 +1,70 @@
+"""A real two-process cluster from Python: a ps task in its own process (tf.train.Server over a
+ClusterSpec, then server.join()), the worker here: replica_device_setter puts the variables on
+the ps and the rest on the worker, a Session on the worker's target trains the seed's model
+with its variables held by the other process, and SIGTERM ends the ps's join() with exit 0."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import rill.compat.v1 as tf
+
+PS = r'''
+import sys
+import rill.compat.v1 as tf
+cluster = tf.train.ClusterSpec({"ps": [sys.argv[1]], "worker": [sys.argv[2]]})
+server = tf.train.Server(cluster, job_name="ps", task_index=0)
+print("serving", flush=True)
+server.join()
+print("join returned", flush=True)  # never: join ends the process
+'''
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_ps_and_worker(tmp_path):
+    ps_addr, worker_addr = f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
+    ps = subprocess.Popen([sys.executable, "-c", PS, ps_addr, worker_addr], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    try:
+        assert ps.stdout.readline().strip() == "serving"
+        cluster = tf.train.ClusterSpec({"ps": [ps_addr], "worker": [worker_addr]})
+        assert cluster.num_tasks("ps") == 1 and cluster.task_address("worker", 0) == worker_addr
+        server = tf.train.Server(cluster, job_name="worker", task_index=0)
+        g = tf.Graph()
+        with g.as_default(), tf.device(tf.train.replica_device_setter(
+                worker_device="/job:worker/task:0", cluster=cluster)):
+            step = tf.Variable(0, name="global_step", trainable=False)
+            x = tf.placeholder("float")
+            y = tf.placeholder("float")
+            w = tf.get_variable("weight", [1], tf.float32, initializer=tf.random_normal_initializer())
+            b = tf.get_variable("biase", [1], tf.float32, initializer=tf.random_normal_initializer())
+            loss = tf.square(y - (tf.multiply(x, w) + b))
+            train = tf.train.GradientDescentOptimizer(0.05).minimize(loss, global_step=step)
+            init = tf.global_variables_initializer()
+        assert w.device == "/job:ps/task:0" and step.device == "/job:ps/task:0"
+        assert loss.device == "/job:worker/task:0"
+        rng = np.random.default_rng(0)
+        with tf.Session(server.target, graph=g) as sess:
+            sess.run(init)
+            for _ in range(600):
+                xv = rng.standard_normal(1)
+                sess.run(train, {x: xv, y: 2 * xv + 10})
+            wv, bv, sv = sess.run([w, b, step])
+        assert sv == 600
+        assert abs(wv[0] - 2) < 0.1 and abs(bv[0] - 10) < 0.3, (wv, bv)
+    finally:
+        t0 = time.time()
+        ps.send_signal(signal.SIGTERM)
+        out, err = ps.communicate(timeout=30)
+    assert ps.returncode == 0, err
+    assert "join returned" not in out
+    assert time.time() - t0 < 10
