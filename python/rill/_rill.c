@@ -838,7 +838,14 @@ static PyObject *graph_add_to_collection(GraphObject *g, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *graph_summary(GraphObject *g, PyObject *args);
+static PyObject *graph_summary_merge_all(GraphObject *g, PyObject *args);
+
 static PyMethodDef graph_methods[] = {
+    {"summary", (PyCFunction)graph_summary, METH_VARARGS,
+     "summary(kind, name, (Op, index)) -> Op: tf.summary.scalar / histogram"},
+    {"summary_merge_all", (PyCFunction)graph_summary_merge_all, METH_VARARGS,
+     "summary_merge_all(name=None) -> Op or None"},
     {"variable", (PyCFunction)graph_variable, METH_VARARGS,
      "variable(name, dtype, shape, (kind, a, b, seed), trainable, get=False, device=None) -> Op"},
     {"variable_from", (PyCFunction)graph_variable_from, METH_VARARGS,
@@ -1029,6 +1036,7 @@ typedef struct {
     rill_session *sess;
     fast_entry fast[FAST_MAX];
     int nfast, next_evict;
+    PyObject *owner; /* what made the session (a Supervisor), freed after it */
 } SessionObject;
 
 typedef struct {
@@ -1049,6 +1057,10 @@ typedef struct {
 
 static PyTypeObject SessionType, CallableType;
 
+static PyObject *session_wrap(PyTypeObject *type, GraphObject *graph, rill_session *sess,
+                              PyObject *owner);
+static rill_session_options *session_options_of(PyObject *opts);
+
 static int opt_int(PyObject *opts, const char *key, long *v)
 {
     PyObject *o = opts ? PyDict_GetItemString(opts, key) : NULL;
@@ -1064,6 +1076,44 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|O!", kwlist, &GraphType, &graph, &PyDict_Type,
                                      &opts))
         return NULL;
+    rill_session_options *o = session_options_of(opts);
+    if (!o) return NULL;
+    rill_status *s = rill_status_new();
+    rill_session *sess;
+    Py_BEGIN_ALLOW_THREADS
+    sess = rill_session_new(((GraphObject *)graph)->g, o, s);
+    Py_END_ALLOW_THREADS
+    rill_session_options_free(o);
+    if (!sess) {
+        raise_status(s);
+        rill_status_free(s);
+        return NULL;
+    }
+    rill_status_free(s);
+    return session_wrap(type, (GraphObject *)graph, sess, NULL);
+}
+
+/* A Session object over sess (taken), keeping graph and owner alive. */
+static PyObject *session_wrap(PyTypeObject *type, GraphObject *graph, rill_session *sess,
+                              PyObject *owner)
+{
+    SessionObject *so = (SessionObject *)type->tp_alloc(type, 0);
+    if (!so) {
+        rill_session_free(sess);
+        return NULL;
+    }
+    Py_INCREF(graph);
+    so->graph = graph;
+    so->sess = sess;
+    Py_XINCREF(owner);
+    so->owner = owner;
+    return (PyObject *)so;
+}
+
+/* Session options from {log_device_placement, allow_soft_placement, intra_op_threads,
+ * inter_op_threads, target}; NULL with the error raised. */
+static rill_session_options *session_options_of(PyObject *opts)
+{
     rill_session_options *o = rill_session_options_new();
     long v;
     int r;
@@ -1087,27 +1137,7 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         rill_session_options_free(o);
         return NULL;
     }
-    rill_status *s = rill_status_new();
-    rill_session *sess;
-    Py_BEGIN_ALLOW_THREADS
-    sess = rill_session_new(((GraphObject *)graph)->g, o, s);
-    Py_END_ALLOW_THREADS
-    rill_session_options_free(o);
-    if (!sess) {
-        raise_status(s);
-        rill_status_free(s);
-        return NULL;
-    }
-    rill_status_free(s);
-    SessionObject *so = (SessionObject *)type->tp_alloc(type, 0);
-    if (!so) {
-        rill_session_free(sess);
-        return NULL;
-    }
-    Py_INCREF(graph);
-    so->graph = (GraphObject *)graph;
-    so->sess = sess;
-    return (PyObject *)so;
+    return o;
 }
 
 static void session_close_impl(SessionObject *so)
@@ -1135,6 +1165,7 @@ static void session_dealloc(SessionObject *so)
 {
     fast_clear(so);
     session_close_impl(so);
+    Py_CLEAR(so->owner);
     Py_XDECREF(so->graph);
     Py_TYPE(so)->tp_free((PyObject *)so);
 }
@@ -1958,6 +1989,329 @@ static PyObject *latest_checkpoint(PyObject *self, PyObject *arg)
     return PyUnicode_FromString(buf);
 }
 
+/* --- SyncReplicasOptimizer --- */
+
+typedef struct {
+    PyObject_HEAD OptimizerObject *opt; /* kept: the C object borrows it */
+    rill_sync_replicas_optimizer *o;
+} SyncObject;
+
+static PyTypeObject SyncType;
+
+/* SyncReplicas(optimizer, replicas_to_aggregate, total_num_replicas) */
+static PyObject *sync_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    (void)kw;
+    PyObject *opt;
+    int agg, total = 0;
+    if (!PyArg_ParseTuple(args, "O!i|i", &OptimizerType, &opt, &agg, &total)) return NULL;
+    rill_sync_replicas_optimizer *o =
+        rill_sync_replicas_optimizer_new(((OptimizerObject *)opt)->o, agg, total);
+    if (!o) return PyErr_Format(PyExc_ValueError, "replicas_to_aggregate must be positive");
+    SyncObject *self = (SyncObject *)type->tp_alloc(type, 0);
+    if (!self) {
+        rill_sync_replicas_optimizer_free(o);
+        return NULL;
+    }
+    Py_INCREF(opt);
+    self->opt = (OptimizerObject *)opt;
+    self->o = o;
+    return (PyObject *)self;
+}
+
+static void sync_dealloc(SyncObject *self)
+{
+    rill_sync_replicas_optimizer_free(self->o);
+    Py_XDECREF(self->opt);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *sync_apply_gradients(SyncObject *self, PyObject *args)
+{
+    PyObject *graph, *pairs, *gs;
+    const char *name = NULL;
+    if (!PyArg_ParseTuple(args, "O!OO|z", &GraphType, &graph, &pairs, &gs, &name)) return NULL;
+    GraphObject *g = (GraphObject *)graph;
+    PyObject *seq = PySequence_Fast(pairs, "a sequence of (grad, var)");
+    if (!seq) return NULL;
+    int n = (int)PySequence_Fast_GET_SIZE(seq);
+    rill_grad_and_var *gv = PyMem_Calloc((size_t)n + 1, sizeof *gv);
+    rill_output step = {NULL, 0};
+    int ok = gv != NULL;
+    for (int i = 0; ok && i < n; i++) {
+        PyObject *grad, *var;
+        ok = PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "OO;a (grad, var) pair", &grad,
+                              &var) &&
+             (grad == Py_None || output_of(g, grad, &gv[i].grad) == 0) &&
+             output_of(g, var, &gv[i].var) == 0;
+    }
+    Py_DECREF(seq);
+    if (ok && gs != Py_None) ok = output_of(g, gs, &step) == 0;
+    PyObject *res = NULL;
+    if (ok)
+        res = node_or_raise(g, rill_sync_replicas_apply_gradients(self->o, g->g, gv, n, step, name));
+    PyMem_Free(gv);
+    return res;
+}
+
+/* op(graph, which[, num_tokens]): "init_tokens", "chief_queue_runner", "chief_init",
+ * "local_step_init" -> Op */
+static PyObject *sync_op(SyncObject *self, PyObject *args)
+{
+    PyObject *graph;
+    const char *which;
+    int tokens = -1;
+    if (!PyArg_ParseTuple(args, "O!s|i", &GraphType, &graph, &which, &tokens)) return NULL;
+    GraphObject *g = (GraphObject *)graph;
+    rill_status *s = rill_status_new();
+    rill_node *n = NULL;
+    if (strcmp(which, "init_tokens") == 0)
+        n = rill_sync_replicas_get_init_tokens_op(self->o, tokens, s);
+    else if (strcmp(which, "chief_queue_runner") == 0)
+        n = rill_sync_replicas_chief_queue_runner_op(self->o, s);
+    else if (strcmp(which, "chief_init") == 0)
+        n = rill_sync_replicas_chief_init_op(self->o);
+    else if (strcmp(which, "local_step_init") == 0)
+        n = rill_sync_replicas_local_step_init_op(self->o);
+    else {
+        rill_status_free(s);
+        return PyErr_Format(PyExc_ValueError, "no sync op '%s'", which);
+    }
+    PyObject *res;
+    if (rill_status_code(s) != RILL_OK)
+        res = raise_status(s);
+    else
+        res = node_or_raise(g, n);
+    rill_status_free(s);
+    return res;
+}
+
+static PyMethodDef sync_methods[] = {
+    {"apply_gradients", (PyCFunction)sync_apply_gradients, METH_VARARGS,
+     "apply_gradients(graph, pairs, global_step, name=None) -> Op"},
+    {"op", (PyCFunction)sync_op, METH_VARARGS, "op(graph, which[, num_tokens]) -> Op"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject SyncType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rill._rill.SyncReplicas",
+    .tp_basicsize = sizeof(SyncObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "SyncReplicas(optimizer, replicas_to_aggregate, total_num_replicas=0)",
+    .tp_new = sync_new,
+    .tp_dealloc = (destructor)sync_dealloc,
+    .tp_methods = sync_methods,
+};
+
+/* --- Supervisor --- */
+
+typedef struct {
+    PyObject_HEAD GraphObject *graph;
+    PyObject *saver; /* kept: the supervisor borrows it */
+    rill_supervisor *sv;
+} SupervisorObject;
+
+static PyTypeObject SupervisorType;
+
+static rill_node *opt_op(PyObject *opts, const char *key)
+{
+    PyObject *o = PyDict_GetItemString(opts, key);
+    return o && PyObject_TypeCheck(o, &OpType) ? ((OpObject *)o)->n : NULL;
+}
+
+static double opt_double(PyObject *opts, const char *key, double def)
+{
+    PyObject *o = PyDict_GetItemString(opts, key);
+    double v = o && o != Py_None ? PyFloat_AsDouble(o) : def;
+    if (PyErr_Occurred()) PyErr_Clear(), v = def;
+    return v;
+}
+
+/* Supervisor(graph, {is_chief, logdir, init_op, local_init_op, ready_op, saver (Saver, or
+ * False for none), summary_op (False: none), global_step ((Op, index)), save_model_secs,
+ * save_summaries_secs, recovery_wait_secs, max_wait_secs}) */
+static PyObject *supervisor_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    (void)kw;
+    PyObject *graph, *opts;
+    if (!PyArg_ParseTuple(args, "O!O!", &GraphType, &graph, &PyDict_Type, &opts)) return NULL;
+    GraphObject *g = (GraphObject *)graph;
+    rill_supervisor_options o = RILL_SUPERVISOR_OPTIONS_INIT;
+    PyObject *v;
+    if ((v = PyDict_GetItemString(opts, "is_chief"))) o.is_chief = PyObject_IsTrue(v) == 1;
+    const char *logdir = NULL;
+    if ((v = PyDict_GetItemString(opts, "logdir")) && v != Py_None && !(logdir = PyUnicode_AsUTF8(v)))
+        return NULL;
+    o.logdir = logdir;
+    o.init_op = opt_op(opts, "init_op");
+    o.local_init_op = opt_op(opts, "local_init_op");
+    o.ready_op = opt_op(opts, "ready_op");
+    PyObject *saver = PyDict_GetItemString(opts, "saver");
+    if (saver && PyObject_TypeCheck(saver, &SaverType))
+        o.saver = ((SaverObject *)saver)->sv;
+    else if (saver == Py_False)
+        o.no_saver = true;
+    if ((v = PyDict_GetItemString(opts, "summary_op")) == Py_False) o.no_summary_op = true;
+    if ((v = PyDict_GetItemString(opts, "global_step")) && v != Py_None &&
+        output_of(g, v, &o.global_step) < 0)
+        return NULL;
+    o.save_model_secs = opt_double(opts, "save_model_secs", o.save_model_secs);
+    o.save_summaries_secs = opt_double(opts, "save_summaries_secs", o.save_summaries_secs);
+    o.recovery_wait_secs = opt_double(opts, "recovery_wait_secs", o.recovery_wait_secs);
+    o.max_wait_secs = opt_double(opts, "max_wait_secs", o.max_wait_secs);
+    rill_status *s = rill_status_new();
+    rill_supervisor *sv = rill_supervisor_new(g->g, &o, s);
+    if (!sv) {
+        raise_status(s);
+        rill_status_free(s);
+        rill_graph_clear_status(g->g);
+        return NULL;
+    }
+    rill_status_free(s);
+    SupervisorObject *self = (SupervisorObject *)type->tp_alloc(type, 0);
+    if (!self) {
+        rill_supervisor_free(sv);
+        return NULL;
+    }
+    Py_INCREF(graph);
+    self->graph = g;
+    Py_XINCREF(saver);
+    self->saver = saver;
+    self->sv = sv;
+    return (PyObject *)self;
+}
+
+static void supervisor_dealloc(SupervisorObject *self)
+{
+    if (self->sv) {
+        rill_supervisor *sv = self->sv;
+        self->sv = NULL;
+        Py_BEGIN_ALLOW_THREADS
+        rill_supervisor_free(sv);
+        Py_END_ALLOW_THREADS
+    }
+    Py_XDECREF(self->saver);
+    Py_XDECREF(self->graph);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* prepare_or_wait_for_session(session options) -> Session (which keeps the supervisor) */
+static PyObject *supervisor_prepare(SupervisorObject *self, PyObject *arg)
+{
+    if (!PyDict_Check(arg)) return PyErr_Format(PyExc_TypeError, "session options are a dict");
+    rill_session_options *o = session_options_of(arg);
+    if (!o) return NULL;
+    rill_status *s = rill_status_new();
+    rill_session *sess;
+    Py_BEGIN_ALLOW_THREADS
+    sess = rill_supervisor_prepare_or_wait_for_session(self->sv, o, s);
+    Py_END_ALLOW_THREADS
+    rill_session_options_free(o);
+    PyObject *res = sess ? session_wrap(&SessionType, self->graph, sess, (PyObject *)self)
+                         : raise_status(s);
+    rill_status_free(s);
+    return res;
+}
+
+static PyObject *supervisor_start_queue_runner(SupervisorObject *self, PyObject *args)
+{
+    PyObject *sess, *op;
+    if (!PyArg_ParseTuple(args, "O!O!", &SessionType, &sess, &OpType, &op)) return NULL;
+    rill_status *s = rill_status_new();
+    rill_code code = rill_supervisor_start_queue_runner(self->sv, ((SessionObject *)sess)->sess,
+                                                        ((OpObject *)op)->n, s);
+    PyObject *res = code == RILL_OK ? (Py_INCREF(Py_None), Py_None) : raise_status(s);
+    rill_status_free(s);
+    return res;
+}
+
+static PyObject *supervisor_should_stop(SupervisorObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(rill_supervisor_should_stop(self->sv));
+}
+
+static PyObject *supervisor_request_stop(SupervisorObject *self, PyObject *unused)
+{
+    (void)unused;
+    rill_supervisor_request_stop(self->sv, NULL);
+    Py_RETURN_NONE;
+}
+
+static PyObject *supervisor_stop(SupervisorObject *self, PyObject *unused)
+{
+    (void)unused;
+    rill_status *s = rill_status_new();
+    rill_code code;
+    Py_BEGIN_ALLOW_THREADS
+    code = rill_supervisor_stop(self->sv, s);
+    Py_END_ALLOW_THREADS
+    PyObject *res = code == RILL_OK ? (Py_INCREF(Py_None), Py_None) : raise_status(s);
+    rill_status_free(s);
+    return res;
+}
+
+/* summary_computed(session unused, summary bytes tensor value, step) */
+static PyObject *supervisor_summary_computed(SupervisorObject *self, PyObject *args)
+{
+    PyObject *summary;
+    long long step;
+    if (!PyArg_ParseTuple(args, "OL", &summary, &step)) return NULL;
+    rill_tensor *t = tensor_of(summary, RILL_STRING);
+    if (!t) return NULL;
+    rill_status *s = rill_status_new();
+    rill_code code = rill_supervisor_summary_computed(self->sv, t, step, s);
+    rill_tensor_free(t);
+    PyObject *res = code == RILL_OK ? (Py_INCREF(Py_None), Py_None) : raise_status(s);
+    rill_status_free(s);
+    return res;
+}
+
+static PyMethodDef supervisor_methods[] = {
+    {"prepare_or_wait_for_session", (PyCFunction)supervisor_prepare, METH_O,
+     "prepare_or_wait_for_session(session options) -> Session"},
+    {"start_queue_runner", (PyCFunction)supervisor_start_queue_runner, METH_VARARGS,
+     "start_queue_runner(session, op)"},
+    {"should_stop", (PyCFunction)supervisor_should_stop, METH_NOARGS, ""},
+    {"request_stop", (PyCFunction)supervisor_request_stop, METH_NOARGS, ""},
+    {"stop", (PyCFunction)supervisor_stop, METH_NOARGS, ""},
+    {"summary_computed", (PyCFunction)supervisor_summary_computed, METH_VARARGS,
+     "summary_computed(summary, step)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject SupervisorType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rill._rill.Supervisor",
+    .tp_basicsize = sizeof(SupervisorObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Supervisor(graph, options)",
+    .tp_new = supervisor_new,
+    .tp_dealloc = (destructor)supervisor_dealloc,
+    .tp_methods = supervisor_methods,
+};
+
+/* summary(graph, kind, name, input): "scalar", "histogram" -> Op; merge_all(graph, name) */
+static PyObject *graph_summary(GraphObject *g, PyObject *args)
+{
+    const char *kind, *name;
+    PyObject *in;
+    if (!PyArg_ParseTuple(args, "ssO", &kind, &name, &in)) return NULL;
+    rill_output o;
+    if (output_of(g, in, &o) < 0) return NULL;
+    rill_output r = strcmp(kind, "scalar") == 0 ? rill_summary_scalar(g->g, name, o)
+                                                : rill_summary_histogram(g->g, name, o);
+    return node_or_raise(g, r.node);
+}
+
+static PyObject *graph_summary_merge_all(GraphObject *g, PyObject *args)
+{
+    const char *name = NULL;
+    if (!PyArg_ParseTuple(args, "|z", &name)) return NULL;
+    rill_output r = rill_summary_merge_all(g->g, name);
+    if (!r.node && rill_graph_ok(g->g)) Py_RETURN_NONE;
+    return node_or_raise(g, r.node);
+}
+
 /* --- module --- */
 
 static PyObject *runtime_info(PyObject *self, PyObject *unused)
@@ -1985,9 +2339,11 @@ PyMODINIT_FUNC PyInit__rill(void)
 {
     import_array();
     interrupts_init();
-    PyTypeObject *types[] = {&GraphType,  &OpType,        &SessionType, &CallableType,
-                             &ServerType, &OptimizerType, &SaverType};
-    const char *names[] = {"Graph", "Op", "Session", "Callable", "Server", "Optimizer", "Saver"};
+    PyTypeObject *types[] = {&GraphType,     &OpType,    &SessionType, &CallableType,
+                             &ServerType,    &OptimizerType, &SaverType, &SyncType,
+                             &SupervisorType};
+    const char *names[] = {"Graph", "Op",    "Session",      "Callable",  "Server",
+                           "Optimizer", "Saver", "SyncReplicas", "Supervisor"};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         if (PyType_Ready(types[i]) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);

@@ -130,12 +130,17 @@ rill_node *rill_sync_replicas_apply_gradients(rill_sync_replicas_optimizer *o, r
         rill_node *var = gv[i].var.node;
         char *sn = accum_name(var);
         rill_graph_push_device(g, var->requested_device ? var->requested_device : "");
-        rill_output acc = rill_accumulator_apply_grad(g, sn, o->local_step, gv[i].grad, NULL);
+        /* Accumulators count steps in int64; a global step of another integer type (the seed's
+         * tf.Variable(0) is int32) is cast, as TF's ConditionalAccumulator casts it. */
+        bool wide = rill_output_dtype(o->local_step) == RILL_INT64;
+        rill_output ls = wide ? o->local_step : rill_cast(g, o->local_step, RILL_INT64, NULL);
+        rill_output gs = wide ? global_step : rill_cast(g, global_step, RILL_INT64, NULL);
+        rill_output acc = rill_accumulator_apply_grad(g, sn, ls, gv[i].grad, NULL);
         rill_output take = rill_accumulator_take_grad(g, sn, rill_output_dtype(gv[i].var),
                                                       rill_output_shape(gv[i].var), nr,
                                                       o->timeout_ms, NULL);
         inits[ni++] = rill_accumulator_set_global_step(g, sn, rill_output_dtype(gv[i].var),
-                                                       rill_output_shape(gv[i].var), global_step,
+                                                       rill_output_shape(gv[i].var), gs,
                                                        "SetGlobalStep");
         rill_graph_pop_device(g);
         rill__free(sn);

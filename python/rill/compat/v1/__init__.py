@@ -823,11 +823,24 @@ class Session:
         self._sess = _rill.Session(self._graph._g, opts)
         self._closed = False
 
+    @classmethod
+    def _adopt(cls, graph, rsess, config, supervisor):
+        """A Session over a _rill.Session that a Supervisor prepared."""
+        self = cls.__new__(cls)
+        self._graph, self._config, self._sess, self._closed = graph, config, rsess, False
+        self._supervisor = supervisor
+        import os
+        limit = os.environ.get("RILL_TRAIN_STEPS")
+        self._step_limit = int(limit) if limit else None
+        return self
+
     @property
     def graph(self):
         return self._graph
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        if getattr(self, "_step_limit", None) is not None:
+            self._check_step_limit()
         # The per-step path, in C: a signature (the fetch elements and the feed keys, by
         # identity) seen before runs without any Python frame.
         r = self._sess.run_fast(fetches, feed_dict)
@@ -871,6 +884,17 @@ class Session:
         self._sess.cache_put(fetches, tuple(feed_keys), call)
         return call.run_dict(feed_dict)
 
+    def _check_step_limit(self):
+        step = self._supervisor.global_step
+        if step is None:
+            return
+        value = self._sess.run_fast(step, None)
+        if value is NotImplemented:
+            value = self._run_slow(step, {})
+        if int(value) >= self._step_limit:
+            raise errors.OutOfRangeError(
+                f"RILL_TRAIN_STEPS={self._step_limit}: the global step reached the limit")
+
     def close(self):
         if not self._closed:
             self._closed = True
@@ -887,7 +911,9 @@ class Session:
     def __exit__(self, *exc):
         self._ctx.__exit__(*exc)
         self.close()
-        return False
+        # a Supervisor's session: OutOfRangeError asks to stop (TF's managed_session)
+        return getattr(self, "_supervisor", None) is not None and \
+            isinstance(exc[1], errors.OutOfRangeError)
 
     def __del__(self):
         try:
@@ -933,6 +959,7 @@ from . import train  # noqa: E402,F401  (tf.train)
 from . import app, flags, gfile  # noqa: E402,F401  (tf.app, tf.app.flags = tf.flags, tf.gfile)
 from ._ops import *  # noqa: E402,F401,F403  (math, array, reductions, tf.gradients)
 from . import nn  # noqa: E402,F401  (tf.nn)
+from . import summary  # noqa: E402,F401  (tf.summary)
 import types as _types  # noqa: E402
 
 io = _types.SimpleNamespace(gfile=gfile.io_gfile)

@@ -274,3 +274,183 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):
     return _rill.latest_checkpoint(checkpoint_dir)
+
+
+# --- synchronous training ---
+
+class SyncReplicasOptimizer:
+    """tf.train.SyncReplicasOptimizer over rill's (accumulators, a token queue, the chief's
+    queue runner). TF 0.x's `replica_id` (the seed passes it) is accepted and ignored, with one
+    deprecation line."""
+
+    def __init__(self, opt, replicas_to_aggregate, total_num_replicas=None, variable_averages=None,
+                 variables_to_average=None, use_locking=False, name="sync_replicas",
+                 replica_id=None, **kwargs):
+        if replica_id is not None:
+            import warnings
+            warnings.warn("SyncReplicasOptimizer(replica_id=...) is TF 0.x's: ignored (every "
+                          "worker is a replica; the chief is the one whose Supervisor is_chief)",
+                          DeprecationWarning, stacklevel=2)
+        self._opt = opt
+        self._sync = _rill.SyncReplicas(opt._opt, int(replicas_to_aggregate),
+                                        int(total_num_replicas or 0))
+        self._graph = None
+        self._chief_qr = None
+        tf = _v1()
+        _SYNC_OPTIMIZERS.append(self)
+        self._tf = tf
+
+    def compute_gradients(self, *args, **kwargs):
+        return self._opt.compute_gradients(*args, **kwargs)
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        tf = self._tf
+        grads_and_vars = list(grads_and_vars)
+        if global_step is None:
+            raise ValueError("Global step is required to check staleness")
+        g = grads_and_vars[0][1].graph
+        self._graph = g
+        pairs = [(None if gr is None else gr._out, v._out) for gr, v in grads_and_vars]
+        step = tf.convert_to_tensor(global_step)._out
+        return g._wrap(self._sync.apply_gradients(g._g, pairs, step, name))
+
+    def minimize(self, loss, global_step=None, var_list=None, name=None, **kwargs):
+        return self.apply_gradients(self.compute_gradients(loss, var_list=var_list),
+                                    global_step=global_step, name=name)
+
+    def _op(self, which, *a):
+        if self._graph is None:
+            raise ValueError("apply_gradients must be called before this")
+        return self._graph._wrap(self._sync.op(self._graph._g, which, *a))
+
+    def get_init_tokens_op(self, num_tokens=-1):
+        return self._op("init_tokens", int(num_tokens))
+
+    def get_chief_queue_runner(self):
+        if self._chief_qr is None:
+            self._chief_qr = QueueRunner(self._op("chief_queue_runner"))
+        return self._chief_qr
+
+    @property
+    def chief_init_op(self):
+        return self._op("chief_init")
+
+    @property
+    def local_step_init_op(self):
+        return self._op("local_step_init")
+
+
+_SYNC_OPTIMIZERS = []
+
+
+class QueueRunner:
+    """What SyncReplicasOptimizer's get_chief_queue_runner returns: an op run in a loop by the
+    Supervisor's queue-runner thread (start_queue_runners)."""
+
+    def __init__(self, op):
+        self.op = op
+
+
+# --- Supervisor ---
+
+class Supervisor:
+    """tf.train.Supervisor over rill's: the chief restores the latest checkpoint of logdir or
+    initialises, the others wait for the model; checkpoints every save_model_secs and at stop().
+
+    A session it prepares for a graph with a SyncReplicasOptimizer also runs that optimizer's
+    chief_init_op (chief) or local_step_init_op (the others), which TF ≥ 1.0 programs pass as
+    local_init_op and TF 0.x's (the seed's) did not need.
+
+    Tests and benchmarks can end an unchanged program's endless loop: with RILL_TRAIN_STEPS=N in
+    the environment, a run on a session this Supervisor made raises OutOfRangeError once the
+    global step reaches N, and leaving the session's `with` block treats that as a request to
+    stop, as TF's managed_session treats OutOfRangeError (docs/PYTHON.md)."""
+
+    def __init__(self, graph=None, ready_op=0, is_chief=True, init_op=0, init_feed_dict=None,
+                 local_init_op=0, logdir=None, summary_op=0, saver=0, global_step=0,
+                 save_summaries_secs=120, save_model_secs=600, recovery_wait_secs=30,
+                 stop_grace_secs=120, checkpoint_basename="model.ckpt", session_manager=None,
+                 summary_writer=0, init_fn=None, local_init_run_options=None):
+        tf = _v1()
+        self._tf = tf
+        self._graph = graph or tf.get_default_graph()
+        self._is_chief = bool(is_chief)
+        self._global_step = global_step if global_step not in (0, None) else get_global_step(self._graph)
+        opts = {"is_chief": self._is_chief, "logdir": logdir,
+                "save_model_secs": float(save_model_secs or 0),
+                "save_summaries_secs": float(save_summaries_secs or 0),
+                "recovery_wait_secs": min(float(recovery_wait_secs), 0.5)}
+        if init_op not in (0, None):
+            opts["init_op"] = init_op._op
+        if local_init_op not in (0, None):
+            opts["local_init_op"] = local_init_op._op
+        if ready_op not in (0, None):
+            opts["ready_op"] = ready_op._op
+        if saver is None:
+            opts["saver"] = False
+        elif saver != 0:
+            opts["saver"] = saver._saver
+        if summary_op is None:
+            opts["summary_op"] = False
+        if self._global_step is not None:
+            opts["global_step"] = tf.convert_to_tensor(self._global_step)._out
+        self._sv = _rill.Supervisor(self._graph._g, opts)
+        self._syncs = [o for o in _SYNC_OPTIMIZERS if o._graph is self._graph]
+
+    @property
+    def is_chief(self):
+        return self._is_chief
+
+    @property
+    def global_step(self):
+        return self._global_step
+
+    def prepare_or_wait_for_session(self, master="", config=None, wait_for_checkpoint=False,
+                                    max_wait_secs=7200, start_standard_services=True):
+        tf = self._tf
+        config = config or tf.ConfigProto()
+        opts = {"log_device_placement": int(bool(config.log_device_placement)),
+                "allow_soft_placement": int(bool(config.allow_soft_placement)),
+                "intra_op_threads": int(config.intra_op_parallelism_threads),
+                "inter_op_threads": int(config.inter_op_parallelism_threads)}
+        if master:
+            opts["target"] = master if isinstance(master, str) else master.decode()
+        sess = tf.Session._adopt(self._graph, self._sv.prepare_or_wait_for_session(opts), config,
+                                 self)
+        for o in self._syncs:
+            sess.run(o.chief_init_op if self._is_chief else o.local_step_init_op)
+        return sess
+
+    def managed_session(self, master="", config=None, start_standard_services=True,
+                        close_summary_writer=True):
+        import contextlib
+
+        @contextlib.contextmanager
+        def _managed():
+            sess = self.prepare_or_wait_for_session(master, config)
+            try:
+                yield sess
+            except self._tf.errors.OutOfRangeError:
+                pass
+            finally:
+                self.stop()
+                sess.close()
+        return _managed()
+
+    def start_queue_runners(self, sess, queue_runners=None):
+        for qr in queue_runners or []:
+            self._sv.start_queue_runner(sess._sess, qr.op._op)
+        return []
+
+    def should_stop(self):
+        return self._sv.should_stop()
+
+    def request_stop(self, ex=None):
+        self._sv.request_stop()
+
+    def stop(self, threads=None, close_summary_writer=True, ignore_live_threads=False):
+        self._sv.stop()
+
+    def summary_computed(self, sess, summary, global_step=None):
+        step = -1 if global_step is None else int(global_step)
+        self._sv.summary_computed(summary, step)
