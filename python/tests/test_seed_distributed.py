@@ -79,6 +79,17 @@ def test_distributed(tmp_path, issync):
         assert r.returncode == 0, r.stderr[-2000:]
         tw, tb = (float(v) for v in r.stdout.split())
         assert abs(tw - 2) < 0.1 and abs(tb - 10) < 0.3
+    # TensorBoard reads the chief's event file (its own process)
+    ev = sorted(p for p in ck.iterdir() if p.name.startswith("events.out.tfevents."))[-1]
+    code = ("import sys; from tensorboard.backend.event_processing import event_file_loader as l; "
+            "evs = list(l.EventFileLoader(sys.argv[1]).Load()); "
+            "print(len(evs), evs[0].file_version)")
+    r = subprocess.run([sys.executable, "-c", code, str(ev)], capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    if "No module named 'tensorboard'" not in r.stderr:
+        assert r.returncode == 0, r.stderr[-2000:]
+        n, version = r.stdout.split()
+        assert int(n) >= 2 and version == "brain.Event:2", r.stdout
     # and the seed's local_reload_test.py prints the trained values
     (tmp_path / "local_reload_test.py").write_text(
         _block(text, "#local_reload_test.py", "tf.app.run()"), encoding="utf-8")

@@ -100,3 +100,17 @@ def test_scopes_devices_dependencies(graph):
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         assert sess.run(v) == 3
+
+
+def test_error_names_the_op_and_where_it_was_made(graph):
+    x = tf.placeholder(tf.float32, name="x")
+    y = x * 2.0  # the failing op's line
+    line = __import__("inspect").currentframe().f_lineno - 1
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            sess.run(y)
+    err = e.value
+    assert err.error_code == tf.errors.INVALID_ARGUMENT
+    assert err.op is not None and err.op.name == "x"  # the placeholder that was not fed
+    assert "You must feed a value for placeholder tensor 'x'" in err.message
+    assert f"test_session.py:{line - 1}" in err.message, err.message

@@ -57,7 +57,27 @@ class Graph:
         device = self._device_for(type, name)
         deps = [o._op for c in self._control_stack for o in c] + [c._op for c in control_inputs]
         rop = self._g.op(type, name, [t._out for t in inputs], attrs or {}, device, deps)
-        return self._wrap(rop)
+        op = self._wrap(rop)
+        op._origin = _caller_location()
+        return op
+
+    def _explain(self, e):
+        """e with the Operation it names (TF's [[{{node x}} = ...]]) as e.op, and the file and
+        line of the Python code that created that op appended to its message."""
+        import re
+        m = re.search(r"\{\{node ([^}]+)\}\}", e.message or "")
+        if not m:
+            return e
+        r = self._g.find(m.group(1))
+        if r is None:
+            return e
+        op = self._wrap(r)
+        e.op = op
+        where = getattr(op, "_origin", None)
+        if where and "created at" not in e.message:
+            e.message = f"{e.message}\n\nThe op '{op.name}' was created at {where[0]}:{where[1]}"
+            e.args = (e.message,)
+        return e
 
     def as_default(self):
         return _default_graph_context(self)
@@ -114,6 +134,20 @@ class Graph:
             raise ValueError(f"The name '{name}' looks like an (invalid) Operation name, not a "
                              "Tensor. Tensor names must be of the form \"<op_name>:<output_index>\".")
         return self.get_operation_by_name(opname).outputs[int(idx)]
+
+
+_PKG_DIR = __import__("os").path.dirname(__import__("os").path.dirname(
+    __import__("os").path.dirname(__file__)))
+
+
+def _caller_location():
+    """(file, line) of the first frame outside the rill package: the user's code that made the
+    op."""
+    import sys
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        f = f.f_back
+    return (f.f_code.co_filename, f.f_lineno) if f is not None else None
 
 
 class _PendingOp:
@@ -843,10 +877,13 @@ class Session:
             self._check_step_limit()
         # The per-step path, in C: a signature (the fetch elements and the feed keys, by
         # identity) seen before runs without any Python frame.
-        r = self._sess.run_fast(fetches, feed_dict)
-        if r is not NotImplemented:
-            return r
-        return self._run_slow(fetches, feed_dict if feed_dict is not None else {})
+        try:
+            r = self._sess.run_fast(fetches, feed_dict)
+            if r is not NotImplemented:
+                return r
+            return self._run_slow(fetches, feed_dict if feed_dict is not None else {})
+        except errors.OpError as e:
+            raise self._graph._explain(e) from None
 
     def _run_slow(self, fetches, feed_dict):
         if self._closed:
