@@ -36,6 +36,7 @@ rill_output rill_sub(rill_graph *g, rill_output x, rill_output y, const char *na
 rill_output rill_mul(rill_graph *g, rill_output x, rill_output y, const char *name);
 rill_output rill_div(rill_graph *g, rill_output x, rill_output y, const char *name);
 rill_output rill_maximum(rill_graph *g, rill_output x, rill_output y, const char *name);
+rill_output rill_minimum(rill_graph *g, rill_output x, rill_output y, const char *name);
 /* Sum of n tensors of one shape and dtype. */
 rill_output rill_add_n(rill_graph *g, const rill_output *xs, int n, const char *name);
 

@@ -386,3 +386,22 @@ def test_shape_errors():
         tf.nn.bias_add(a, tf.constant([1.0, 2.0]))
     # the failed op is not in the graph: the next one gets the name
     assert tf.reshape(a, [6]).op.name == "Reshape"
+
+
+def test_minimum_and_clip_by_value():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [5])
+        y = tf.constant([0.0, 1.0, 2.0, 3.0, 4.0])
+        m = tf.minimum(x, y)
+        c = tf.clip_by_value(x, -1.0, 1.0)
+        dm, dc = tf.gradients(tf.reduce_sum(m) + tf.reduce_sum(c), [x])[0], None
+    assert m.op.type == "Minimum"
+    xv = np.array([-2.0, 1.0, 3.0, 0.5, np.nan], np.float32)
+    with tf.Session(graph=g) as sess:
+        mv, cv, gv = sess.run([m, c, dm], {x: xv})
+    np.testing.assert_array_equal(mv[:4], np.minimum(xv, [0, 1, 2, 3, 4])[:4])
+    assert np.isnan(mv[4])  # a NaN in x wins, as Maximum's
+    np.testing.assert_array_equal(cv[:4], [-1.0, 1.0, 1.0, 0.5])
+    # d/dx: Minimum passes where x <= y (ties to x), clip passes inside [-1, 1] (ties to x)
+    np.testing.assert_array_equal(gv[:4], [1 + 0, 1 + 1, 0 + 0, 1 + 1])

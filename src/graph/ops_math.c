@@ -1,6 +1,6 @@
 /* ops_math.c - arithmetic op definitions, builders and gradients: the broadcasting binary ops
- * (Add, Sub, Mul, Div, Maximum), unary ops (Neg, Square, Sqrt, Exp, Log), AddN, the reductions
- * (Sum, Mean), MatMul, and the helper ops gradients use (SumToShape, ReduceGrad, MaximumGrad,
+ * (Add, Sub, Mul, Div, Maximum, Minimum), unary ops (Neg, Square, Sqrt, Exp, Log), AddN, the
+ * reductions (Sum, Mean), MatMul, and the helper ops gradients use (SumToShape, ReduceGrad, MaximumGrad,
  * SqrtGrad), which have gradients of their own so that second derivatives work.
  *
  * Broadcast gradients: the gradient of a broadcast input is the incoming gradient summed back to
@@ -277,6 +277,17 @@ static void maximum_grad(rill_graph *g, rill_node *n, const rill_output *dy, ril
     dx[1] = sum_to(g, (rill_output){mg, 1}, n->inputs[1]);
 }
 
+/* min(x, y) = -max(-x, -y) routes as max with the operands swapped: MaximumGrad(dy, y, x) gives
+ * dy where y >= x (x's: x wins ties, as TF's MinimumGrad gives them) and dy where y < x. */
+static void minimum_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
+{
+    rill_output in[] = {dy[0], n->inputs[1], n->inputs[0]};
+    rill_node *mg = rill__node_create(g, "MaximumGrad", NULL, in, 3, NULL, 0);
+    if (!mg) return;
+    dx[0] = sum_to(g, (rill_output){mg, 0}, n->inputs[0]);
+    dx[1] = sum_to(g, (rill_output){mg, 1}, n->inputs[1]);
+}
+
 static void neg_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
 {
     (void)n;
@@ -445,6 +456,7 @@ const rill__op_def rill__ops_math[] = {
     BIN("Mul", "mul", mul_grad),
     BIN("Div", "truediv", div_grad),
     BIN("Maximum", "Maximum", maximum_grad),
+    BIN("Minimum", "Minimum", minimum_grad),
     UN("Neg", "Neg", neg_grad),
     UN("Square", "Square", square_grad),
     UN("Sqrt", "Sqrt", sqrt_grad),
@@ -546,6 +558,11 @@ rill_output rill_div(rill_graph *g, rill_output x, rill_output y, const char *na
 rill_output rill_maximum(rill_graph *g, rill_output x, rill_output y, const char *name)
 {
     return bin(g, "Maximum", x, y, name);
+}
+
+rill_output rill_minimum(rill_graph *g, rill_output x, rill_output y, const char *name)
+{
+    return bin(g, "Minimum", x, y, name);
 }
 
 rill_output rill_argmax(rill_graph *g, rill_output x, int axis, const char *name)

@@ -43,7 +43,8 @@ static const struct {
               {"Sub", rill_sub},
               {"Mul", rill_mul},
               {"Div", rill_div},
-              {"Maximum", rill_maximum}};
+              {"Maximum", rill_maximum},
+              {"Minimum", rill_minimum}};
 
 typedef struct bin_ctx {
     int op;
@@ -70,8 +71,8 @@ static const shape_case cases[] = {
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
-/* Fills a and b for op; for Div keeps b away from zero, for Maximum keeps every broadcast pair
- * at least 0.05 apart (no ties within the finite-difference step). */
+/* Fills a and b for op; for Div keeps b away from zero, for Maximum and Minimum keeps every
+ * broadcast pair at least 0.05 apart (no ties within the finite-difference step). */
 static void binary_values(int op, const shape_case *sc, rill_tensor **ta, rill_tensor **tb)
 {
     int64_t od[OC_MAX_DIMS] = {0};
@@ -85,7 +86,7 @@ static void binary_values(int op, const shape_case *sc, rill_tensor **ta, rill_t
             for (int64_t i = 0; i < oc_numel(sc->b, sc->rb); i++)
                 if (oc_next() & 1) b[i] = -b[i];
         bool ok = true;
-        for (int64_t i = 0; op == 4 && i < oc_numel(od, orank); i++) {
+        for (int64_t i = 0; (op == 4 || op == 5) && i < oc_numel(od, orank); i++) {
             double x = a[oc_bcast_index(i, od, orank, sc->a, sc->ra)];
             double y = b[oc_bcast_index(i, od, orank, sc->b, sc->rb)];
             if (fabs(x - y) < 0.05) ok = false;
@@ -98,7 +99,7 @@ static void binary_values(int op, const shape_case *sc, rill_tensor **ta, rill_t
 
 static void test_binary_grads(void)
 {
-    for (int op = 0; op < 5; op++) {
+    for (int op = 0; op < (int)(sizeof binops / sizeof *binops); op++) {
         for (int c = 0; c < NCASES; c++) {
             rill_tensor *ta, *tb;
             binary_values(op, &cases[c], &ta, &tb);

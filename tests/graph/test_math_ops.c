@@ -1,7 +1,7 @@
 /* test_math_ops.c - forward values of every op in src/graph/ops_math.c on the CPU, against a
  * double-precision reference computed here.
  *
- * Binary ops (Add, Sub, Mul, Div, Maximum) run on every numeric dtype over numpy broadcasting
+ * Binary ops (Add, Sub, Mul, Div, Maximum, Minimum) run on every numeric dtype over numpy broadcasting
  * cases (same shape, scalar on either side, [2,3] with [3], [2,1] with [1,3], rank 3), once with
  * constants (static shapes) and once through placeholders of unknown shape (the run-time
  * broadcast). Then the unary ops, AddN, Sum and Mean over many axis choices, MatMul in all four
@@ -15,7 +15,7 @@
 
 /* --- binary ops --- */
 
-enum { B_ADD, B_SUB, B_MUL, B_DIV, B_MAX };
+enum { B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN, NBINOPS };
 
 typedef rill_output (*bin_builder)(rill_graph *, rill_output, rill_output, const char *);
 
@@ -28,6 +28,7 @@ static const struct {
     {"Mul", "mul", rill_mul},
     {"Div", "truediv", rill_div},
     {"Maximum", "Maximum", rill_maximum},
+    {"Minimum", "Minimum", rill_minimum},
 };
 
 static double ref_binary(int op, rill_dtype t, double x, double y)
@@ -43,6 +44,8 @@ static double ref_binary(int op, rill_dtype t, double x, double y)
         /* TF's Div truncates for integers, as C does. */
         if (oc_is_int(t)) return (double)((int64_t)x / (int64_t)y);
         return x / y;
+    case B_MIN:
+        return x < y ? x : y;
     default:
         return x > y ? x : y;
     }
@@ -85,7 +88,7 @@ static void operand_values(int op, int which, rill_dtype t, double *v, int64_t n
 
 static void test_binary_forward(void)
 {
-    for (int op = 0; op < 5; op++) {
+    for (int op = 0; op < NBINOPS; op++) {
         for (int di = 0; di < OC_NNUMERIC; di++) {
             rill_dtype t = oc_numeric[di];
             for (int unknown = 0; unknown < 2; unknown++) {

@@ -105,7 +105,7 @@ static void compare_versions(const rill__loops *L, const rill__loops *G)
         note(same_bits_f(B.of[0], B.of[1], MAXN + PAD), FN " f32", n, off);                        \
         note(same_bits_d(B.od[0], B.od[1], MAXN + PAD), FN " f64", n, off);                        \
     } while (0)
-            for (int op = RILL__BIN_ADD; op <= RILL__BIN_MAX; op++)
+            for (int op = RILL__BIN_ADD; op <= RILL__BIN_MIN; op++)
                 for (int form = RILL__FORM_SAME; form <= RILL__FORM_B_SCALAR; form++) {
                     BOTH("binary", l_->f32.binary(op, form, of, xf, yf, 0, n);
                          l_->f64.binary(op, form, od, xd, yd, 0, n));
@@ -205,6 +205,8 @@ static void test_generic_accuracy(void)
     /* Maximum propagates NaN from either side. */
     float a[2] = {NAN, 1}, b[2] = {1, NAN};
     G->f32.binary(RILL__BIN_MAX, RILL__FORM_SAME, out, a, b, 0, 2);
+    CHECK(isnan(out[0]) && isnan(out[1]));
+    G->f32.binary(RILL__BIN_MIN, RILL__FORM_SAME, out, a, b, 0, 2); /* Minimum too */
     CHECK(isnan(out[0]) && isnan(out[1]));
     /* sum over 16 partials equals the plain sum for integers. */
     for (int i = 0; i < 1000; i++) x[i] = (float)(i % 7);

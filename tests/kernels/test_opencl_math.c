@@ -52,13 +52,13 @@ static void test_registrations(void)
     return; /* no OpenCL backend built: nothing registered */
 #endif
     static const char *const flt_ops[] = {
-        "Add",        "Sub",         "Mul",      "Div",        "Maximum", "Neg",  "Square",
+        "Add",        "Sub",         "Mul",      "Div",        "Maximum", "Minimum", "Neg",  "Square",
         "Sqrt",       "Exp",         "Log",      "AddN",       "Sum",     "Mean", "SumToShape",
         "ReduceGrad", "MaximumGrad", "SqrtGrad", "MatMul",     "Cast",    "Fill", "ZerosLike",
         "OnesLike",   "Identity",    "Reshape",  "ExpandDims", "Shape",
     };
     static const char *const int_ops[] = {
-        "Add",    "Sub",  "Mul",      "Div",        "Maximum",   "Neg",
+        "Add",    "Sub",  "Mul",      "Div",        "Maximum",   "Minimum", "Neg",
         "Square", "AddN", "Sum",      "Mean",       "Reshape",   "Shape",
         "Fill",   "Cast", "Identity", "ExpandDims", "ZerosLike", "OnesLike",
     };
@@ -93,7 +93,7 @@ static const struct {
     bin_fn fn;
 } bins[] = {
     {"Add", rill_add}, {"Sub", rill_sub},         {"Mul", rill_mul},
-    {"Div", rill_div}, {"Maximum", rill_maximum},
+    {"Div", rill_div}, {"Maximum", rill_maximum}, {"Minimum", rill_minimum},
 };
 
 static void check_bin(int op, rill_dtype t, sh a, sh b)

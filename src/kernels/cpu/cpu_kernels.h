@@ -16,6 +16,7 @@ void rill__cpu_sub(rill__kctx *ctx);
 void rill__cpu_mul(rill__kctx *ctx);
 void rill__cpu_div(rill__kctx *ctx);
 void rill__cpu_maximum(rill__kctx *ctx);
+void rill__cpu_minimum(rill__kctx *ctx);
 void rill__cpu_neg(rill__kctx *ctx);
 void rill__cpu_square(rill__kctx *ctx);
 void rill__cpu_add_n(rill__kctx *ctx);

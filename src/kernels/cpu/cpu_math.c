@@ -15,7 +15,8 @@
 
 /* --- binary ops --- */
 
-enum { OP_ADD = RILL__BIN_ADD, OP_SUB = RILL__BIN_SUB, OP_MUL = RILL__BIN_MUL, OP_DIV = RILL__BIN_DIV, OP_MAX = RILL__BIN_MAX };
+enum { OP_ADD = RILL__BIN_ADD, OP_SUB = RILL__BIN_SUB, OP_MUL = RILL__BIN_MUL, OP_DIV = RILL__BIN_DIV, OP_MAX = RILL__BIN_MAX,
+       OP_MIN = RILL__BIN_MIN };
 
 typedef struct bin_job {
     int op;
@@ -30,6 +31,7 @@ typedef struct bin_job {
      : (op) == OP_SUB ? (x) - (y)                                                                  \
      : (op) == OP_MUL ? (x) * (y)                                                                  \
      : (op) == OP_DIV ? (x) / (y)                                                                  \
+     : (op) == OP_MIN ? ((x) < (y) || (x) != (x) ? (x) : (y))                                      \
                       : ((x) > (y) || (x) != (x) ? (x) : (y)))
 
 #define SAME_LOOP(T, OPC)                                                                          \
@@ -53,6 +55,9 @@ typedef struct bin_job {
         break;                                                                                     \
     case OP_DIV:                                                                                   \
         LOOP(T, OP_DIV);                                                                           \
+        break;                                                                                     \
+    case OP_MIN:                                                                                   \
+        LOOP(T, OP_MIN);                                                                           \
         break;                                                                                     \
     default:                                                                                       \
         LOOP(T, OP_MAX);                                                                           \
@@ -198,6 +203,10 @@ void rill__cpu_div(rill__kctx *ctx)
 void rill__cpu_maximum(rill__kctx *ctx)
 {
     binary_kernel(ctx, OP_MAX);
+}
+void rill__cpu_minimum(rill__kctx *ctx)
+{
+    binary_kernel(ctx, OP_MIN);
 }
 
 /* --- unary ops --- */
@@ -620,6 +629,7 @@ const rill__kernel_def rill__cpu_kernels_math[] = {
     K_NUM("Mul", rill__cpu_mul),
     K_NUM("Div", rill__cpu_div),
     K_NUM("Maximum", rill__cpu_maximum),
+    K_NUM("Minimum", rill__cpu_minimum),
     K_NUM("Neg", rill__cpu_neg),
     K_NUM("Square", rill__cpu_square),
     K_FLT("Sqrt", sqrt_kernel),

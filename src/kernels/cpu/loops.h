@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 /* Binary ops and the operand forms they run on without broadcasting. */
-enum { RILL__BIN_ADD, RILL__BIN_SUB, RILL__BIN_MUL, RILL__BIN_DIV, RILL__BIN_MAX };
+enum { RILL__BIN_ADD, RILL__BIN_SUB, RILL__BIN_MUL, RILL__BIN_DIV, RILL__BIN_MAX, RILL__BIN_MIN };
 enum { RILL__FORM_SAME, RILL__FORM_A_SCALAR, RILL__FORM_B_SCALAR };
 
 /* clang-format would take T for a value here ("T * y"). */

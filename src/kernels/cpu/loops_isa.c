@@ -176,6 +176,7 @@ static void F(exp_inplace_f64)(double *y, int64_t n)
         BIN_CASES(T, RILL__BIN_MUL, x * y)                                                         \
         BIN_CASES(T, RILL__BIN_DIV, x / y)                                                         \
         BIN_CASES(T, RILL__BIN_MAX, (x > y || x != x) ? x : y)                                     \
+        BIN_CASES(T, RILL__BIN_MIN, (x < y || x != x) ? x : y)                                     \
         default:                                                                                   \
             break;                                                                                 \
         }                                                                                          \

@@ -22,13 +22,15 @@
 /* ------------------------------------------------------------------------------------------ */
 
 const char rill__cl_source_math[] =
-    /* Binary ops: op 0 add, 1 sub, 2 mul, 3 div, 4 maximum (NaN in x wins, as on the CPU). */
+    /* Binary ops: op 0 add, 1 sub, 2 mul, 3 div, 4 maximum, 5 minimum (a NaN in x wins, as on
+     * the CPU). */
     "ACC math_apply(int op, ACC x, ACC y) {\n"
     "    switch (op) {\n"
     "    case 0: return x + y;\n"
     "    case 1: return x - y;\n"
     "    case 2: return x * y;\n"
     "    case 3: return x / y;\n"
+    "    case 5: return (x < y || x != x) ? x : y;\n"
     "    default: return (x > y || x != x) ? x : y;\n"
     "    }\n"
     "}\n"
@@ -456,7 +458,7 @@ static void run_reduce(rill__kctx *ctx, const rill_tensor *x, rill_tensor *out, 
 
 /* --- binary ops --- */
 
-enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX };
+enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN };
 
 static void binary(rill__kctx *ctx, int op)
 {
@@ -506,6 +508,10 @@ static void div_kernel(rill__kctx *ctx)
 static void maximum_kernel(rill__kctx *ctx)
 {
     binary(ctx, OP_MAX);
+}
+static void minimum_kernel(rill__kctx *ctx)
+{
+    binary(ctx, OP_MIN);
 }
 
 /* --- unary ops --- */
@@ -918,6 +924,8 @@ const rill__kernel_def rill__opencl_kernels_math[] = {
     K_INT("Div", rill__cpu_div),
     K_FLT("Maximum", maximum_kernel, 0, 0),
     K_INT("Maximum", rill__cpu_maximum),
+    K_FLT("Minimum", minimum_kernel, 0, 0),
+    K_INT("Minimum", rill__cpu_minimum),
     K_FLT("Neg", neg_kernel, 0, 0),
     K_INT("Neg", rill__cpu_neg),
     K_FLT("Square", square_kernel, 0, 0),

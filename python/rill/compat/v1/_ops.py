@@ -9,7 +9,7 @@ import sys as _sys
 
 import numpy as _np
 
-__all__ = ["reduce_sum", "reduce_mean", "argmax", "arg_max", "equal", "cast", "to_float",
+__all__ = ["minimum", "clip_by_value", "reduce_sum", "reduce_mean", "argmax", "arg_max", "equal", "cast", "to_float",
            "to_double", "to_int32", "to_int64", "reshape", "expand_dims", "identity",
            "zeros_like", "ones_like", "fill", "zeros", "ones", "shape", "exp", "log", "sqrt",
            "sigmoid", "tanh", "maximum", "div", "add_n", "gradients"]
@@ -245,6 +245,19 @@ def tanh(x, name=None):
 
 def maximum(x, y, name=None):
     return _binary("Maximum", "Maximum", x, y, name)
+
+
+def minimum(x, y, name=None):
+    return _binary("Minimum", "Minimum", x, y, name)
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    """tf.clip_by_value: maximum(minimum(t, max), min), as TF builds it (its gradient passes
+    where t is inside the range, and to t on a tie)."""
+    tf = _tf()
+    with tf.name_scope(name or "clip_by_value"):
+        t = tf.convert_to_tensor(t)
+        return maximum(minimum(t, clip_value_max), clip_value_min)
 
 
 def div(x, y, name=None):
