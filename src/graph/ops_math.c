@@ -1,7 +1,7 @@
 /* ops_math.c - arithmetic op definitions, builders and gradients: the broadcasting binary ops
  * (Add, Sub, Mul, Div, Maximum, Minimum), unary ops (Neg, Square, Sqrt, Exp, Log), AddN, the
- * reductions (Sum, Mean), MatMul, and the helper ops gradients use (SumToShape, ReduceGrad, MaximumGrad,
- * SqrtGrad), which have gradients of their own so that second derivatives work.
+ * reductions (Sum, Mean), MatMul, and the helper ops gradients use (SumToShape, ReduceGrad,
+ * MaximumGrad, SqrtGrad), which have gradients of their own so that second derivatives work.
  *
  * Broadcast gradients: the gradient of a broadcast input is the incoming gradient summed back to
  * that input's shape. When both shapes are static and equal nothing is added; otherwise
