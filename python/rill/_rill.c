@@ -1775,20 +1775,17 @@ static PyObject *optimizer_compute_gradients(OptimizerObject *self, PyObject *ar
     return res;
 }
 
-/* apply_gradients(graph, [(grad or None, var)], global_step or None, name=None) -> Op */
-static PyObject *optimizer_apply_gradients(OptimizerObject *self, PyObject *args)
+/* [(grad or None, var)] -> a PyMem array of n pairs (free with PyMem_Free), or NULL with the
+ * error raised. */
+static rill_grad_and_var *pairs_of(GraphObject *g, PyObject *pairs, int *n)
 {
-    PyObject *graph, *pairs, *gs = Py_None;
-    const char *name = NULL;
-    if (!PyArg_ParseTuple(args, "O!O|Oz", &GraphType, &graph, &pairs, &gs, &name)) return NULL;
-    GraphObject *g = (GraphObject *)graph;
     PyObject *seq = PySequence_Fast(pairs, "a sequence of (grad, var)");
     if (!seq) return NULL;
-    int n = (int)PySequence_Fast_GET_SIZE(seq);
-    rill_grad_and_var *gv = PyMem_Calloc((size_t)n + 1, sizeof *gv);
-    rill_output step = {NULL, 0};
+    *n = (int)PySequence_Fast_GET_SIZE(seq);
+    rill_grad_and_var *gv = PyMem_Calloc((size_t)*n + 1, sizeof *gv);
     int ok = gv != NULL;
-    for (int i = 0; ok && i < n; i++) {
+    if (!ok) PyErr_NoMemory();
+    for (int i = 0; ok && i < *n; i++) {
         PyObject *grad, *var;
         ok = PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "OO;a (grad, var) pair", &grad,
                               &var) &&
@@ -1796,6 +1793,24 @@ static PyObject *optimizer_apply_gradients(OptimizerObject *self, PyObject *args
              output_of(g, var, &gv[i].var) == 0;
     }
     Py_DECREF(seq);
+    if (!ok) {
+        PyMem_Free(gv);
+        gv = NULL;
+    }
+    return gv;
+}
+
+/* apply_gradients(graph, [(grad or None, var)], global_step or None, name=None) -> Op */
+static PyObject *optimizer_apply_gradients(OptimizerObject *self, PyObject *args)
+{
+    PyObject *graph, *pairs, *gs = Py_None;
+    const char *name = NULL;
+    if (!PyArg_ParseTuple(args, "O!O|Oz", &GraphType, &graph, &pairs, &gs, &name)) return NULL;
+    GraphObject *g = (GraphObject *)graph;
+    int n;
+    rill_grad_and_var *gv = pairs_of(g, pairs, &n);
+    rill_output step = {NULL, 0};
+    int ok = gv != NULL;
     if (ok && gs != Py_None) ok = output_of(g, gs, &step) == 0;
     PyObject *res = NULL;
     if (ok) res = node_or_raise(g, rill_optimizer_apply_gradients(self->o, g->g, gv, n, step, name));
@@ -2032,20 +2047,10 @@ static PyObject *sync_apply_gradients(SyncObject *self, PyObject *args)
     const char *name = NULL;
     if (!PyArg_ParseTuple(args, "O!OO|z", &GraphType, &graph, &pairs, &gs, &name)) return NULL;
     GraphObject *g = (GraphObject *)graph;
-    PyObject *seq = PySequence_Fast(pairs, "a sequence of (grad, var)");
-    if (!seq) return NULL;
-    int n = (int)PySequence_Fast_GET_SIZE(seq);
-    rill_grad_and_var *gv = PyMem_Calloc((size_t)n + 1, sizeof *gv);
+    int n;
+    rill_grad_and_var *gv = pairs_of(g, pairs, &n);
     rill_output step = {NULL, 0};
     int ok = gv != NULL;
-    for (int i = 0; ok && i < n; i++) {
-        PyObject *grad, *var;
-        ok = PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "OO;a (grad, var) pair", &grad,
-                              &var) &&
-             (grad == Py_None || output_of(g, grad, &gv[i].grad) == 0) &&
-             output_of(g, var, &gv[i].var) == 0;
-    }
-    Py_DECREF(seq);
     if (ok && gs != Py_None) ok = output_of(g, gs, &step) == 0;
     PyObject *res = NULL;
     if (ok)
