@@ -841,7 +841,17 @@ static PyObject *graph_add_to_collection(GraphObject *g, PyObject *args)
 static PyObject *graph_summary(GraphObject *g, PyObject *args);
 static PyObject *graph_summary_merge_all(GraphObject *g, PyObject *args);
 
+/* tf.train.get_or_create_global_step, as the C library makes it (an int64 scalar variable named
+ * global_step at the root, in the "global_step" collection). */
+static PyObject *graph_global_step(GraphObject *g, PyObject *unused)
+{
+    (void)unused;
+    return node_or_raise(g, rill_train_get_or_create_global_step(g->g).node);
+}
+
 static PyMethodDef graph_methods[] = {
+    {"get_or_create_global_step", (PyCFunction)graph_global_step, METH_NOARGS,
+     "The graph's global step variable's op, made if absent."},
     {"summary", (PyCFunction)graph_summary, METH_VARARGS,
      "summary(kind, name, (Op, index)) -> Op: tf.summary.scalar / histogram"},
     {"summary_merge_all", (PyCFunction)graph_summary_merge_all, METH_VARARGS,

@@ -217,6 +217,12 @@ def device(spec):
     return get_default_graph().device(spec)
 
 
+def set_random_seed(seed):
+    """The default graph's seed: every random op without its own seed derives one from it, in
+    creation order, as in TF (and as rill's C programs do with rill_graph_set_seed)."""
+    get_default_graph()._g.set_seed(int(seed))
+
+
 def name_scope(name, default_name=None, values=None):
     return get_default_graph().name_scope(name if name is not None else default_name)
 

@@ -211,13 +211,13 @@ def get_global_step(graph=None):
 
 
 def get_or_create_global_step(graph=None):
+    """The graph's global step: an existing one (the "global_step" collection, or a variable
+    named global_step), else a new int64 scalar variable as TF makes it."""
     tf = _v1()
     g = graph or tf.get_default_graph()
     step = get_global_step(g)
     if step is None:
-        with g.as_default():
-            step = tf.Variable(tf.constant(0, dtype=tf.int64), trainable=False, name="global_step")
-        g._g.add_to_collection("global_step", step.op._op)
+        step = tf._as_variable(g, g._g.get_or_create_global_step())
     return step
 
 
