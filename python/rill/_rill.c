@@ -58,6 +58,20 @@ static PyObject *raise_status(const rill_status *s)
     return raise_code(rill_status_code(s), rill_status_message(s));
 }
 
+/* What a call returning only a code gives Python: None, or the error raised. Frees s. */
+static PyObject *none_or_raise(rill_code code, rill_status *s)
+{
+    PyObject *res = NULL;
+    if (code == RILL_OK) {
+        Py_INCREF(Py_None);
+        res = Py_None;
+    } else {
+        raise_status(s);
+    }
+    rill_status_free(s);
+    return res;
+}
+
 static PyObject *register_errors(PyObject *self, PyObject *arg)
 {
     (void)self;
@@ -1647,10 +1661,7 @@ static PyObject *server_join(ServerObject *o, PyObject *unused)
     Py_BEGIN_ALLOW_THREADS
     code = rill_server_join(o->srv, s);
     Py_END_ALLOW_THREADS
-    if (code != RILL_OK) raise_status(s);
-    rill_status_free(s);
-    if (code != RILL_OK) return NULL;
-    Py_RETURN_NONE;
+    return none_or_raise(code, s);
 }
 
 static PyObject *server_stop(ServerObject *o, PyObject *unused)
@@ -1938,15 +1949,7 @@ static PyObject *saver_restore(SaverObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     code = rill_saver_restore(self->sv, ((SessionObject *)sess)->sess, prefix, s);
     Py_END_ALLOW_THREADS
-    PyObject *res = NULL;
-    if (code == RILL_OK) {
-        Py_INCREF(Py_None);
-        res = Py_None;
-    } else {
-        raise_status(s);
-    }
-    rill_status_free(s);
-    return res;
+    return none_or_raise(code, s);
 }
 
 static PyObject *saver_last_checkpoints(SaverObject *self, PyObject *unused)
@@ -2235,9 +2238,7 @@ static PyObject *supervisor_start_queue_runner(SupervisorObject *self, PyObject 
     rill_status *s = rill_status_new();
     rill_code code = rill_supervisor_start_queue_runner(self->sv, ((SessionObject *)sess)->sess,
                                                         ((OpObject *)op)->n, s);
-    PyObject *res = code == RILL_OK ? (Py_INCREF(Py_None), Py_None) : raise_status(s);
-    rill_status_free(s);
-    return res;
+    return none_or_raise(code, s);
 }
 
 static PyObject *supervisor_should_stop(SupervisorObject *self, PyObject *unused)
@@ -2261,9 +2262,7 @@ static PyObject *supervisor_stop(SupervisorObject *self, PyObject *unused)
     Py_BEGIN_ALLOW_THREADS
     code = rill_supervisor_stop(self->sv, s);
     Py_END_ALLOW_THREADS
-    PyObject *res = code == RILL_OK ? (Py_INCREF(Py_None), Py_None) : raise_status(s);
-    rill_status_free(s);
-    return res;
+    return none_or_raise(code, s);
 }
 
 /* summary_computed(session unused, summary bytes tensor value, step) */
@@ -2277,9 +2276,7 @@ static PyObject *supervisor_summary_computed(SupervisorObject *self, PyObject *a
     rill_status *s = rill_status_new();
     rill_code code = rill_supervisor_summary_computed(self->sv, t, step, s);
     rill_tensor_free(t);
-    PyObject *res = code == RILL_OK ? (Py_INCREF(Py_None), Py_None) : raise_status(s);
-    rill_status_free(s);
-    return res;
+    return none_or_raise(code, s);
 }
 
 static PyMethodDef supervisor_methods[] = {

@@ -832,6 +832,10 @@ class _FetchMapper:
         return s[1]((k, self.build(values, v)) for k, v in s[2])
 
 
+class _StepLimitReached(errors.OutOfRangeError):
+    """The OutOfRangeError a Supervisor's session raises at RILL_TRAIN_STEPS."""
+
+
 def _flat_layout(mapper):
     """(kind, [fetch index or -1 per element]) when the fetches are one tensor or op, or a flat
     list or tuple of them (what C builds: kind 0 list, 1 tuple, 2 one value); else None."""
@@ -935,7 +939,7 @@ class Session:
         if value is NotImplemented:
             value = self._run_slow(step, {})
         if int(value) >= self._step_limit:
-            raise errors.OutOfRangeError(
+            raise _StepLimitReached(
                 f"RILL_TRAIN_STEPS={self._step_limit}: the global step reached the limit")
 
     def close(self):
@@ -954,9 +958,9 @@ class Session:
     def __exit__(self, *exc):
         self._ctx.__exit__(*exc)
         self.close()
-        # a Supervisor's session: OutOfRangeError asks to stop (TF's managed_session)
-        return getattr(self, "_supervisor", None) is not None and \
-            isinstance(exc[1], errors.OutOfRangeError)
+        # RILL_TRAIN_STEPS's stop is a request to stop, as managed_session takes one; any other
+        # error goes on, as from TF's session
+        return isinstance(exc[1], _StepLimitReached)
 
     def __del__(self):
         try:
