@@ -33,6 +33,10 @@ rill_optimizer *rill_momentum_optimizer_new(double learning_rate, double momentu
 /* TF's defaults: beta1 0.9, beta2 0.999, epsilon 1e-8. */
 rill_optimizer *rill_adam_optimizer_new(double learning_rate, double beta1, double beta2,
                                         double epsilon);
+/* TF 1.x's AdagradOptimizer (ApplyAdagrad, no epsilon): accum starts at
+ * initial_accumulator_value (TF's default 0.1) and must be positive; NULL when it is not. */
+rill_optimizer *rill_adagrad_optimizer_new(double learning_rate,
+                                           double initial_accumulator_value);
 /* Takes the learning rate from a scalar tensor (a placeholder fed per step for a schedule, or a
  * variable) instead of the constant given at creation. Borrowed; call before apply_gradients. */
 void rill_optimizer_set_learning_rate_tensor(rill_optimizer *o, rill_output lr);

@@ -1705,7 +1705,7 @@ typedef struct {
 } OptimizerObject;
 
 /* Optimizer(kind, learning_rate, a=0, b=0, eps=0, nesterov=False): "sgd"; "momentum" (a: the
- * momentum); "adam" (a, b: beta1, beta2; eps). */
+ * momentum); "adam" (a, b: beta1, beta2; eps); "adagrad" (a: the initial accumulator value). */
 static PyObject *optimizer_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     (void)kw;
@@ -1720,7 +1720,14 @@ static PyObject *optimizer_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         o = rill_momentum_optimizer_new(lr, a, nesterov);
     else if (strcmp(kind, "adam") == 0)
         o = rill_adam_optimizer_new(lr, a, b, eps);
-    else
+    else if (strcmp(kind, "adagrad") == 0) {
+        if (!(o = rill_adagrad_optimizer_new(lr, a))) {
+            PyObject *v = PyFloat_FromDouble(a);
+            if (v) PyErr_Format(PyExc_ValueError, "initial_accumulator_value must be positive: %R", v);
+            Py_XDECREF(v);
+            return NULL;
+        }
+    } else
         return PyErr_Format(PyExc_ValueError, "unknown optimizer '%s'", kind);
     OptimizerObject *self = (OptimizerObject *)type->tp_alloc(type, 0);
     if (!self) {

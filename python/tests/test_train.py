@@ -88,3 +88,57 @@ def test_errors():
         assert gv[0][0] is not None and gv[1][0] is None and gv[1][1] is other
         with pytest.raises(ValueError, match="No gradients provided"):
             opt.minimize(loss, var_list=[other])
+
+
+@pytest.mark.parametrize("name", ["sgd", "momentum", "nesterov", "adam", "adagrad"])
+def test_optimizer_updates_match_tf_formulas(name):
+    """Three steps of each optimizer on loss = sum((w - c)^2 * x): rill's variables after each
+    step equal TF 1.x's update rules computed here in float64 (within float32 rounding)."""
+    c = np.array([1.0, -2.0, 0.5])
+    xs = [np.array([1.0, 2.0, 0.5]), np.array([0.3, 1.0, 2.0]), np.array([2.0, 0.2, 1.0])]
+    lr = 0.1
+    make = {"sgd": lambda: tf.train.GradientDescentOptimizer(lr),
+            "momentum": lambda: tf.train.MomentumOptimizer(lr, 0.9),
+            "nesterov": lambda: tf.train.MomentumOptimizer(lr, 0.9, use_nesterov=True),
+            "adam": lambda: tf.train.AdamOptimizer(lr),
+            "adagrad": lambda: tf.train.AdagradOptimizer(lr, initial_accumulator_value=0.2)}
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [3])
+        w = tf.Variable([0.5, 0.5, 0.5], name="w")
+        loss = tf.reduce_sum(tf.square(w - c.astype(np.float32)) * x)
+        opt = make[name]()
+        train = opt.minimize(loss)
+        init = tf.global_variables_initializer()
+    slot = {"momentum": "w/Momentum", "nesterov": "w/Momentum", "adam": "w/Adam",
+            "adagrad": "w/Adagrad"}.get(name)
+    if slot:
+        g.get_operation_by_name(slot)  # slots are named as TF names them
+    W = np.full(3, 0.5)
+    acc = np.full(3, 0.2 if name == "adagrad" else 0.0)
+    m = np.zeros(3)
+    v = np.zeros(3)
+    with tf.Session(graph=g) as sess:
+        sess.run(init)
+        for t, xv in enumerate(xs, 1):
+            sess.run(train, {x: xv})
+            gr = 2 * (W - c) * xv
+            if name == "sgd":
+                W = W - lr * gr
+            elif name in ("momentum", "nesterov"):
+                acc = acc * 0.9 + gr
+                W = W - (gr * lr + acc * 0.9 * lr if name == "nesterov" else lr * acc)
+            elif name == "adam":
+                lr_t = lr * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)
+                m = 0.9 * m + 0.1 * gr
+                v = 0.999 * v + 0.001 * gr * gr
+                W = W - lr_t * m / (np.sqrt(v) + 1e-8)
+            else:
+                acc = acc + gr * gr
+                W = W - lr * gr / np.sqrt(acc)
+            np.testing.assert_allclose(sess.run(w), W, rtol=1e-5, atol=1e-6, err_msg=f"step {t}")
+
+
+def test_adagrad_needs_a_positive_accumulator():
+    with pytest.raises(ValueError, match="initial_accumulator_value must be positive: 0.0"):
+        tf.train.AdagradOptimizer(0.1, initial_accumulator_value=0.0)

@@ -1,6 +1,6 @@
 /* ops_state.c - variables and everything that updates them: VariableV2 with its initializers,
  * Assign, AssignAdd, AssignSub, the optimizer updates (ApplyGradientDescent, ApplyMomentum,
- * ApplyAdam), the random ops that initializers use, get_variable and the global step.
+ * ApplyAdam, ApplyAdagrad), the random ops that initializers use, get_variable and the global step.
  *
  * A variable's value lives in the session's resource manager under the node's name; reference
  * inputs (bit set in ref_inputs) reach it directly so updates happen in place. */
@@ -97,6 +97,16 @@ static void apply_momentum_shape(rill_node *n, rill_status *s)
     /* var, accum, lr, grad, momentum */
     if (!check_like_var(n, 1, "accum", s) || !check_scalar(n, 2, "lr", s) ||
         !check_like_var(n, 3, "grad", s) || !check_scalar(n, 4, "momentum", s))
+        return;
+    n->out_dtypes[0] = rill__in_dtype(n, 0);
+    n->out_shapes[0] = rill__in_shape(n, 0);
+}
+
+static void apply_adagrad_shape(rill_node *n, rill_status *s)
+{
+    /* var, accum, lr, grad */
+    if (!check_like_var(n, 1, "accum", s) || !check_scalar(n, 2, "lr", s) ||
+        !check_like_var(n, 3, "grad", s))
         return;
     n->out_dtypes[0] = rill__in_dtype(n, 0);
     n->out_shapes[0] = rill__in_shape(n, 0);
@@ -218,6 +228,14 @@ const rill__op_def rill__ops_state[] = {
      .stateful = true,
      .ref_inputs = 3,
      .shape = apply_momentum_shape},
+    {.name = "ApplyAdagrad",
+     .default_name = "ApplyAdagrad",
+     .min_inputs = 4,
+     .max_inputs = 4,
+     .noutputs = 1,
+     .stateful = true,
+     .ref_inputs = 3,
+     .shape = apply_adagrad_shape},
     {.name = "ApplyAdam",
      .default_name = "ApplyAdam",
      .min_inputs = 10,

@@ -1,4 +1,4 @@
-/* optimizers.c - tf.train's GradientDescent, Momentum and Adam optimizers.
+/* optimizers.c - tf.train's GradientDescent, Momentum, Adam and Adagrad optimizers.
  *
  * compute_gradients differentiates the loss for the trainable variables; apply_gradients adds
  * one Apply* op per variable under the optimizer's name scope (slot variables such as
@@ -8,11 +8,11 @@
 
 #include <string.h>
 
-typedef enum { OPT_SGD, OPT_MOMENTUM, OPT_ADAM } opt_kind;
+typedef enum { OPT_SGD, OPT_MOMENTUM, OPT_ADAM, OPT_ADAGRAD } opt_kind;
 
 struct rill_optimizer {
     opt_kind kind;
-    double lr, momentum, beta1, beta2, epsilon;
+    double lr, momentum, beta1, beta2, epsilon, initial_accumulator;
     bool nesterov;
     rill_output lr_tensor; /* when set, the learning rate comes from this scalar */
     /* Adam's beta powers belong to this optimizer in the graph it last built into (TF keys its
@@ -58,6 +58,16 @@ rill_optimizer *rill_adam_optimizer_new(double learning_rate, double beta1, doub
     return o;
 }
 
+rill_optimizer *rill_adagrad_optimizer_new(double learning_rate,
+                                           double initial_accumulator_value)
+{
+    if (!(initial_accumulator_value > 0)) return NULL;
+    rill_optimizer *o = opt_new(OPT_ADAGRAD);
+    o->lr = learning_rate;
+    o->initial_accumulator = initial_accumulator_value;
+    return o;
+}
+
 void rill_optimizer_set_learning_rate_tensor(rill_optimizer *o, rill_output lr)
 {
     o->lr_tensor = lr;
@@ -78,6 +88,8 @@ const char *rill_optimizer_name(const rill_optimizer *o)
         return "GradientDescent";
     case OPT_MOMENTUM:
         return "Momentum";
+    case OPT_ADAGRAD:
+        return "Adagrad";
     default:
         return "Adam";
     }
@@ -115,8 +127,8 @@ int rill_optimizer_compute_gradients(rill_optimizer *o, rill_graph *g, rill_outp
     return ok ? nvars : -1;
 }
 
-/* A zero-initialised slot variable "<var>/<slot>" shaped like var (created once). */
-static rill_output slot(rill_graph *g, rill_output var, const char *name)
+/* A slot variable "<var>/<slot>" shaped like var, every element init (created once). */
+static rill_output slot(rill_graph *g, rill_output var, const char *name, double init)
 {
     char *full = rill__asprintf("%s/%s", var.node->name, name);
     rill_node *existing = rill_graph_find_node(g, full);
@@ -129,7 +141,8 @@ static rill_output slot(rill_graph *g, rill_output var, const char *name)
         /* Slots live with their variable (TF creates them under colocate_with(var)). */
         rill_graph_push_colocate_with(g, var.node);
         v = rill_variable(g, rill_output_dtype(var), rill_output_shape(var),
-                          rill_zeros_initializer(), false, full);
+                          init == 0 ? rill_zeros_initializer() : rill_constant_initializer(init),
+                          false, full);
         rill_graph_pop_colocate_with(g);
         rill_graph_pop_control_dependencies(g);
         rill_graph_pop_name_scope(g);
@@ -180,15 +193,19 @@ static rill_output apply_one(rill_optimizer *o, rill_graph *g, rill_output grad,
         return (rill_output){rill__node_create(g, "ApplyGradientDescent", NULL, in, 3, NULL, 0), 0};
     }
     case OPT_MOMENTUM: {
-        rill_output in[] = {var, slot(g, var, "Momentum"), lr, grad,
+        rill_output in[] = {var, slot(g, var, "Momentum", 0), lr, grad,
                             rill__scalar_like(g, t, o->momentum)};
         rill__attr a[] = {RILL__A_BOOL("use_nesterov", o->nesterov)};
         return (rill_output){rill__node_create(g, "ApplyMomentum", NULL, in, 5, a, 1), 0};
     }
+    case OPT_ADAGRAD: {
+        rill_output in[] = {var, slot(g, var, "Adagrad", o->initial_accumulator), lr, grad};
+        return (rill_output){rill__node_create(g, "ApplyAdagrad", NULL, in, 4, NULL, 0), 0};
+    }
     default: {
         rill_output in[] = {var,
-                            slot(g, var, "Adam"),
-                            slot(g, var, "Adam_1"),
+                            slot(g, var, "Adam", 0),
+                            slot(g, var, "Adam_1", 0),
                             rill_cast(g, b1p, t, NULL),
                             rill_cast(g, b2p, t, NULL),
                             lr,

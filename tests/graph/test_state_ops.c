@@ -5,8 +5,9 @@
  * bounds, seeded ones repeating across fresh sessions), rill_variable_from, rill_get_variable
  * with variable scopes and reuse (and TensorFlow's error texts), Assign/AssignAdd/AssignSub on
  * every numeric dtype, the global step, the variable collections, and the optimizers: one and
- * two steps of GradientDescent, Momentum (plain and Nesterov) and Adam against updates computed
- * here with TensorFlow's formulas, global_step advancing by exactly one per run, the gradients'
+ * two steps of GradientDescent, Momentum (plain and Nesterov), Adam and Adagrad against updates
+ * computed
+ * here with TensorFlow's formulas (and Adagrad's positive initial accumulator required), global_step advancing by exactly one per run, the gradients'
  * gate (an update never lets another gradient of the same op see it), and convergence on convex
  * problems.
  */
@@ -648,7 +649,7 @@ static void test_global_step(void)
 
 /* --- optimizers --- */
 
-typedef enum { SGD, MOMENTUM, NESTEROV, ADAM } opt_kind;
+typedef enum { SGD, MOMENTUM, NESTEROV, ADAM, ADAGRAD } opt_kind;
 
 static rill_optimizer *make_opt(opt_kind k)
 {
@@ -659,8 +660,10 @@ static rill_optimizer *make_opt(opt_kind k)
         return rill_momentum_optimizer_new(0.05, 0.9, false);
     case NESTEROV:
         return rill_momentum_optimizer_new(0.05, 0.9, true);
-    default:
+    case ADAM:
         return rill_adam_optimizer_new(0.01, 0.9, 0.999, 1e-8);
+    default:
+        return rill_adagrad_optimizer_new(0.2, 0.1);
     }
 }
 
@@ -676,7 +679,7 @@ static void grads_of(const double *w, double b, const double *c, double *gw, dou
 /* Steps TF's update rules by hand for STEPS steps and compares with rill after each one. */
 static void test_optimizer_steps(opt_kind kind, rill_dtype t)
 {
-    static const char *names[] = {"GradientDescent", "Momentum", "Momentum", "Adam"};
+    static const char *names[] = {"GradientDescent", "Momentum", "Momentum", "Adam", "Adagrad"};
     const double w0[] = {0.5, -1, 2}, b0 = 0.7, c[] = {1, 2, -3};
     const int STEPS = 3;
     rill_graph *g = rill_graph_new();
@@ -708,6 +711,10 @@ static void test_optimizer_steps(opt_kind kind, rill_dtype t)
         CHECK(rill_graph_find_node(g, "w/Momentum") != NULL);
         CHECK(rill_graph_find_node(g, "b/Momentum") != NULL);
     }
+    if (kind == ADAGRAD) {
+        CHECK(rill_graph_find_node(g, "w/Adagrad") != NULL);
+        CHECK(rill_graph_find_node(g, "b/Adagrad") != NULL);
+    }
     if (kind == ADAM) {
         CHECK(rill_graph_find_node(g, "w/Adam") != NULL);
         CHECK(rill_graph_find_node(g, "w/Adam_1") != NULL);
@@ -722,12 +729,14 @@ static void test_optimizer_steps(opt_kind kind, rill_dtype t)
         rill_session_free(sess);
         goto out;
     }
-    double W[3], B = b0, accw[3] = {0}, accb = 0, mw[3] = {0}, vw[3] = {0}, mb = 0, vb = 0;
+    /* Adagrad's accumulators start at its initial value, 0.1. */
+    const double acc0 = kind == ADAGRAD ? 0.1 : 0;
+    double W[3], B = b0, accw[3] = {acc0, acc0, acc0}, accb = acc0, mw[3] = {0}, vw[3] = {0}, mb = 0, vb = 0;
     for (int i = 0; i < 3; i++) W[i] = oc_round_to(t, w0[i]);
     B = oc_round_to(t, b0);
     /* Adam's beta powers are float variables, advanced by a float multiply. */
     float b1p = 0.9f, b2p = 0.999f;
-    const double lr = kind == SGD ? 0.1 : kind == ADAM ? 0.01 : 0.05;
+    const double lr = kind == SGD ? 0.1 : kind == ADAM ? 0.01 : kind == ADAGRAD ? 0.2 : 0.05;
     for (int step = 1; step <= STEPS; step++) {
         double gw[3], gb;
         grads_of(W, B, c, gw, &gb);
@@ -744,6 +753,14 @@ static void test_optimizer_steps(opt_kind kind, rill_dtype t)
             }
             accb = accb * 0.9 + gb;
             B -= kind == NESTEROV ? gb * lr + accb * 0.9 * lr : lr * accb;
+            break;
+        case ADAGRAD:
+            for (int i = 0; i < 3; i++) {
+                accw[i] += gw[i] * gw[i];
+                W[i] -= lr * gw[i] / sqrt(accw[i]);
+            }
+            accb += gb * gb;
+            B -= lr * gb / sqrt(accb);
             break;
         case ADAM: {
             double lr_t = lr * sqrt(1 - (double)b2p) / (1 - (double)b1p);
@@ -986,8 +1003,8 @@ static void test_convergence(void)
         X[2 * i + 1] = oc_uniform(-1, 1);
         Y[i] = 2 * X[2 * i] - 3 * X[2 * i + 1] + 0.5;
     }
-    const int steps[] = {400, 300, 300, 1500};
-    for (int k = 0; k < 4; k++) {
+    const int steps[] = {400, 300, 300, 1500, 1500};
+    for (int k = 0; k < 5; k++) {
         rill_graph *g = rill_graph_new();
         rill_output gs = rill_train_get_or_create_global_step(g);
         rill_tensor *xt = oc_tensor(RILL_FLOAT, (int64_t[]){8, 2}, 2, X),
@@ -1004,7 +1021,8 @@ static void test_convergence(void)
         rill_optimizer *opt = k == 0   ? rill_gradient_descent_optimizer_new(0.5)
                               : k == 1 ? rill_momentum_optimizer_new(0.1, 0.9, false)
                               : k == 2 ? rill_momentum_optimizer_new(0.1, 0.9, true)
-                                       : rill_adam_optimizer_new(0.05, 0.9, 0.999, 1e-8);
+                              : k == 3 ? rill_adam_optimizer_new(0.05, 0.9, 0.999, 1e-8)
+                                       : rill_adagrad_optimizer_new(0.5, 0.1);
         rill_node *train = rill_optimizer_minimize(opt, g, loss, gs, NULL);
         rill_session *sess = oc_session(g);
         char label[64];
@@ -1059,7 +1077,10 @@ int main(void)
     test_get_variable();
     test_assign_ops();
     test_global_step();
-    for (int k = SGD; k <= ADAM; k++) {
+    /* TF: "initial_accumulator_value must be positive". */
+    CHECK(rill_adagrad_optimizer_new(0.1, 0) == NULL);
+    CHECK(rill_adagrad_optimizer_new(0.1, -1) == NULL);
+    for (int k = SGD; k <= ADAGRAD; k++) {
         test_optimizer_steps((opt_kind)k, RILL_DOUBLE);
         test_optimizer_steps((opt_kind)k, RILL_FLOAT);
     }

@@ -60,7 +60,8 @@ static void test_registrations(void)
 #endif
     static const char *const ops[] = {
         "VariableV2",    "Assign",    "AssignAdd",    "AssignSub",       "ApplyGradientDescent",
-        "ApplyMomentum", "ApplyAdam", "RandomNormal", "TruncatedNormal", "RandomUniform"};
+        "ApplyMomentum", "ApplyAdam", "ApplyAdagrad", "RandomNormal", "TruncatedNormal",
+        "RandomUniform"};
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
         for (int t = 0; t < 3; t++) {
             const rill__kernel_def *k = rill__kernel_lookup(ops[i], "OPENCL", float_types[t]);
@@ -76,6 +77,8 @@ static void test_registrations(void)
     if (k) CHECK_EQ_INT(k->host_memory_inputs, 1u << 1);
     k = rill__kernel_lookup("ApplyMomentum", "OPENCL", RILL_FLOAT);
     if (k) CHECK_EQ_INT(k->host_memory_inputs, (1u << 2) | (1u << 4));
+    k = rill__kernel_lookup("ApplyAdagrad", "OPENCL", RILL_FLOAT);
+    if (k) CHECK_EQ_INT(k->host_memory_inputs, 1u << 2);
     k = rill__kernel_lookup("ApplyAdam", "OPENCL", RILL_FLOAT);
     if (k) CHECK_EQ_INT(k->host_memory_inputs, 0x1F8u);
     /* int64 variables (the global step): the CPU kernels, everything in host memory. int32: no
@@ -157,7 +160,8 @@ static void test_assign_errors(void)
 
 /* --- optimizer updates --- */
 
-enum { GD, MOMENTUM, NESTEROV, ADAM };
+/* ADAGRAD_FIXED: ApplyAdagrad with update_slots false (the accumulator left as it is). */
+enum { GD, MOMENTUM, NESTEROV, ADAM, ADAGRAD, ADAGRAD_FIXED, NUM_UPDATES };
 
 /* The inputs of an update of kind k on shape [rows, cols] in dtype t (host tensors; the
  * reference inputs are the variables' initial values). Returns the input count. */
@@ -177,6 +181,12 @@ static int update_inputs(int k, rill_dtype t, int64_t rows, int64_t cols, rill_t
         in[3] = bo_random(t, d, 2, -1, 1);
         in[4] = scalar(t, 0.9);
         return 5;
+    case ADAGRAD:
+    case ADAGRAD_FIXED:
+        in[1] = bo_random(t, d, 2, 0.1, 1); /* the accumulator stays positive */
+        in[2] = scalar(t, 0.05);
+        in[3] = bo_random(t, d, 2, -1, 1);
+        return 4;
     default:
         in[1] = bo_random(t, d, 2, -0.1, 0.1);
         in[2] = bo_random(t, d, 2, 0.001, 0.01);
@@ -195,22 +205,25 @@ static int update_inputs(int k, rill_dtype t, int64_t rows, int64_t cols, rill_t
 static rill_node *update_node(rill_graph *g, int k, rill_tensor *const *in, int nin)
 {
     static const char *const ops[] = {"ApplyGradientDescent", "ApplyMomentum", "ApplyMomentum",
-                                      "ApplyAdam"};
+                                      "ApplyAdam",            "ApplyAdagrad",  "ApplyAdagrad"};
     static const char *const names[] = {"var", "slot_1", "slot_2"};
     const rill__op_def *def = rill__op_lookup(ops[k]);
     rill_output x[10];
     for (int i = 0; i < nin; i++)
         x[i] = (def->ref_inputs & (1u << i)) ? var_node(g, names[i], in[i]->dtype, in[i]->shape)
                                              : bo_placeholder(g, in[i]);
-    rill__attr a[] = {RILL__A_BOOL("use_nesterov", k == NESTEROV)};
-    return rill__node_create(g, ops[k], NULL, x, nin, a, k == MOMENTUM || k == NESTEROV);
+    rill__attr a[] = {k == ADAGRAD || k == ADAGRAD_FIXED
+                          ? RILL__A_BOOL("update_slots", k == ADAGRAD)
+                          : RILL__A_BOOL("use_nesterov", k == NESTEROV)};
+    return rill__node_create(g, ops[k], NULL, x, nin, a, k != GD && k != ADAM);
 }
 
 static void test_updates(void)
 {
-    static const char *const kinds[] = {"GradientDescent", "Momentum", "Nesterov", "Adam"};
+    static const char *const kinds[] = {"GradientDescent", "Momentum", "Nesterov",
+                                        "Adam",            "Adagrad",  "Adagrad (update_slots false)"};
     static const int64_t shapes[][2] = {{5, 7}, {129, 3}, {1, 1}};
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < NUM_UPDATES; k++)
         for (int s = 0; s < 3; s++) {
             /* float and double: CPU against OpenCL, variables compared after the update. */
             for (int t = 0; t < 2; t++) {
@@ -562,7 +575,7 @@ static void test_random(void)
 /* --- through a session: variables on /gpu:0 --- */
 
 /* Trains a small softmax classifier (x [6,4], W [4,3], b [3], int32 labels) for 12 steps of
- * optimizer kind k (0 SGD, 1 Nesterov momentum, 2 Adam) with every node under device spec dev.
+ * optimizer kind k (0 SGD, 1 Nesterov momentum, 2 Adam, 3 Adagrad) with every node under device spec dev.
  * Returns the trained W and b (host copies, caller frees) and the global step; false (a failed
  * check) when the session fails. */
 static bool train_small(const char *dev, int k, rill_tensor **w_out, rill_tensor **b_out,
@@ -590,7 +603,8 @@ static bool train_small(const char *dev, int k, rill_tensor **w_out, rill_tensor
     rill_output loss = rill_mean(g, ce, NULL, -1, false, "loss");
     rill_optimizer *opt = k == 0   ? rill_gradient_descent_optimizer_new(0.5)
                           : k == 1 ? rill_momentum_optimizer_new(0.2, 0.9, true)
-                                   : rill_adam_optimizer_new(0.05, 0.9, 0.999, 1e-8);
+                          : k == 2 ? rill_adam_optimizer_new(0.05, 0.9, 0.999, 1e-8)
+                                   : rill_adagrad_optimizer_new(0.3, 0.1);
     rill_node *train = rill_optimizer_minimize(opt, g, loss, gs, NULL);
     rill_node *init = rill_global_variables_initializer(g, NULL);
     rill_session *sess = rill_graph_ok(g) ? rill_session_new(g, o, s) : NULL;
@@ -626,8 +640,8 @@ static bool train_small(const char *dev, int k, rill_tensor **w_out, rill_tensor
 
 static void test_session(void)
 {
-    static const char *const kinds[] = {"SGD", "Nesterov momentum", "Adam"};
-    for (int k = 0; k < 3; k++) {
+    static const char *const kinds[] = {"SGD", "Nesterov momentum", "Adam", "Adagrad"};
+    for (int k = 0; k < 4; k++) {
         rill_tensor *wc = NULL, *bc = NULL, *wg = NULL, *bg = NULL;
         int64_t sc = 0, sg = 0;
         if (train_small("/cpu:0", k, &wc, &bc, &sc) && train_small("/gpu:0", k, &wg, &bg, &sg)) {

@@ -161,8 +161,8 @@ static double scalar(const rill_tensor *t)
 #define UPDATE_GRAIN (1 << 16)
 
 typedef struct update_job {
-    int kind; /* 0 sgd, 1 momentum, 2 adam */
-    bool f64, nesterov;
+    int kind; /* 0 sgd, 1 momentum, 2 adam, 3 adagrad */
+    bool f64, nesterov; /* adagrad: nesterov = update_slots */
     void *w, *s1, *s2; /* the variable and its slots */
     const void *g;
     double lr, c1, c2, eps; /* momentum: c1 = momentum; adam: c1, c2 = beta1, beta2 */
@@ -181,6 +181,8 @@ static void update_range(void *arg, int64_t b, int64_t e)
             l->f32.sgd(w, g, (float)j->lr, n);
         else if (j->kind == 1)
             l->f32.momentum(w, s1, g, (float)j->lr, (float)j->c1, j->nesterov, n);
+        else if (j->kind == 3)
+            l->f32.adagrad(w, s1, g, (float)j->lr, j->nesterov, n);
         else
             l->f32.adam(w, s1, s2, g, (float)j->c1, (float)j->c2, (float)j->eps, (float)j->lr, n);
     } else {
@@ -191,6 +193,8 @@ static void update_range(void *arg, int64_t b, int64_t e)
             l->f64.sgd(w, g, j->lr, n);
         else if (j->kind == 1)
             l->f64.momentum(w, s1, g, j->lr, j->c1, j->nesterov, n);
+        else if (j->kind == 3)
+            l->f64.adagrad(w, s1, g, j->lr, j->nesterov, n);
         else
             l->f64.adam(w, s1, s2, g, j->c1, j->c2, j->eps, j->lr, n);
     }
@@ -232,6 +236,25 @@ static void apply_momentum_kernel(rill__kctx *ctx)
         update_job j = {.kind = 1, .f64 = var->dtype != RILL_FLOAT, .nesterov = nesterov,
                         .w = var->buf->data, .s1 = acc->buf->data, .g = grad->buf->data,
                         .lr = lr, .c1 = mom};
+        run_update(ctx, &j, var->numel);
+        rill__kctx_set_output(ctx, 0, rill_tensor_ref(var));
+    }
+    UNLOCK_ALL(2);
+}
+
+/* var, accum, lr, grad; update_slots false leaves accum as it is (TF's attr). */
+static void apply_adagrad_kernel(rill__kctx *ctx)
+{
+    double lr = scalar(ctx->inputs[2]);
+    bool update_slots = rill__attr_bool(ctx->node, "update_slots", true);
+    const rill_tensor *grad = ctx->inputs[3];
+    LOCK_ALL(2);
+    rill_tensor *var = writable(ctx, ctx->vars[0]);
+    rill_tensor *acc = var ? writable(ctx, ctx->vars[1]) : NULL;
+    if (var && acc) {
+        update_job j = {.kind = 3, .f64 = var->dtype != RILL_FLOAT, .nesterov = update_slots,
+                        .w = var->buf->data, .s1 = acc->buf->data, .g = grad->buf->data,
+                        .lr = lr};
         run_update(ctx, &j, var->numel);
         rill__kctx_set_output(ctx, 0, rill_tensor_ref(var));
     }
@@ -305,6 +328,8 @@ const rill__kernel_def rill__cpu_kernels_state[] = {
     K("ApplyMomentum", RILL_DOUBLE, apply_momentum_kernel),
     K("ApplyAdam", RILL_FLOAT, apply_adam_kernel),
     K("ApplyAdam", RILL_DOUBLE, apply_adam_kernel),
+    K("ApplyAdagrad", RILL_FLOAT, apply_adagrad_kernel),
+    K("ApplyAdagrad", RILL_DOUBLE, apply_adagrad_kernel),
     {.op = "RandomNormal",
      .device_type = "CPU",
      .fn = random_kernel,

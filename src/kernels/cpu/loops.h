@@ -49,7 +49,9 @@ enum { RILL__FORM_SAME, RILL__FORM_A_SCALAR, RILL__FORM_B_SCALAR };
     /* The optimizers' updates, in place. */                                                       \
     void (*sgd)(T *w, const T *d, T lr, int64_t n);                                                \
     void (*momentum)(T *w, T *acc, const T *g, T lr, T mom, bool nesterov, int64_t n);            \
-    void (*adam)(T *w, T *m, T *v, const T *g, T beta1, T beta2, T eps, T lr, int64_t n);
+    void (*adam)(T *w, T *m, T *v, const T *g, T beta1, T beta2, T eps, T lr, int64_t n);        \
+    /* acc += g^2 (unless !update_slots), then w -= lr g / sqrt(acc). */                          \
+    void (*adagrad)(T *w, T *acc, const T *g, T lr, bool update_slots, int64_t n);
 /* clang-format on */
 
 typedef struct rill__loops_f32 {

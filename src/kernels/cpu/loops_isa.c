@@ -303,6 +303,17 @@ static void F(exp_inplace_f64)(double *y, int64_t n)
             vv[i] += (g[i] * g[i] - vv[i]) * (1 - b2);                                             \
             w[i] -= l * mm[i] / (sqrt(vv[i]) + e);                                                 \
         });                                                                                        \
+    }                                                                                              \
+    static void F(adagrad_##S)(T *restrict w, T *restrict a, const T *restrict g, T l,            \
+                               bool update_slots, int64_t n)                                       \
+    {                                                                                              \
+        if (update_slots)                                                                          \
+            EACH(0, n, {                                                                           \
+                a[i] += g[i] * g[i];                                                               \
+                w[i] -= l * g[i] / sqrt(a[i]);                                                     \
+            });                                                                                    \
+        else                                                                                       \
+            EACH(0, n, w[i] -= l * g[i] / sqrt(a[i]));                                             \
     }
 
 #define BIN_CASES(T, OP, EXPR)                                                                     \
@@ -341,7 +352,7 @@ DEFINE_LOOPS(double, f64)
         .tanh_grad = F(tanh_grad_##S), .add = F(add_##S), .accumulate = F(accumulate_##S),         \
         .scale = F(scale_##S), .bias_act = F(bias_act_##S),                                        \
         .exp_shifted_rows = F(exp_shifted_rows_##S), .sum = F(sum_##S), .sgd = F(sgd_##S),         \
-        .momentum = F(momentum_##S), .adam = F(adam_##S),                                          \
+        .momentum = F(momentum_##S), .adam = F(adam_##S), .adagrad = F(adagrad_##S),                   \
     }
 
 #define STR_(x) #x

@@ -59,6 +59,18 @@ const char rill__cl_source_state[] =
     "    ST(accum, i, a);\n"
     "    ST(w, i, LD(w, i) - (nesterov ? g * lr + a * mom * lr : a * lr));\n"
     "}\n"
+    "__kernel void st_apply_adagrad(__global T *w, __global T *accum, __global const T *grad,\n"
+    "                               ACC lr, int update_slots, long n)\n"
+    "{\n"
+    "    long i = get_global_id(0);\n"
+    "    if (i >= n) return;\n"
+    "    ACC g = LD(grad, i), a = LD(accum, i);\n"
+    "    if (update_slots) {\n"
+    "        a += g * g;\n"
+    "        ST(accum, i, a);\n"
+    "    }\n"
+    "    ST(w, i, LD(w, i) - lr * g / sqrt(a));\n"
+    "}\n"
     "__kernel void st_apply_adam(__global T *w, __global T *m, __global T *v,\n"
     "                            __global const T *grad, ACC lr_t, ACC beta1, ACC beta2, ACC eps,\n"
     "                            long n)\n"
@@ -405,6 +417,31 @@ static void apply_momentum_kernel(rill__kctx *ctx)
     UNLOCK_ALL(2);
 }
 
+static void apply_adagrad_kernel(rill__kctx *ctx)
+{
+    double lr;
+    if (!host_scalar(ctx, 2, &lr)) return;
+    cl_int update_slots = rill__attr_bool(ctx->node, "update_slots", true);
+    const rill_tensor *grad = ctx->inputs[3];
+    LOCK_ALL(2);
+    rill_tensor *var = writable(ctx, ctx->vars[0]);
+    rill_tensor *acc = var ? writable(ctx, ctx->vars[1]) : NULL;
+    if (var && acc && same_size(ctx, var, 3, "grad")) {
+        if (acc->numel != var->numel) {
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "var and accum do not have the same shape");
+        } else {
+            cl_mem wm = rill__cl_mem(var), am = rill__cl_mem(acc), gm = rill__cl_mem(grad);
+            st_acc l = acc_of(var->dtype, lr);
+            cl_long n = var->numel;
+            rill__cl_arg args[] = {RILL__CL_ARG(wm), RILL__CL_ARG(am), RILL__CL_ARG(gm), ST_ACC(l),
+                                   RILL__CL_ARG(update_slots), RILL__CL_ARG(n)};
+            if (rill__cl_launch(ctx, "st_apply_adagrad", var->dtype, args, 6, n))
+                rill__kctx_set_output(ctx, 0, rill_tensor_ref(var));
+        }
+    }
+    UNLOCK_ALL(2);
+}
+
 static void apply_adam_kernel(rill__kctx *ctx)
 {
     double b1p, b2p, lr, beta1, beta2, eps;
@@ -527,6 +564,8 @@ const rill__kernel_def rill__opencl_kernels_state[] = {
     ST_KERNEL_H("ApplyGradientDescent", apply_gd_kernel, 1u << 1),
     /* var, accum, lr (host), grad, momentum (host) */
     ST_KERNEL_H("ApplyMomentum", apply_momentum_kernel, 1u << 2 | 1u << 4),
+    /* var, accum, lr (host), grad */
+    ST_KERNEL_H("ApplyAdagrad", apply_adagrad_kernel, 1u << 2),
     /* var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon (host), grad */
     ST_KERNEL_H("ApplyAdam", apply_adam_kernel, 0x3Fu << 3),
     ST_RANDOM_ALL("RandomNormal"),

@@ -198,6 +198,12 @@ class AdamOptimizer(Optimizer):
         super().__init__("adam", learning_rate, beta1, beta2, epsilon, name=name)
 
 
+class AdagradOptimizer(Optimizer):
+    def __init__(self, learning_rate, initial_accumulator_value=0.1, use_locking=False,
+                 name="Adagrad"):
+        super().__init__("adagrad", learning_rate, initial_accumulator_value, name=name)
+
+
 def get_global_step(graph=None):
     tf = _v1()
     g = graph or tf.get_default_graph()
