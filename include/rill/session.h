@@ -40,6 +40,10 @@ void rill_session_options_set_gpu_memory_fraction(rill_session_options *o, doubl
 /* "1,0": GPU:0 is visible GPU 1 and GPU:1 visible GPU 0. NULL or "" for all, in order. */
 void rill_session_options_set_gpu_visible_device_list(rill_session_options *o, const char *list);
 
+/* The deadline of every step that does not set its own (TF's operation_timeout_in_ms): see
+ * rill_run_options. 0 (default): none. */
+void rill_session_options_set_operation_timeout_ms(rill_session_options *o, int64_t ms);
+
 /* A session on g (borrowed: g must outlive the session; nodes may be added later). options may
  * be NULL and are copied. Returns NULL with s set on failure. */
 rill_session *rill_session_new(rill_graph *g, const rill_session_options *options, rill_status *s);
@@ -53,6 +57,22 @@ rill_code rill_session_run(rill_session *sess, const rill_output *feeds,
                            rill_tensor *const *feed_values, int nfeeds, const rill_output *fetches,
                            rill_tensor **fetch_values, int nfetches, rill_node *const *targets,
                            int ntargets, rill_status *s);
+
+/* Options of one step (TF's RunOptions). */
+typedef struct rill_run_options {
+    /* > 0: the step fails with DEADLINE_EXCEEDED ("Timed out waiting for notification: ...",
+     * naming what was still waiting) once it has run this long, and is cancelled: waits (queues,
+     * accumulators, other tasks of a cluster) end at the deadline and no node starts after it; a
+     * kernel already computing finishes first. <= 0: the session's operation timeout, if any. */
+    int64_t timeout_ms;
+} rill_run_options;
+
+/* rill_session_run with options (NULL: none). */
+rill_code rill_session_run_with_options(rill_session *sess, const rill_run_options *options,
+                                        const rill_output *feeds, rill_tensor *const *feed_values,
+                                        int nfeeds, const rill_output *fetches,
+                                        rill_tensor **fetch_values, int nfetches,
+                                        rill_node *const *targets, int ntargets, rill_status *s);
 
 /* Runs targets only (no feeds, no fetches): initializers and the like. */
 rill_code rill_session_run_targets(rill_session *sess, rill_node *const *targets, int n,

@@ -94,6 +94,10 @@ typedef enum {
  * after the step of a START, which is how a restarted run replaces what it redoes. */
 bool rill_summary_writer_add_session_log(rill_summary_writer *w, rill_session_log_status st,
                                          const char *checkpoint_path, int64_t step, rill_status *s);
+/* Appends Event{wall_time, graph_def}: g as a GraphDef (every node's name, op, inputs with
+ * "^name" control inputs, requested device, and the "_output_shapes" attr), which TensorBoard's
+ * graph tab draws, as tf.summary.FileWriter.add_graph. */
+bool rill_summary_writer_add_graph(rill_summary_writer *w, const rill_graph *g, rill_status *s);
 /* Writes what is buffered and fsyncs the file. */
 bool rill_summary_writer_flush(rill_summary_writer *w, rill_status *s);
 /* The file being written (a new one after the old one disappeared); borrowed, valid until

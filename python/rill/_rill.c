@@ -1135,7 +1135,8 @@ static PyObject *session_wrap(PyTypeObject *type, GraphObject *graph, rill_sessi
 }
 
 /* Session options from {log_device_placement, allow_soft_placement, intra_op_threads,
- * inter_op_threads, target}; NULL with the error raised. */
+ * inter_op_threads, operation_timeout_ms, gpu_allow_growth, gpu_memory_fraction,
+ * gpu_visible_device_list, target}; NULL with the error raised. */
 static rill_session_options *session_options_of(PyObject *opts)
 {
     rill_session_options *o = rill_session_options_new();
@@ -1149,6 +1150,26 @@ static rill_session_options *session_options_of(PyObject *opts)
         rill_session_options_set_intra_op_threads(o, (int)v);
     if (r >= 0 && (r = opt_int(opts, "inter_op_threads", &v)) > 0)
         rill_session_options_set_inter_op_threads(o, (int)v);
+    if (r >= 0 && (r = opt_int(opts, "operation_timeout_ms", &v)) > 0)
+        rill_session_options_set_operation_timeout_ms(o, v);
+    if (r >= 0 && (r = opt_int(opts, "gpu_allow_growth", &v)) > 0)
+        rill_session_options_set_gpu_allow_growth(o, v != 0);
+    PyObject *frac = opts ? PyDict_GetItemString(opts, "gpu_memory_fraction") : NULL;
+    if (r >= 0 && frac) {
+        double f = PyFloat_AsDouble(frac);
+        if (f == -1 && PyErr_Occurred())
+            r = -1;
+        else if (f > 0)
+            rill_session_options_set_gpu_memory_fraction(o, f);
+    }
+    PyObject *vis = opts ? PyDict_GetItemString(opts, "gpu_visible_device_list") : NULL;
+    if (r >= 0 && vis && vis != Py_None) {
+        const char *l = PyUnicode_AsUTF8(vis);
+        if (!l)
+            r = -1;
+        else
+            rill_session_options_set_gpu_visible_device_list(o, l);
+    }
     PyObject *target = opts ? PyDict_GetItemString(opts, "target") : NULL;
     if (r >= 0 && target && target != Py_None) {
         const char *t = PyUnicode_AsUTF8(target);
@@ -1305,7 +1326,7 @@ static PyObject *value_of(rill_tensor *t)
 
 /* One step with vals[i] fed to feed i: the fetched values in ov[] (as value_of gives them, new
  * references), or -1 with the error raised. */
-static int run_step(CallableObject *c, PyObject *const *vals, PyObject **ov)
+static int run_step(CallableObject *c, PyObject *const *vals, PyObject **ov, long long timeout_ms)
 {
     if (!c->sess->sess) {
         PyErr_SetString(PyExc_RuntimeError, "Attempted to use a closed Session.");
@@ -1332,8 +1353,9 @@ static int run_step(CallableObject *c, PyObject *const *vals, PyObject **ov)
     int slot;
     Py_BEGIN_ALLOW_THREADS
     slot = running_add(c->sess->sess);
-    code = rill_session_run(c->sess->sess, c->feeds, fv, c->nfeeds, c->fetches, tv, c->nfetches,
-                            c->targets, c->ntargets, s);
+    rill_run_options ro = {.timeout_ms = timeout_ms};
+    code = rill_session_run_with_options(c->sess->sess, &ro, c->feeds, fv, c->nfeeds, c->fetches,
+                                         tv, c->nfetches, c->targets, c->ntargets, s);
     running_remove(slot);
     Py_END_ALLOW_THREADS
     /* Ctrl-C cancelled it: Python's pending KeyboardInterrupt, not the CANCELLED error */
@@ -1366,17 +1388,24 @@ out:
     return rc;
 }
 
-/* callable(*feed_values) -> list of fetched values, one per fetch. */
+/* callable(*feed_values, timeout_ms=0) -> list of fetched values, one per fetch. */
 static PyObject *callable_call(CallableObject *c, PyObject *args, PyObject *kw)
 {
-    (void)kw;
+    long long timeout_ms = 0;
+    if (kw && PyDict_GET_SIZE(kw)) {
+        PyObject *t = PyDict_GetItemString(kw, "timeout_ms");
+        if (!t || PyDict_GET_SIZE(kw) != 1)
+            return PyErr_Format(PyExc_TypeError, "the only keyword argument is timeout_ms");
+        timeout_ms = PyLong_AsLongLong(t);
+        if (timeout_ms == -1 && PyErr_Occurred()) return NULL;
+    }
     if (PyTuple_GET_SIZE(args) != c->nfeeds)
         return PyErr_Format(PyExc_TypeError, "expected %d feed values, got %zd", c->nfeeds,
                             PyTuple_GET_SIZE(args));
     PyObject *res = PyList_New(c->nfetches);
     if (!res) return NULL;
     PyObject **ov = PySequence_Fast_ITEMS(res);
-    if (run_step(c, PySequence_Fast_ITEMS(args), ov) < 0) {
+    if (run_step(c, PySequence_Fast_ITEMS(args), ov, timeout_ms) < 0) {
         Py_DECREF(res);
         return NULL;
     }
@@ -1384,13 +1413,13 @@ static PyObject *callable_call(CallableObject *c, PyObject *args, PyObject *kw)
 }
 
 /* One step with vals fed, the result built by c's layout (what Session.run returns). */
-static PyObject *run_layout(CallableObject *c, PyObject *const *vals)
+static PyObject *run_layout(CallableObject *c, PyObject *const *vals, long long timeout_ms)
 {
     PyObject *obuf[16];
     PyObject **ov = c->nfetches > 16 ? PyMem_Calloc((size_t)c->nfetches, sizeof *ov) : obuf;
     if (!ov) return PyErr_NoMemory();
     PyObject *res = NULL;
-    if (run_step(c, vals, ov) == 0) {
+    if (run_step(c, vals, ov, timeout_ms) == 0) {
         Py_ssize_t n = PyTuple_GET_SIZE(c->layout);
         res = c->kind == 2 ? NULL : c->kind == 1 ? PyTuple_New(n) : PyList_New(n);
         for (Py_ssize_t i = 0; i < n && (res || c->kind == 2); i++) {
@@ -1410,10 +1439,13 @@ static PyObject *run_layout(CallableObject *c, PyObject *const *vals)
     return res;
 }
 
-/* run_dict(feed_dict): the step with the feeds looked up in feed_dict by the keys given to
- * make_callable, the result built as Session.run returns it. */
-static PyObject *callable_run_dict(CallableObject *c, PyObject *fd)
+/* run_dict(feed_dict, timeout_ms=0): the step with the feeds looked up in feed_dict by the keys
+ * given to make_callable, the result built as Session.run returns it. */
+static PyObject *callable_run_dict(CallableObject *c, PyObject *args)
 {
+    PyObject *fd;
+    long long timeout_ms = 0;
+    if (!PyArg_ParseTuple(args, "O|L", &fd, &timeout_ms)) return NULL;
     if (!c->layout || !c->feed_keys)
         return PyErr_Format(PyExc_TypeError, "this callable was made without a layout");
     if (c->nfeeds && (!fd || !PyDict_Check(fd))) return PyErr_Format(PyExc_TypeError, "feed_dict");
@@ -1429,25 +1461,26 @@ static PyObject *callable_run_dict(CallableObject *c, PyObject *fd)
             break;
         }
     }
-    if (i == c->nfeeds) res = run_layout(c, vals);
+    if (i == c->nfeeds) res = run_layout(c, vals, timeout_ms);
     if (vals != vbuf) PyMem_Free(vals);
     return res;
 }
 
 static PyMethodDef callable_methods[] = {
-    {"run_dict", (PyCFunction)callable_run_dict, METH_O,
-     "run_dict(feed_dict): one step, the result in Session.run's structure"},
+    {"run_dict", (PyCFunction)callable_run_dict, METH_VARARGS,
+     "run_dict(feed_dict, timeout_ms=0): one step, the result in Session.run's structure"},
     {NULL, NULL, 0, NULL},
 };
 
-static PyObject *run_layout(CallableObject *c, PyObject *const *vals);
+static PyObject *run_layout(CallableObject *c, PyObject *const *vals, long long timeout_ms);
 
-/* run_fast(fetches, feed_dict): Session.run for a signature seen before (cache_put), all in C;
- * NotImplemented when it is new. */
+/* run_fast(fetches, feed_dict, timeout_ms=0): Session.run for a signature seen before
+ * (cache_put), all in C; NotImplemented when it is new. */
 static PyObject *session_run_fast(SessionObject *so, PyObject *args)
 {
     PyObject *fetches, *fd;
-    if (!PyArg_ParseTuple(args, "OO", &fetches, &fd)) return NULL;
+    long long timeout_ms = 0;
+    if (!PyArg_ParseTuple(args, "OO|L", &fetches, &fd, &timeout_ms)) return NULL;
     int kind = PyList_CheckExact(fetches) ? 0 : PyTuple_CheckExact(fetches) ? 1 : 2;
     Py_ssize_t n = kind == 2 ? 1 : PySequence_Fast_GET_SIZE(fetches);
     PyObject **items = kind == 2 ? &fetches : PySequence_Fast_ITEMS(fetches);
@@ -1467,7 +1500,7 @@ static PyObject *session_run_fast(SessionObject *so, PyObject *args)
             same = PyTuple_GET_ITEM(f->keys, i) == k;
             vals[i++] = v;
         }
-        PyObject *res = same ? run_layout((CallableObject *)f->callable, vals) : NULL;
+        PyObject *res = same ? run_layout((CallableObject *)f->callable, vals, timeout_ms) : NULL;
         if (vals != vbuf) PyMem_Free(vals);
         if (same) return res;
     }
@@ -1989,6 +2022,141 @@ static PyTypeObject SaverType = {
     .tp_methods = saver_methods,
 };
 
+/* --- SummaryWriter (tf.summary.FileWriter's file) --- */
+
+typedef struct {
+    PyObject_HEAD rill_summary_writer *w;
+} WriterObject;
+
+/* SummaryWriter(logdir, filename_suffix=None) */
+static PyObject *writer_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    (void)kw;
+    const char *logdir, *suffix = NULL;
+    if (!PyArg_ParseTuple(args, "s|z", &logdir, &suffix)) return NULL;
+    rill_status *s = rill_status_new();
+    rill_summary_writer *w;
+    Py_BEGIN_ALLOW_THREADS
+    w = rill_summary_writer_new(logdir, suffix, s);
+    Py_END_ALLOW_THREADS
+    if (!w) {
+        raise_status(s);
+        rill_status_free(s);
+        return NULL;
+    }
+    rill_status_free(s);
+    WriterObject *self = (WriterObject *)type->tp_alloc(type, 0);
+    if (!self) {
+        rill_summary_writer_free(w);
+        return NULL;
+    }
+    self->w = w;
+    return (PyObject *)self;
+}
+
+static void writer_dealloc(WriterObject *self)
+{
+    rill_summary_writer_free(self->w);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static bool writer_open(WriterObject *self)
+{
+    if (self->w) return true;
+    PyErr_SetString(PyExc_RuntimeError, "the summary writer is closed");
+    return false;
+}
+
+/* add_summary(serialized Summary bytes, step or -1) */
+static PyObject *writer_add_summary(WriterObject *self, PyObject *args)
+{
+    PyObject *summary;
+    long long step = -1;
+    if (!PyArg_ParseTuple(args, "O|L", &summary, &step) || !writer_open(self)) return NULL;
+    rill_tensor *t = tensor_of(summary, RILL_STRING);
+    if (!t) return NULL;
+    rill_status *s = rill_status_new();
+    bool ok = rill_summary_writer_add_summary(self->w, t, step < 0 ? 0 : step, s);
+    rill_tensor_free(t);
+    return none_or_raise(ok ? RILL_OK : rill_status_code(s), s);
+}
+
+/* add_session_log(status 1..3, checkpoint_path or None, step or -1) */
+static PyObject *writer_add_session_log(WriterObject *self, PyObject *args)
+{
+    int st;
+    const char *path = NULL;
+    long long step = -1;
+    if (!PyArg_ParseTuple(args, "iz|L", &st, &path, &step) || !writer_open(self)) return NULL;
+    rill_status *s = rill_status_new();
+    bool ok = rill_summary_writer_add_session_log(self->w, (rill_session_log_status)st, path,
+                                                  step, s);
+    return none_or_raise(ok ? RILL_OK : rill_status_code(s), s);
+}
+
+static PyObject *writer_add_graph(WriterObject *self, PyObject *graph)
+{
+    if (!PyObject_TypeCheck(graph, &GraphType))
+        return PyErr_Format(PyExc_TypeError, "add_graph needs a rill Graph, got %R", graph);
+    if (!writer_open(self)) return NULL;
+    rill_status *s = rill_status_new();
+    bool ok = rill_summary_writer_add_graph(self->w, ((GraphObject *)graph)->g, s);
+    return none_or_raise(ok ? RILL_OK : rill_status_code(s), s);
+}
+
+static PyObject *writer_flush(WriterObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (!writer_open(self)) return NULL;
+    rill_status *s = rill_status_new();
+    bool ok;
+    Py_BEGIN_ALLOW_THREADS
+    ok = rill_summary_writer_flush(self->w, s);
+    Py_END_ALLOW_THREADS
+    return none_or_raise(ok ? RILL_OK : rill_status_code(s), s);
+}
+
+/* close(): flushes and closes; later calls but close raise. */
+static PyObject *writer_close(WriterObject *self, PyObject *unused)
+{
+    (void)unused;
+    rill_summary_writer *w = self->w;
+    self->w = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rill_summary_writer_free(w);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyObject *writer_path(WriterObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (!writer_open(self)) return NULL;
+    return PyUnicode_FromString(rill_summary_writer_path(self->w));
+}
+
+static PyMethodDef writer_methods[] = {
+    {"add_summary", (PyCFunction)writer_add_summary, METH_VARARGS,
+     "add_summary(serialized Summary, step=-1)"},
+    {"add_session_log", (PyCFunction)writer_add_session_log, METH_VARARGS,
+     "add_session_log(status, checkpoint_path, step=-1)"},
+    {"add_graph", (PyCFunction)writer_add_graph, METH_O, "add_graph(Graph)"},
+    {"flush", (PyCFunction)writer_flush, METH_NOARGS, "Writes what is buffered; fsyncs."},
+    {"close", (PyCFunction)writer_close, METH_NOARGS, "Flushes and closes the file."},
+    {"path", (PyCFunction)writer_path, METH_NOARGS, "The event file being written."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject WriterType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rill._rill.SummaryWriter",
+    .tp_basicsize = sizeof(WriterObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "SummaryWriter(logdir, filename_suffix=None): a TensorBoard event file",
+    .tp_new = writer_new,
+    .tp_dealloc = (destructor)writer_dealloc,
+    .tp_methods = writer_methods,
+};
+
 /* get_checkpoint_state(dir) -> (model_checkpoint_path, [all paths]) or None */
 static PyObject *get_checkpoint_state(PyObject *self, PyObject *arg)
 {
@@ -2360,9 +2528,9 @@ PyMODINIT_FUNC PyInit__rill(void)
     interrupts_init();
     PyTypeObject *types[] = {&GraphType,     &OpType,    &SessionType, &CallableType,
                              &ServerType,    &OptimizerType, &SaverType, &SyncType,
-                             &SupervisorType};
+                             &SupervisorType, &WriterType};
     const char *names[] = {"Graph", "Op",    "Session",      "Callable",  "Server",
-                           "Optimizer", "Saver", "SyncReplicas", "Supervisor"};
+                           "Optimizer", "Saver", "SyncReplicas", "Supervisor", "SummaryWriter"};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         if (PyType_Ready(types[i]) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);

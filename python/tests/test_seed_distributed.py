@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from test_seed_programs import _block, _seed_text
+from test_seed_programs import ROOT, _block, _seed_text
 
 STEPS = 3000
 
@@ -90,6 +90,12 @@ def test_distributed(tmp_path, issync):
         assert r.returncode == 0, r.stderr[-2000:]
         n, version = r.stdout.split()
         assert int(n) >= 2 and version == "brain.Event:2", r.stdout
+        # with the graph, as TensorBoard's graph tab gets it: the variables on the ps
+        r = subprocess.run([sys.executable, str(ROOT / "tests/interop/read_rill_events.py"),
+                            "--graph", str(ev)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        nodes = {l.split()[0]: l.split()[1:] for l in r.stdout.splitlines()}
+        assert nodes["weight"][0] == "VariableV2" and nodes["weight"][2] == "/job:ps/task:0", nodes
     # and the seed's local_reload_test.py prints the trained values
     (tmp_path / "local_reload_test.py").write_text(
         _block(text, "#local_reload_test.py", "tf.app.run()"), encoding="utf-8")

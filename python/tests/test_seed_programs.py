@@ -1,5 +1,7 @@
-"""The seed's programs (../shared/seed/000_8011f9f33961f825.txt, extracted at test time, not
-copied) run on rill with ``python -m rill.run``, in real processes:
+"""The seed's programs, extracted at test time from the seed document (../shared/seed/
+000_8011f9f33961f825.txt where the workspace has it, else the copy of it in data/, which a clean
+clone on a CI machine has: the programs are never copied out of the document), run on rill with
+``python -m rill.run``, in real processes:
 
 - the device program (its snippet has no import line: ``import tensorflow as tf`` is put before
   it, as anyone running it must) prints ``[2. 4. 6.]`` and the placement log on a machine with a
@@ -18,12 +20,15 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
+SEED = "000_8011f9f33961f825.txt"
+
+
 def _seed_text():
     for d in [ROOT, *ROOT.parents]:
-        p = d / "shared" / "seed" / "000_8011f9f33961f825.txt"
+        p = d / "shared" / "seed" / SEED
         if p.exists():
             return p.read_text(encoding="utf-8")
-    pytest.skip("the seed document (shared/seed/000_8011f9f33961f825.txt) is not here")
+    return (pathlib.Path(__file__).parent / "data" / SEED).read_text(encoding="utf-8")
 
 
 def _block(text, first, last):
@@ -120,3 +125,14 @@ def test_local_reload_program(tmp_path):
     assert lines[0] == "./checkpoint/model.ckpt-2000, global_step = 2000", r.stdout
     w, b = (float(v) for v in lines[1].replace("weight: ", "").replace("biase: ", "").split(", "))
     assert abs(w - 2) < 0.1 and abs(b - 10) < 0.3, lines[1]
+
+
+def test_the_copy_is_the_seed_document():
+    """data/'s copy (for machines without the workspace) is the seed document, byte for byte."""
+    copy = (pathlib.Path(__file__).parent / "data" / SEED).read_bytes()
+    for d in [ROOT, *ROOT.parents]:
+        p = d / "shared" / "seed" / SEED
+        if p.exists():
+            assert p.read_bytes() == copy
+            return
+    pytest.skip("the workspace's seed document is not here to compare with")

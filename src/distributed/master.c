@@ -95,6 +95,8 @@ typedef struct master {
     sig *sigs;
     pthread_mutex_t sigs_mu; /* the list's links, for master_cancel (mu is held during steps) */
     uint64_t owner;          /* this master's id on the servers (REGISTER, CANCEL) */
+    rill__deadline dl;       /* the running step's (under mu) */
+    bool timed_out;          /* a call of this step ran into dl */
 } master;
 
 /* The tasks of this process, by target: published by their servers (rill__master_add_task). */
@@ -163,10 +165,33 @@ static bool call(master *m, task *t, const rill__mbuf *meta, const struct iovec 
     }
     if (!connect_task(m, t, s)) return false;
     t->last_used = now();
+    /* The step's own deadline (RunOptions, operation timeout) bounds the call too. */
+    double wait = so->step_deadline_s;
+    if (m->dl.at) {
+        double left = m->dl.at - now();
+        if (left <= 0) {
+            rill_status_set(s, RILL_DEADLINE_EXCEEDED,
+                            "Timed out waiting for notification: the step's %lld ms deadline "
+                            "passed before task /job:%s/replica:0/task:%d (%s) was called",
+                            (long long)m->dl.timeout_ms, t->job, t->index, t->addr);
+            return false;
+        }
+        if (left < wait) wait = left;
+    }
     if (rill__channel_call(t->ch, RILL__MSG_REQUEST, meta->p, (uint32_t)meta->n, iov, niov, rep,
-                           m->local_task->opts.step_deadline_s, s))
+                           wait, s))
         return true;
     rill_code c = rill_status_code(s);
+    if (c == RILL_DEADLINE_EXCEEDED && m->dl.at && now() >= m->dl.at) {
+        rill_status_set(s, RILL_DEADLINE_EXCEEDED,
+                        "Timed out waiting for notification: the step's %lld ms deadline passed "
+                        "while task /job:%s/replica:0/task:%d (%s) ran its part of the step",
+                        (long long)m->dl.timeout_ms, t->job, t->index, t->addr);
+        m->timed_out = true;
+        rill__channel_close(t->ch);
+        t->ch = NULL;
+        return false;
+    }
     if (c == RILL_UNAVAILABLE || c == RILL_DEADLINE_EXCEEDED || c == RILL_DATA_LOSS) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", rill_status_message(s));
@@ -826,7 +851,7 @@ out:
 }
 
 /* Runs the master's piece with feeds from slots, fetched values into slots. */
-static rill_code run_local(sig *sg, piece *lp, const io *feeds, const io *fetches,
+static rill_code run_local(master *m, sig *sg, piece *lp, const io *feeds, const io *fetches,
                            const io *targets, rill_status *s)
 {
     rill_tensor **fv = rill__calloc((size_t)feeds->n + 1, sizeof *fv);
@@ -834,8 +859,9 @@ static rill_code run_local(sig *sg, piece *lp, const io *feeds, const io *fetche
     RILL_CHECK_ALLOC(fv);
     RILL_CHECK_ALLOC(out);
     for (int i = 0; i < feeds->n; i++) fv[i] = sg->vals[feeds->slot[i]].val;
-    rill_code code = rill_session_run(lp->sess, feeds->outs, fv, feeds->n, fetches->outs, out,
-                                      fetches->n, targets->nodes, targets->n, s);
+    rill_code code = rill__session_run_until(lp->sess, m->dl, feeds->outs, fv, feeds->n,
+                                             fetches->outs, out, fetches->n, targets->nodes,
+                                             targets->n, s);
     for (int i = 0; code == RILL_OK && i < fetches->n; i++) {
         rill_tensor_free(sg->vals[fetches->slot[i]].val);
         sg->vals[fetches->slot[i]].val = out[i];
@@ -845,12 +871,17 @@ static rill_code run_local(sig *sg, piece *lp, const io *feeds, const io *fetche
     return code;
 }
 
-static rill_code master_run(void *mp, const rill_output *feeds, rill_tensor *const *feed_values,
-                            int nfeeds, const rill_output *fetches, rill_tensor **fetch_values,
-                            int nfetches, rill_node *const *targets, int ntargets, rill_status *s)
+static void master_cancel(void *mp);
+
+static rill_code master_run(void *mp, rill__deadline dl, const rill_output *feeds,
+                            rill_tensor *const *feed_values, int nfeeds,
+                            const rill_output *fetches, rill_tensor **fetch_values, int nfetches,
+                            rill_node *const *targets, int ntargets, rill_status *s)
 {
     master *m = mp;
     pthread_mutex_lock(&m->mu);
+    m->dl = dl;
+    m->timed_out = false;
     if (!rill__place(m->g, &m->pl, m->devp, m->ndevs, m->opts.allow_soft_placement,
                      m->opts.log_device_placement, s)) {
         pthread_mutex_unlock(&m->mu);
@@ -903,7 +934,7 @@ static rill_code master_run(void *mp, const rill_output *feeds, rill_tensor *con
     /* 2. the master's own piece */
     piece *lp = &sg->pieces[m->self];
     if (code == RILL_OK && (lp->post_fetch.n || lp->targets.n))
-        code = run_local(sg, lp, &lp->post_feed, &lp->post_fetch, &lp->targets, s);
+        code = run_local(m, sg, lp, &lp->post_feed, &lp->post_fetch, &lp->targets, s);
     /* 3. post runs */
     for (int k = 0; k < m->ntasks && code == RILL_OK; k++) {
         int t = sg->order[k];
@@ -914,7 +945,7 @@ static rill_code master_run(void *mp, const rill_output *feeds, rill_tensor *con
     }
     /* 4. the master's tail */
     if (code == RILL_OK && (lp->tail_fetch.n || lp->tail_targets.n))
-        code = run_local(sg, lp, &lp->tail_feed, &lp->tail_fetch, &lp->tail_targets, s);
+        code = run_local(m, sg, lp, &lp->tail_feed, &lp->tail_fetch, &lp->tail_targets, s);
     for (int i = 0; i < nfetches; i++) {
         fetch_values[i] = code == RILL_OK ? rill_tensor_ref(sg->vals[sg->user_fetch_slot[i]].val) : NULL;
         if (code == RILL_OK && !fetch_values[i]) {
@@ -925,6 +956,8 @@ static rill_code master_run(void *mp, const rill_output *feeds, rill_tensor *con
     if (code != RILL_OK)
         for (int i = 0; i < nfetches; i++) rill_tensor_free(fetch_values[i]), fetch_values[i] = NULL;
     for (int i = 0; i < sg->nvals; i++) rill_tensor_free(sg->vals[i].val), sg->vals[i].val = NULL;
+    /* A task still running its part past the deadline is told to stop (TF cancels the step). */
+    if (m->timed_out) master_cancel(m);
     pthread_mutex_unlock(&m->mu);
     return code;
 }

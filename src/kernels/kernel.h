@@ -38,6 +38,8 @@ typedef struct rill__kctx {
     struct rill__resource_mgr *rm; /* the session's resources (queues, accumulators) */
     const atomic_uint *cancel;     /* the session's cancel counter (NULL: never cancelled) */
     unsigned cancel_gen;           /* its value when the step began */
+    double deadline;               /* the step's deadline (rill__now_seconds), 0: none */
+    int64_t timeout_ms;            /* the timeout it came from, for messages */
 } rill__kctx;
 
 /* True once the session was cancelled after this step began (rill_session_cancel): a kernel

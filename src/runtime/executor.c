@@ -44,6 +44,7 @@ typedef struct pnode {
 typedef struct step {
     rill__plan *plan;
     unsigned cancel_gen; /* the session's cancel counter when the step began */
+    rill__deadline deadline;
     rill_tensor **slots;
     rill_tensor **cache; /* last step's output tensors, for recycling */
     atomic_int *slot_refs;
@@ -564,6 +565,16 @@ static void execute(step *st, int i)
     pnode *pn = &p->nodes[i];
     rill_tensor **in = st->inbuf + p->inbuf_off[i];
     if (atomic_load_explicit(&st->failed, memory_order_relaxed)) goto release;
+    if (st->deadline.at && rill__now_seconds() >= st->deadline.at) {
+        rill_status *e = rill_status_new();
+        rill_status_set(e, RILL_DEADLINE_EXCEEDED,
+                        "Timed out waiting for notification: the step's %lld ms deadline "
+                        "passed before '%s' could start",
+                        (long long)st->deadline.timeout_ms, pn->node->name);
+        step_fail(st, e, pn->node);
+        rill_status_free(e);
+        goto release;
+    }
     for (int k = 0; k < pn->ninputs; k++) {
         rill__var *rv = pn->reads[k];
         if (rv) {
@@ -616,6 +627,8 @@ static void execute(step *st, int i)
             .rm = p->rm,
             .cancel = p->cancel,
             .cancel_gen = st->cancel_gen,
+            .deadline = st->deadline.at,
+            .timeout_ms = st->deadline.timeout_ms,
         };
         if (pn->kernel->state_free) {
             pthread_mutex_lock(&pn->state->mu);
@@ -746,7 +759,7 @@ static bool check_feed(const rill__plan *p, int i, const rill_tensor *t, rill_st
 }
 
 rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_tensor **fetch_values,
-                         rill_status *s)
+                         rill__deadline d, rill_status *s)
 {
     for (int i = 0; i < p->nfetches; i++) fetch_values[i] = NULL;
     for (int i = 0; i < p->nfeeds; i++)
@@ -761,6 +774,7 @@ rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_te
     rill_status_clear(st->status);
     atomic_store(&st->failed, false);
     st->cancel_gen = p->cancel ? atomic_load(p->cancel) : 0;
+    st->deadline = d;
     for (int i = 0; i < p->nslots; i++)
         atomic_store_explicit(&st->slot_refs[i], p->slot_consumers[i], memory_order_relaxed);
     for (int i = 0; i < p->n; i++)

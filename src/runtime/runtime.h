@@ -75,7 +75,21 @@ struct rill_session_options {
     double memory_fraction;
     char visible_device_list[128];
     char target[256];
+    int64_t operation_timeout_ms;
 };
+
+/* A step's deadline: at (rill__now_seconds; 0: none) and the timeout it came from (messages). */
+typedef struct rill__deadline {
+    double at;
+    int64_t timeout_ms;
+} rill__deadline;
+
+/* rill_session_run under deadline d (not the session's operation timeout). */
+rill_code rill__session_run_until(rill_session *sess, rill__deadline d, const rill_output *feeds,
+                                  rill_tensor *const *feed_values, int nfeeds,
+                                  const rill_output *fetches, rill_tensor **fetch_values,
+                                  int nfetches, rill_node *const *targets, int ntargets,
+                                  rill_status *s);
 
 /* A local session whose variables live in rm (borrowed; e.g. a server's, shared by every
  * session it runs). rm NULL: the session owns a new one. */
@@ -93,9 +107,10 @@ typedef struct rill__remote_ops {
     /* A master for target, or NULL with s set (INVALID_ARGUMENT when no server answers it). */
     void *(*open)(const char *target, rill_graph *g, const rill_session_options *o,
                   rill_status *s);
-    rill_code (*run)(void *master, const rill_output *feeds, rill_tensor *const *feed_values,
-                     int nfeeds, const rill_output *fetches, rill_tensor **fetch_values,
-                     int nfetches, rill_node *const *targets, int ntargets, rill_status *s);
+    rill_code (*run)(void *master, rill__deadline d, const rill_output *feeds,
+                     rill_tensor *const *feed_values, int nfeeds, const rill_output *fetches,
+                     rill_tensor **fetch_values, int nfetches, rill_node *const *targets,
+                     int ntargets, rill_status *s);
     void (*close)(void *master);
     /* Cancels the steps in flight (another thread may call it while run blocks). */
     void (*cancel)(void *master);
@@ -127,7 +142,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s);
 void rill__plan_free(rill__plan *p);
 /* Runs one step: feed_values borrowed, fetch_values receive new references. */
 rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_tensor **fetch_values,
-                         rill_status *s);
+                         rill__deadline d, rill_status *s);
 int rill__plan_num_nodes(const rill__plan *p);
 rill_node *rill__plan_node(const rill__plan *p, int i);
 

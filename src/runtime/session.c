@@ -42,6 +42,11 @@ void rill_session_options_set_allow_soft_placement(rill_session_options *o, bool
     o->allow_soft_placement = on;
 }
 
+void rill_session_options_set_operation_timeout_ms(rill_session_options *o, int64_t ms)
+{
+    o->operation_timeout_ms = ms > 0 ? ms : 0;
+}
+
 void rill_session_options_set_gpu_allow_growth(rill_session_options *o, bool on)
 {
     o->allow_growth = on;
@@ -242,6 +247,30 @@ rill_code rill_session_run(rill_session *sess, const rill_output *feeds,
                            rill_tensor **fetch_values, int nfetches, rill_node *const *targets,
                            int ntargets, rill_status *s)
 {
+    return rill_session_run_with_options(sess, NULL, feeds, feed_values, nfeeds, fetches,
+                                         fetch_values, nfetches, targets, ntargets, s);
+}
+
+rill_code rill_session_run_with_options(rill_session *sess, const rill_run_options *options,
+                                        const rill_output *feeds, rill_tensor *const *feed_values,
+                                        int nfeeds, const rill_output *fetches,
+                                        rill_tensor **fetch_values, int nfetches,
+                                        rill_node *const *targets, int ntargets, rill_status *s)
+{
+    int64_t ms = options && options->timeout_ms > 0 ? options->timeout_ms
+                 : sess                              ? sess->opts.operation_timeout_ms
+                                                     : 0;
+    rill__deadline d = {ms > 0 ? rill__now_seconds() + (double)ms / 1000.0 : 0, ms};
+    return rill__session_run_until(sess, d, feeds, feed_values, nfeeds, fetches, fetch_values,
+                                   nfetches, targets, ntargets, s);
+}
+
+rill_code rill__session_run_until(rill_session *sess, rill__deadline d, const rill_output *feeds,
+                                  rill_tensor *const *feed_values, int nfeeds,
+                                  const rill_output *fetches, rill_tensor **fetch_values,
+                                  int nfetches, rill_node *const *targets, int ntargets,
+                                  rill_status *s)
+{
     rill_status_clear(s);
     /* Every fetch comes back NULL unless the run succeeds, whichever check fails. */
     if (fetch_values)
@@ -267,8 +296,8 @@ rill_code rill_session_run(rill_session *sess, const rill_output *feeds,
         return RILL_INVALID_ARGUMENT;
     }
     if (sess->remote)
-        return remote_ops->run(sess->remote, feeds, feed_values, nfeeds, fetches, fetch_values,
-                               nfetches, targets, ntargets, s);
+        return remote_ops->run(sess->remote, d, feeds, feed_values, nfeeds, fetches,
+                               fetch_values, nfetches, targets, ntargets, s);
 
     int64_t kbuf[64];
     int nkey = make_key(feeds, nfeeds, fetches, nfetches, targets, ntargets, kbuf, 64);
@@ -334,7 +363,7 @@ rill_code rill_session_run(rill_session *sess, const rill_output *feeds,
     }
     pthread_mutex_unlock(&sess->mu);
     if (key != kbuf) rill__free(key);
-    return rill__plan_run(c->plan, feed_values, fetch_values, s);
+    return rill__plan_run(c->plan, feed_values, fetch_values, d, s);
 }
 
 rill_code rill_session_run_targets(rill_session *sess, rill_node *const *targets, int n,

@@ -43,6 +43,7 @@ enum {
     EV_WALL_TIME = 1,
     EV_STEP = 2,
     EV_FILE_VERSION = 3,
+    EV_GRAPH_DEF = 4,
     EV_SUMMARY = 5,
     EV_SESSION_LOG = 7,
 };
@@ -535,6 +536,81 @@ bool rill_summary_writer_add_session_log(rill_summary_writer *w, rill_session_lo
     rill__pbw_message(&ev, EV_SESSION_LOG, &log);
     bool ok = append_event(w, &ev, s);
     rill__pbw_free(&log);
+    rill__pbw_free(&ev);
+    return ok;
+}
+
+/* A TensorShapeProto: dims (-1 unknown), or unknown_rank. */
+static void encode_shape(rill__pbw *w, rill_shape sh)
+{
+    rill__pbw dim = {0};
+    if (sh.rank < 0) rill__pbw_varint(w, 3, 1);
+    for (int d = 0; d < sh.rank; d++) {
+        dim.n = 0;
+        if (sh.dims[d]) rill__pbw_sint(&dim, 1, sh.dims[d]);
+        rill__pbw_message(w, 2, &dim);
+    }
+    rill__pbw_free(&dim);
+}
+
+/* A NodeDef (graph.proto / node_def.proto): name, op, inputs ("x", "x:1", then "^dep" for
+ * control inputs), the requested device, and attr "_output_shapes" (what TensorBoard labels
+ * edges with). rill's other attributes are not TF's AttrValues and stay out. */
+static void encode_node(rill__pbw *w, const rill_node *n)
+{
+    rill__pbw one = {0}, list = {0}, val = {0}, entry = {0};
+    rill__pbw_string(w, 1, rill_node_name(n));
+    rill__pbw_string(w, 2, rill_node_op_type(n));
+    for (int i = 0; i < rill_node_num_inputs(n); i++) {
+        rill_output in = rill_node_input(n, i);
+        if (!in.node) continue;
+        char *name = in.index ? rill__asprintf("%s:%d", rill_node_name(in.node), in.index)
+                              : rill__strdup(rill_node_name(in.node));
+        rill__pbw_string(w, 3, name);
+        rill__free(name);
+    }
+    for (int i = 0; i < rill_node_num_control_inputs(n); i++) {
+        char *name = rill__asprintf("^%s", rill_node_name(rill_node_control_input(n, i)));
+        rill__pbw_string(w, 3, name);
+        rill__free(name);
+    }
+    if (*rill_node_requested_device(n)) rill__pbw_string(w, 4, rill_node_requested_device(n));
+    if (rill_node_num_outputs(n) > 0) {
+        for (int i = 0; i < rill_node_num_outputs(n); i++) {
+            one.n = 0;
+            encode_shape(&one, rill_node_output_shape(n, i));
+            rill__pbw_message(&list, 7, &one); /* AttrValue.ListValue.shape */
+        }
+        rill__pbw_message(&val, 1, &list); /* AttrValue.list */
+        rill__pbw_string(&entry, 1, "_output_shapes"); /* the map entry: key, value */
+        rill__pbw_message(&entry, 2, &val);
+        rill__pbw_message(w, 5, &entry);
+    }
+    rill__pbw_free(&one);
+    rill__pbw_free(&list);
+    rill__pbw_free(&val);
+    rill__pbw_free(&entry);
+}
+
+bool rill_summary_writer_add_graph(rill_summary_writer *w, const rill_graph *g, rill_status *s)
+{
+    if (!check_writer(w, "rill_summary_writer_add_graph", s)) return false;
+    if (!g) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "rill_summary_writer_add_graph: the graph is NULL");
+        return false;
+    }
+    rill__pbw def = {0}, node = {0}, ev = {0};
+    int n = rill_graph_num_nodes(g);
+    for (int i = 0; i < n; i++) {
+        node.n = 0;
+        encode_node(&node, rill_graph_node(g, i));
+        rill__pbw_message(&def, 1, &node);
+    }
+    event_start(&ev, 0, false);
+    rill__pbw_bytes(&ev, EV_GRAPH_DEF, def.p, def.n);
+    bool ok = append_event(w, &ev, s);
+    rill__pbw_free(&def);
+    rill__pbw_free(&node);
     rill__pbw_free(&ev);
     return ok;
 }

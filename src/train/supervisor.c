@@ -12,8 +12,8 @@
  * loses up to save_model_secs of training), writes SessionLog STOP and closes the event file.
  *
  * Differences from TF, by choice: recovery_wait_secs defaults to 0.5 s (TF: 30 s, so a worker
- * that comes up first idles half a minute); no graph.pbtxt or meta graph is written; the graph
- * is not finalized. */
+ * that comes up first idles half a minute); the graph goes into the event file (a GraphDef for
+ * TensorBoard) but no graph.pbtxt or meta graph is written; the graph is not finalized. */
 #include <rill/checkpoint.h>
 #include <rill/summary.h>
 #include <rill/train.h>
@@ -327,6 +327,10 @@ rill_session *rill_supervisor_prepare_or_wait_for_session(rill_supervisor *sv,
         int64_t step = read_step(sv, sv->svc_sess, s);
         rill_status_clear(s);
         rill_summary_writer_add_session_log(sv->writer, RILL_SESSION_LOG_START, NULL, step, s);
+        rill_status_clear(s);
+        /* The graph, for TensorBoard's graph tab (TF's chief writes it at start too). */
+        rill_summary_writer_add_graph(sv->writer, sv->g, s);
+        rill_status_clear(s);
         rill_summary_writer_flush(sv->writer, s);
         rill_status_clear(s);
         if (pthread_create(&sv->svc, NULL, services_main, sv) == 0) sv->svc_started = true;

@@ -744,6 +744,62 @@ out:
     cluster_stop(&c);
 }
 
+/* (c2) A step's deadline on a cluster session (RunOptions.timeout_in_ms, the operation timeout):
+ * a dequeue blocked on the ps ends with DEADLINE_EXCEEDED naming the ps task at the deadline,
+ * the ps is told to stop its part (so it does not take the next value), and the session works on.
+ * The same for a dequeue on the master's own task. */
+static void test_step_deadline(void)
+{
+    cluster c;
+    if (!cluster_start(&c, 1)) {
+        cluster_stop(&c);
+        return;
+    }
+    rill_status *s = rill_status_new();
+    queue_graph q;
+    build_queues(&q, 60 * 1000);
+    rill_session *a = session_on(c.w, q.g, s), *b = session_on(c.w, q.g, s);
+    if (!CHECK(a && b)) goto out;
+    float one = 1, got = 0;
+    CHECK(enqueue(b, q.vals, q.enq, &one, 1));
+    CHECK(fetch_floats(a, NULL, NULL, 0, &q.deq, &got, 1) && got == 1);
+    rill_run_options ro = {.timeout_ms = 300};
+    for (int k = 0; k < 2; k++) {
+        rill_output f = k == 0 ? q.deq : q.local_deq;
+        rill_tensor *v = NULL;
+        double t0 = mono_now();
+        rill_code code =
+            rill_session_run_with_options(a, &ro, NULL, NULL, 0, &f, &v, 1, NULL, 0, s);
+        double took = mono_now() - t0;
+        CHECK_EQ_INT(code, RILL_DEADLINE_EXCEEDED);
+        CHECK(v == NULL);
+        CHECK_STR_CONTAINS(rill_status_message(s), "Timed out waiting for notification");
+        CHECK_STR_CONTAINS(rill_status_message(s), "300 ms deadline");
+        if (k == 0) CHECK_STR_CONTAINS(rill_status_message(s), "/job:ps/replica:0/task:0");
+        if (!CHECK(took >= 0.29 && took < 10))
+            fprintf(stderr, "  case %d: ended after %.3f s: %s\n", k, took, rill_status_message(s));
+        printf("a dequeue on the %s timed out after %.3f s: %s\n", k ? "master's task" : "ps",
+               took, rill_status_message(s));
+        rill_tensor_free(v);
+    }
+    /* The timed-out parts are gone: what is enqueued next is dequeued by the next step. */
+    float five = 5, six = 6;
+    CHECK(enqueue(b, q.vals, q.enq, &five, 1));
+    got = 0;
+    CHECK(fetch_floats(a, NULL, NULL, 0, &q.deq, &got, 1));
+    CHECK_NEAR(got, 5, 0);
+    CHECK(enqueue(b, q.vals, q.local_enq, &six, 1));
+    got = 0;
+    CHECK(fetch_floats(a, NULL, NULL, 0, &q.local_deq, &got, 1));
+    CHECK_NEAR(got, 6, 0);
+out:
+    rill_session_free(a);
+    rill_session_free(b);
+    rill_graph_free(q.g);
+    rill_status_free(s);
+    cluster_stop(&c);
+}
+
 /* (d) Freeing a ps while a blocking run of it is in flight cancels the run: the step fails with
  * CANCELLED or UNAVAILABLE, not at the dequeue's two-minute deadline. */
 static void test_free_server_with_blocking_run(void)
@@ -932,6 +988,7 @@ int main(void)
     test_remote_order();
     test_empty_and_string_fetches();
     test_blocking_queue();
+    test_step_deadline();
     test_free_server_with_blocking_run();
     test_free_server_under_blocking_runs();
     TEST_MAIN_END();

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""read_rill_events.py [--reader=tensorboard|summary_iterator] [--events] FILE - prints a
-TensorBoard event file as TensorFlow's own tools see it.
+"""read_rill_events.py [--reader=tensorboard|summary_iterator] [--events|--graph] FILE - prints
+a TensorBoard event file as TensorFlow's own tools see it.
 
 By default, the scalars: one "tag step value" line per point (value as %.9g, which round-trips a
 float32). The values come from TensorBoard's EventAccumulator when tensorboard is importable
@@ -11,6 +11,11 @@ order tags first appear; within a tag, points keep the file's order.
 With --events, every event as TensorFlow's summary_iterator reads it, one line each in the
 format of rill's build/bin/rill-events ("<wall_time> <step> <kind> ..."), so that the two
 readers can be compared line for line.
+
+With --graph, the graph the file holds, as TensorBoard's graph tab gets it (EventAccumulator's
+Graph(), a GraphDef; summary_iterator's graph_def parsed by TensorFlow without tensorboard): one
+"name op inputs device shapes" line per node, inputs comma-separated ("-" for none), device "-"
+when none, shapes from the "_output_shapes" attr as TF prints them ("[2,?]"; "-" when absent).
 
 Used by rill's interop tests to prove that files rill writes are read by TensorBoard and
 TensorFlow, and that rill reads TensorFlow's files as TensorFlow does. Before reading, the
@@ -129,13 +134,48 @@ def events_summary_iterator(path):
     return lines
 
 
+def _shape_str(sh):
+    if sh.unknown_rank:
+        return "<unknown>"
+    return "[" + ",".join("?" if d.size < 0 else str(d.size) for d in sh.dim) + "]"
+
+
+def graph_lines(path, reader):
+    if reader == "summary_iterator":
+        import tensorflow as tf
+
+        gd = None
+        for event in tf.compat.v1.train.summary_iterator(path):
+            if event.WhichOneof("what") == "graph_def":
+                gd = tf.compat.v1.GraphDef()
+                gd.ParseFromString(event.graph_def)
+    else:
+        from tensorboard.backend.event_processing import event_accumulator as ea
+
+        acc = ea.EventAccumulator(path, size_guidance={ea.GRAPH: 1})
+        acc.Reload()
+        gd = acc.Graph()
+    if gd is None:
+        raise ValueError("no graph in the file")
+    lines = []
+    for n in gd.node:
+        shapes = "-"
+        if "_output_shapes" in n.attr:
+            shapes = ";".join(_shape_str(sh) for sh in n.attr["_output_shapes"].list.shape)
+        lines.append("%s %s %s %s %s" % (n.name, n.op, ",".join(n.input) or "-",
+                                         n.device or "-", shapes))
+    return lines
+
+
 def main(argv):
     args = argv[1:]
-    reader, events = None, False
+    reader, events, graph = None, False, False
     while args and args[0].startswith("--"):
         opt = args.pop(0)
         if opt == "--events":
             events = True
+        elif opt == "--graph":
+            graph = True
         elif opt in ("--reader=tensorboard", "--reader=summary_iterator"):
             reader = opt.split("=", 1)[1]
         else:
@@ -143,7 +183,7 @@ def main(argv):
             break
     if len(args) != 1:
         sys.stderr.write("usage: read_rill_events.py [--reader=tensorboard|summary_iterator] "
-                         "[--events] EVENT_FILE\n")
+                         "[--events|--graph] EVENT_FILE\n")
         return 2
     path = args[0]
     try:
@@ -161,6 +201,12 @@ def main(argv):
                 reader = "tensorboard"
             except ImportError:
                 reader = "summary_iterator"
+        if graph:
+            for line in graph_lines(path, reader):
+                print(line)
+            sys.stderr.write("read_rill_events.py: %d records, graph read with %s\n"
+                             % (records, reader))
+            return 0
         if reader == "tensorboard":
             reader = "tensorboard EventAccumulator"
             points = scalars_tensorboard(path)

@@ -9,7 +9,8 @@
  *   - FIFO queues: order of enqueue_many slices (an int64 vector and a float matrix), queue_size,
  *     a bounded queue (an enqueue into a full queue waits: released by a dequeue, ended by a
  *     timeout or by rill_session_cancel), a dequeue blocked in one thread ended by
- *     rill_session_cancel from another (CANCELLED) after which the session works on;
+ *     rill_session_cancel from another (CANCELLED) after which the session works on, and one
+ *     ended at the step's deadline (rill_run_options, the operation timeout);
  *   - SyncReplicasOptimizer: TF's graph-building errors and texts, and synchronous training in
  *     one local session with the chief's queue runner: exact global steps and variable values,
  *     without and with initial tokens, and a queue runner stopped while blocked in its take.
@@ -30,6 +31,13 @@
 #include <time.h>
 
 /* --- helpers --- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static void sleep_ms(int ms)
 {
@@ -607,6 +615,58 @@ out:
     rill_status_free(s);
 }
 
+/* A step's deadline (rill_run_options.timeout_ms, the session's operation timeout): a dequeue
+ * blocked on an empty queue ends with TF's DEADLINE_EXCEEDED text naming the queue, at the
+ * deadline (not at the op's own 30 s), and the session works on; a step that finishes in time is
+ * unaffected; an explicit timeout overrides the session's. */
+static void test_step_deadline(void)
+{
+    rill_graph *g = rill_graph_new();
+    rill_status *s = rill_status_new();
+    rill_output deq = rill_queue_dequeue(g, "qd", RILL_INT64, rill_shape_scalar(), 30000, "deq");
+    rill_output one =
+        rill_reshape(g, rill_const_scalar(g, RILL_INT64, 41, NULL), (int64_t[]){1}, 1, NULL);
+    rill_node *enq = rill_queue_enqueue_many(g, "qd", -1, one, 0, "enq");
+    rill_session_options *o = rill_session_options_new();
+    rill_session_options_set_operation_timeout_ms(o, 300);
+    rill_session *plain = NULL, *timed = NULL;
+    if (!graph_ok(g)) goto out;
+    plain = rill_session_new(g, NULL, s);
+    timed = rill_session_new(g, o, s);
+    if (!CHECK(plain && timed)) goto out;
+    rill_run_options ro = {.timeout_ms = 200};
+    for (int k = 0; k < 3; k++) {
+        /* 0: RunOptions on a plain session; 1: the session's operation timeout; 2: both, the
+         * run's 200 ms winning over the session's 300 ms. */
+        rill_session *sess = k == 0 ? plain : timed;
+        rill_tensor *v = NULL;
+        double t0 = now_s();
+        rill_code c = rill_session_run_with_options(sess, k == 1 ? NULL : &ro, NULL, NULL, 0,
+                                                    &deq, &v, 1, NULL, 0, s);
+        double took = now_s() - t0;
+        CHECK_EQ_INT(c, RILL_DEADLINE_EXCEEDED);
+        CHECK(v == NULL);
+        CHECK_STR_CONTAINS(rill_status_message(s), "Timed out waiting for notification");
+        CHECK_STR_CONTAINS(rill_status_message(s), k == 1 ? "300 ms deadline" : "200 ms deadline");
+        CHECK_STR_CONTAINS(rill_status_message(s), "queue 'qd'");
+        if (!CHECK(took >= 0.19 && took < 5))
+            fprintf(stderr, "  case %d: the step ended after %.3f s\n", k, took);
+    }
+    /* In time: unaffected. The session works on after its timeouts. */
+    CHECK_EQ_INT(rill_session_run_targets(timed, &enq, 1, s), RILL_OK);
+    rill_tensor *v = NULL;
+    CHECK_EQ_INT(rill_session_run_with_options(timed, &ro, NULL, NULL, 0, &deq, &v, 1, NULL, 0, s),
+                 RILL_OK);
+    if (CHECK(v != NULL)) CHECK_EQ_INT(rill_tensor_get_double(v, 0), 41);
+    rill_tensor_free(v);
+out:
+    rill_session_free(plain);
+    rill_session_free(timed);
+    rill_session_options_free(o);
+    rill_graph_free(g);
+    rill_status_free(s);
+}
+
 /* --- SyncReplicasOptimizer --- */
 
 static void test_sync_replicas_build_errors(void)
@@ -918,6 +978,7 @@ int main(void)
     test_queue_order();
     test_bounded_queue();
     test_cancel_blocked_dequeue();
+    test_step_deadline();
     test_sync_replicas_build_errors();
     test_sync_training_exact();
     test_sync_training_with_token();

@@ -621,6 +621,20 @@ static void test_tensorflow_reads_rill(void)
         CHECK(rill_summary_writer_add_scalar(w, "loss", 0.5, 1, s));
         CHECK(rill_summary_writer_add_scalar(w, "loss", 0.25, 2, s));
         CHECK(t && rill_summary_writer_add_summary(w, t, 3, s));
+        /* A graph for TensorBoard's graph tab: inputs by index, a control input, a device. */
+        rill_graph *gg = rill_graph_new();
+        rill_output x = rill_placeholder(gg, RILL_FLOAT, rill_shape_matrix(-1, 2), "x");
+        rill_graph_push_device(gg, "/job:ps/task:0");
+        rill_output v = rill_variable(gg, RILL_FLOAT, rill_shape_matrix(2, 3),
+                                      rill_zeros_initializer(), true, "v");
+        rill_graph_pop_device(gg);
+        rill_output y = rill_matmul(gg, x, v, false, false, "y");
+        rill_node_add_control_input(y.node, rill_identity(gg, x, "after").node);
+        CHECK(rill_summary_writer_add_graph(w, gg, s));
+        CHECK(!rill_summary_writer_add_graph(w, NULL, s));
+        CHECK_STR_CONTAINS(rill_status_message(s), "the graph is NULL");
+        rill_status_clear(s);
+        rill_graph_free(gg);
         path = rill__strdup(rill_summary_writer_path(w));
         rill_summary_writer_free(w);
         rill_tensor_free(t);
@@ -644,6 +658,21 @@ static void test_tensorflow_reads_rill(void)
                              src, path);
         out = run_capture(cmd);
         CHECK_EQ_STR(out, "loss 1 0.5\nloss 2 0.25\ncost 3 1.5\n");
+        free(out);
+        rill__free(cmd);
+        /* The graph as TensorBoard's EventAccumulator hands it to the graph tab. */
+        cmd = rill__asprintf("'%s' '%s/tests/interop/read_rill_events.py' --graph '%s' 2>/dev/null",
+                             py, src, path);
+        out = run_capture(cmd);
+        CHECK_EQ_STR(out, "x Placeholder - - [?,2]\n"
+                          "v VariableV2 - /job:ps/task:0 [2,3]\n"
+                          "v/Initializer/shape Const - /job:ps/task:0 [2]\n"
+                          "v/Initializer/value Const - /job:ps/task:0 []\n"
+                          "v/Initializer/Fill Fill v/Initializer/shape,v/Initializer/value "
+                          "/job:ps/task:0 [2,3]\n"
+                          "v/Assign Assign v,v/Initializer/Fill /job:ps/task:0 [2,3]\n"
+                          "y MatMul x,v,^after - [?,3]\n"
+                          "after Identity x - [?,2]\n");
         free(out);
         rill__free(cmd);
     }

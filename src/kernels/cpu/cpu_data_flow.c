@@ -4,7 +4,8 @@
  * Accumulator (reference §7.2): a gradient tagged with a local step older than the
  * accumulator's global step is dropped (and counted); a take waits for num_required fresh
  * gradients, returns their mean, and advances the accumulator's step. Waits are slices of
- * 50 ms that check the step's deadline and the session's cancellation. */
+ * 50 ms that check the op's timeout, the step's deadline (RunOptions / operation timeout) and
+ * the session's cancellation. */
 #include "cpu_kernels.h"
 
 #include <math.h>
@@ -35,6 +36,13 @@ static bool wait_slice(rill__kctx *ctx, pthread_cond_t *cv, pthread_mutex_t *mu,
         return false;
     }
     double now = rill__now_seconds();
+    if (ctx->deadline && now >= ctx->deadline) {
+        rill__kctx_fail(ctx, RILL_DEADLINE_EXCEEDED,
+                        "Timed out waiting for notification: the step's %lld ms deadline "
+                        "passed: %s",
+                        (long long)ctx->timeout_ms, what);
+        return false;
+    }
     if (now >= deadline) {
         rill__kctx_fail(ctx, RILL_DEADLINE_EXCEEDED, "%s timed out after %g s", what,
                         timeout_s(ctx));

@@ -853,17 +853,28 @@ def _flat_layout(mapper):
     return None
 
 
+def _session_options(config, target=""):
+    """The C session's options from a ConfigProto and a target."""
+    gpu = config.gpu_options
+    opts = {"log_device_placement": int(_builtins.bool(config.log_device_placement)),
+            "allow_soft_placement": int(_builtins.bool(config.allow_soft_placement)),
+            "intra_op_threads": int(config.intra_op_parallelism_threads),
+            "inter_op_threads": int(config.inter_op_parallelism_threads),
+            "operation_timeout_ms": int(config.operation_timeout_in_ms or 0),
+            "gpu_allow_growth": int(_builtins.bool(gpu.allow_growth)),
+            "gpu_memory_fraction": float(gpu.per_process_gpu_memory_fraction or 0),
+            "gpu_visible_device_list": gpu.visible_device_list or None}
+    if target:
+        opts["target"] = target if isinstance(target, str) else target.decode()
+    return opts
+
+
 class Session:
     def __init__(self, target="", graph=None, config=None):
         self._graph = graph or get_default_graph()
         self._config = config or ConfigProto()
         c = self._config
-        opts = {"log_device_placement": int(_builtins.bool(c.log_device_placement)),
-                "allow_soft_placement": int(_builtins.bool(c.allow_soft_placement)),
-                "intra_op_threads": int(c.intra_op_parallelism_threads),
-                "inter_op_threads": int(c.inter_op_parallelism_threads)}
-        if target:
-            opts["target"] = target if isinstance(target, str) else target.decode()
+        opts = _session_options(c, target)
         self._sess = _rill.Session(self._graph._g, opts)
         self._closed = False
 
@@ -887,15 +898,16 @@ class Session:
             self._check_step_limit()
         # The per-step path, in C: a signature (the fetch elements and the feed keys, by
         # identity) seen before runs without any Python frame.
+        timeout = int(options.timeout_in_ms or 0) if options is not None else 0
         try:
-            r = self._sess.run_fast(fetches, feed_dict)
+            r = self._sess.run_fast(fetches, feed_dict, timeout)
             if r is not NotImplemented:
                 return r
-            return self._run_slow(fetches, feed_dict if feed_dict is not None else {})
+            return self._run_slow(fetches, feed_dict if feed_dict is not None else {}, timeout)
         except errors.OpError as e:
             raise self._graph._explain(e) from None
 
-    def _run_slow(self, fetches, feed_dict):
+    def _run_slow(self, fetches, feed_dict, timeout_ms=0):
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         mapper = _FetchMapper(self._graph, fetches)
@@ -921,7 +933,7 @@ class Session:
             call = self._sess.make_callable([t._out for t in mapper.tensors],
                                             [t._out for t in feed_tensors],
                                             [o._op for o in mapper.ops])
-            return mapper.build(call(*[feed_dict[k] for k in feed_keys]))
+            return mapper.build(call(*[feed_dict[k] for k in feed_keys], timeout_ms=timeout_ms))
         kind, idx = layout
         call = self._sess.make_callable([t._out for t in mapper.tensors],
                                         [t._out for t in feed_tensors],
@@ -929,7 +941,7 @@ class Session:
                                         tuple(idx), kind)
         # the session keeps the fetches and keys alive, so their identities stay theirs
         self._sess.cache_put(fetches, tuple(feed_keys), call)
-        return call.run_dict(feed_dict)
+        return call.run_dict(feed_dict, timeout_ms)
 
     def _check_step_limit(self):
         step = self._supervisor.global_step
@@ -1007,6 +1019,7 @@ from . import app, flags, gfile  # noqa: E402,F401  (tf.app, tf.app.flags = tf.f
 from ._ops import *  # noqa: E402,F401,F403  (math, array, reductions, tf.gradients)
 from . import nn  # noqa: E402,F401  (tf.nn)
 from . import summary  # noqa: E402,F401  (tf.summary)
+from .summary import SessionLog, Summary  # noqa: E402,F401  (tf.Summary, tf.SessionLog)
 import types as _types  # noqa: E402
 
 io = _types.SimpleNamespace(gfile=gfile.io_gfile)

@@ -415,12 +415,7 @@ class Supervisor:
                                     max_wait_secs=7200, start_standard_services=True):
         tf = self._tf
         config = config or tf.ConfigProto()
-        opts = {"log_device_placement": int(bool(config.log_device_placement)),
-                "allow_soft_placement": int(bool(config.allow_soft_placement)),
-                "intra_op_threads": int(config.intra_op_parallelism_threads),
-                "inter_op_threads": int(config.inter_op_parallelism_threads)}
-        if master:
-            opts["target"] = master if isinstance(master, str) else master.decode()
+        opts = tf._session_options(config, master)
         sess = tf.Session._adopt(self._graph, self._sv.prepare_or_wait_for_session(opts), config,
                                  self)
         for o in self._syncs:
