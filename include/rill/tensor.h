@@ -69,6 +69,18 @@ rill_tensor *rill_tensor_new(rill_dtype t, const int64_t *dims, int rank);
 rill_tensor *rill_tensor_new_shape(rill_dtype t, const rill_shape *s);
 /* A new tensor filled from data (numel elements copied). Caller frees. */
 rill_tensor *rill_tensor_from_data(rill_dtype t, const int64_t *dims, int rank, const void *data);
+/* A host tensor over memory the caller owns, without a copy (a numpy array's, an mmap'd file's):
+ * rill reads it and never writes it (updates that would be in place copy first; a variable
+ * assigned from it gets a copy) and never frees it; release(ctx) runs once, when the last
+ * reference goes, on whichever thread drops it (release may be NULL). data must be aligned to
+ * the dtype's size and hold numel elements; the caller must not change them while a step that
+ * was fed the tensor runs. NULL for RILL_STRING, a bad shape or misaligned data. Caller frees. */
+rill_tensor *rill_tensor_new_borrowed(rill_dtype t, const int64_t *dims, int rank, void *data,
+                                      void (*release)(void *ctx), void *ctx);
+/* True when the caller's reference is the only one to t and its memory, which is rill's: writing
+ * into it changes nothing anyone else sees. False for a variable's current value, a constant's
+ * value, anything borrowed, or a tensor shared with another holder. */
+bool rill_tensor_is_exclusive(const rill_tensor *t);
 /* Scalars. Caller frees. */
 rill_tensor *rill_tensor_scalar_float(float v);
 rill_tensor *rill_tensor_scalar_double(double v);

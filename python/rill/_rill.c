@@ -243,6 +243,15 @@ static PyObject *array_of(rill_tensor *t)
         return PyErr_Format(PyExc_TypeError, "rill dtype %s has no numpy equivalent",
                             rill_dtype_name(dt));
     }
+    /* Over rill's buffer when the fetch owns it alone (as TF moves a tensor it owns alone); a
+     * variable's value, a constant or a borrowed feed is copied first, so that writing into the
+     * array changes nothing in the session. */
+    if (!rill_tensor_is_exclusive(t)) {
+        rill_tensor *c = rill_tensor_copy(t);
+        rill_tensor_free(t);
+        if (!c) return PyErr_NoMemory();
+        t = c;
+    }
     PyObject *a = PyArray_SimpleNewFromData(sh->rank, dims, nt, rill_tensor_data(t));
     if (!a) {
         rill_tensor_free(t);
@@ -261,9 +270,23 @@ static PyObject *array_of(rill_tensor *t)
     return a;
 }
 
+/* A borrowed feed's release: drops the array's reference (from whichever thread drops the
+ * tensor's last reference; usually this one, with the GIL held). */
+static void release_array(void *obj)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_DECREF((PyObject *)obj);
+    PyGILState_Release(g);
+}
+
+/* Arrays of at least this many bytes are fed without a copy; smaller ones are copied (cheaper
+ * than the borrowed tensor's release through the GIL). */
+#define BORROW_MIN_BYTES 1024
+
 /* The per-step feeds without numpy's generic conversion: a contiguous array of the wanted dtype
- * (one copy), or of its wider or narrower float/int twin (one converting loop), or a Python
- * float or int. NULL (no error set) when obj is none of these. */
+ * (borrowed, no copy, from BORROW_MIN_BYTES on; else one copy), or of its wider or narrower
+ * float twin (one converting loop), or a Python float or int. NULL (no error set) when obj is
+ * none of these. */
 static rill_tensor *tensor_fast(PyObject *obj, rill_dtype want)
 {
     if (want == RILL_FLOAT || want == RILL_DOUBLE) {
@@ -286,7 +309,16 @@ static rill_tensor *tensor_fast(PyObject *obj, rill_dtype want)
     int64_t dims[RILL_MAX_DIMS];
     int rank = PyArray_NDIM(a);
     for (int i = 0; i < rank; i++) dims[i] = (int64_t)PyArray_DIM(a, i);
-    if (have == want) return rill_tensor_from_data(want, dims, rank, PyArray_DATA(a));
+    if (have == want) {
+        if (PyArray_NBYTES(a) >= BORROW_MIN_BYTES) {
+            Py_INCREF(obj);
+            rill_tensor *t =
+                rill_tensor_new_borrowed(want, dims, rank, PyArray_DATA(a), release_array, obj);
+            if (t) return t;
+            Py_DECREF(obj);
+        }
+        return rill_tensor_from_data(want, dims, rank, PyArray_DATA(a));
+    }
     npy_intp n = PyArray_SIZE(a);
     rill_tensor *t = NULL;
     if (want == RILL_FLOAT && have == RILL_DOUBLE) {

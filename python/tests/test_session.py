@@ -114,3 +114,77 @@ def test_error_names_the_op_and_where_it_was_made(graph):
     assert err.op is not None and err.op.name == "x"  # the placeholder that was not fed
     assert "You must feed a value for placeholder tensor 'x'" in err.message
     assert f"test_session.py:{line - 1}" in err.message, err.message
+
+
+def test_fetched_arrays_never_alias_session_state():
+    """A fetched variable or constant is a copy (writing into it changes nothing in the
+    session, as on TF); a computed result is an array over rill's own buffer, writable."""
+    g = tf.Graph()
+    with g.as_default():
+        w = tf.Variable(np.ones(4, np.float32))
+        c = tf.constant(np.arange(4, dtype=np.float32))
+        y = w * 3
+    with tf.Session(graph=g) as sess:
+        sess.run(w.initializer)
+        a, b, r = sess.run([w, c, y])
+        a[0] = b[0] = r[0] = 99
+        np.testing.assert_array_equal(sess.run(w), [1, 1, 1, 1])
+        np.testing.assert_array_equal(sess.run(c), [0, 1, 2, 3])
+        np.testing.assert_array_equal(sess.run(y), [3, 3, 3, 3])
+        assert r.flags.writeable and r.base is not None  # over rill's buffer, not a copy
+
+
+def test_large_feeds_are_borrowed_not_copied():
+    """A contiguous feed of the placeholder's dtype (from 1 KiB) is used in place: while a step
+    fed with it runs, rill holds one more reference to the array itself than it holds to a small
+    one, which is copied; the reference goes when the step is done; a fetch of the fed tensor is
+    a copy."""
+    import sys
+    import threading
+    import time
+
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None])
+        total = tf.reduce_sum(x)
+        deq = g._make("QueueDequeue", "deq", (), {
+            "shared_name": ("string", "borrow_q"), "dtype": ("type", 1), "shape": ("shape", []),
+            "timeout_ms": ("int", 30000)}).outputs[0]
+        with tf.control_dependencies([total]):
+            waited = tf.identity(deq) + total
+        vals = tf.placeholder(tf.float32, [None])
+        enq = g._make("QueueEnqueueMany", "enq", (vals,), {
+            "shared_name": ("string", "borrow_q"), "capacity": ("int", -1),
+            "dtype": ("type", 1), "shape": ("shape", [])})
+        echo = tf.identity(x)
+
+    def held_while_blocked(arr, want=None):
+        """References to arr while a step fed with it waits in the dequeue, beyond the base."""
+        base = sys.getrefcount(arr)
+        with tf.Session(graph=g) as sess:
+            sess.run(enq, {vals: np.array([0.0], np.float32)})
+            sess.run(waited, {x: arr})  # once, so the blocked run takes the C fast path
+            out = {}
+            t = threading.Thread(target=lambda: out.setdefault("v", sess.run(waited, {x: arr})))
+            t.start()
+            deadline = time.monotonic() + 10
+            while sys.getrefcount(arr) == base and time.monotonic() < deadline:
+                time.sleep(0.005)
+            time.sleep(0.3)  # well into the blocked dequeue
+            while want is not None and sys.getrefcount(arr) - base < want and \
+                    time.monotonic() < deadline:
+                time.sleep(0.01)
+            held = sys.getrefcount(arr) - base
+            sess.run(enq, {vals: np.array([1.0], np.float32)})
+            t.join(10)
+            assert out["v"] == arr.size + 1
+            e = sess.run(echo, {x: arr})
+            assert not np.shares_memory(e, arr)
+            e[0] = 5
+            assert arr[0] == 1
+        assert sys.getrefcount(arr) == base  # released after the steps
+        return held
+
+    small = held_while_blocked(np.ones(16, np.float32))
+    assert small >= 1  # the feed dict's
+    assert held_while_blocked(np.ones(1 << 16, np.float32), small + 1) == small + 1

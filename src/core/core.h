@@ -67,6 +67,11 @@ typedef struct rill__buffer {
     rill_dtype dtype; /* RILL_STRING buffers own their strings */
     int64_t nstrings;
     struct rill__buffer *parent; /* a view: data lies inside parent's, which this holds */
+    /* Borrowed memory (rill_tensor_new_borrowed): never written in place, never freed by rill;
+     * release(release_ctx) runs when the last reference goes. */
+    bool foreign;
+    void (*release)(void *ctx);
+    void *release_ctx;
 } rill__buffer;
 
 typedef struct rill__tstring {
@@ -96,7 +101,8 @@ rill_tensor *rill__tensor_wrap(rill_dtype t, const rill_shape *s, rill__buffer *
 static inline bool rill__tensor_exclusive(const rill_tensor *t)
 {
     return atomic_load_explicit(&t->refs, memory_order_acquire) == 1 &&
-           atomic_load_explicit(&t->buf->refs, memory_order_acquire) == 1;
+           atomic_load_explicit(&t->buf->refs, memory_order_acquire) == 1 && !t->buf->foreign &&
+           !(t->buf->parent && t->buf->parent->foreign);
 }
 /* Re-shapes a tensor header in place (numel must not change). */
 void rill__tensor_set_shape(rill_tensor *t, const rill_shape *s);

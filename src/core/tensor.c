@@ -206,6 +206,8 @@ rill__buffer *rill__buffer_new(rill_dtype t, int64_t numel)
     b->dev = NULL;
     b->dev_free = NULL;
     b->parent = NULL;
+    b->foreign = false;
+    b->release = NULL;
     b->dtype = t;
     b->nstrings = 0;
     if (t == RILL_STRING) {
@@ -226,6 +228,8 @@ void rill__buffer_unref(rill__buffer *b)
     if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
     if (b->parent) {
         rill__buffer_unref(b->parent);
+    } else if (b->foreign) {
+        if (b->release) b->release(b->release_ctx);
     } else if (b->dtype == RILL_STRING) {
         rill__tstring *ss = b->data;
         for (int64_t i = 0; i < b->nstrings; i++) rill__free(ss[i].ptr);
@@ -304,6 +308,35 @@ rill_tensor *rill_tensor_from_data(rill_dtype t, const int64_t *dims, int rank, 
     rill_tensor *x = rill_tensor_new(t, dims, rank);
     if (x && data) memcpy(x->buf->data, data, rill_tensor_nbytes(x));
     return x;
+}
+
+rill_tensor *rill_tensor_new_borrowed(rill_dtype t, const int64_t *dims, int rank, void *data,
+                                      void (*release)(void *ctx), void *ctx)
+{
+    if (!rill_dtype_is_valid(t) || t == RILL_STRING || rank < 0 || rank > RILL_MAX_DIMS ||
+        (rank > 0 && !dims))
+        return NULL;
+    for (int i = 0; i < rank; i++)
+        if (dims[i] < 0) return NULL;
+    size_t align = rill_dtype_size(t);
+    rill_shape sh = rill_shape_make(rank, dims);
+    int64_t numel = rill_shape_num_elements(&sh);
+    if (numel > 0 && (!data || (uintptr_t)data % align != 0)) return NULL;
+    rill__buffer *b = rill__calloc(1, sizeof *b);
+    RILL_CHECK_ALLOC(b);
+    atomic_init(&b->refs, 1);
+    b->data = data;
+    b->size = (size_t)numel * align;
+    b->dtype = t;
+    b->foreign = true;
+    b->release = release;
+    b->release_ctx = ctx;
+    return rill__tensor_wrap(t, &sh, b);
+}
+
+bool rill_tensor_is_exclusive(const rill_tensor *t)
+{
+    return t && rill__tensor_exclusive(t);
 }
 
 rill_tensor *rill_tensor_scalar_float(float v)

@@ -161,6 +161,8 @@ rill__buffer *rill__buffer_new_on(rill__device *d, rill_dtype t, int64_t numel)
     b->size = (size_t)numel * rill_dtype_size(t);
     b->dev = d;
     b->parent = NULL;
+    b->foreign = false;
+    b->release = NULL;
     b->dev_free = device_free;
     /* TF's per_process_gpu_memory_fraction: a cap on what this process holds on the device. */
     size_t used = atomic_fetch_add(&d->memory_used, b->size) + b->size;

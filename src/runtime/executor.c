@@ -817,6 +817,13 @@ rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_te
                 }
             } else {
                 fetch_values[i] = rill_tensor_ref(st->slots[slot]);
+                /* The caller owns a fetched output now: the producer's recycle entry lets go
+                 * of it, so a caller holding the only reference may write into it (and a
+                 * front end may hand it out without a copy). */
+                if (st->cache[slot] == st->slots[slot]) {
+                    rill_tensor_free(st->cache[slot]);
+                    st->cache[slot] = NULL;
+                }
             }
         }
     }

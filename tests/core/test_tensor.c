@@ -174,6 +174,82 @@ static void test_tensor_basics(void)
     rill_tensor_free(empty);
 }
 
+/* rill_tensor_new_borrowed: the caller's memory without a copy, released once at the last
+ * reference; never exclusive (nothing writes it in place); refused for strings, bad shapes and
+ * misaligned data. Through a session: a fetch of the fed tensor is not exclusive, a computed
+ * fetch is (the executor's recycling lets go of it), a variable's value is not, and a variable
+ * assigned from a borrowed tensor of 256 KiB (which rill would otherwise adopt without a copy)
+ * holds a copy: the caller's later writes do not reach it. */
+static int releases;
+static void count_release(void *ctx)
+{
+    CHECK(ctx == &releases);
+    releases++;
+}
+
+static void test_borrowed(void)
+{
+    enum { N = 65536 };
+    float *mem = rill__aligned_alloc(N * sizeof(float));
+    for (int i = 0; i < N; i++) mem[i] = (float)i;
+    releases = 0;
+    rill_tensor *t =
+        rill_tensor_new_borrowed(RILL_FLOAT, (int64_t[]){N}, 1, mem, count_release, &releases);
+    if (!CHECK(t != NULL)) return;
+    CHECK(rill_tensor_data(t) == mem);
+    CHECK(!rill_tensor_is_exclusive(t));
+    CHECK_EQ_INT(rill_tensor_num_elements(t), N);
+    rill_tensor *c = rill_tensor_copy(t);
+    CHECK(c && rill_tensor_data(c) != mem && rill_tensor_is_exclusive(c));
+    rill_tensor_free(c);
+    CHECK(rill_tensor_new_borrowed(RILL_STRING, NULL, 0, mem, NULL, NULL) == NULL);
+    CHECK(rill_tensor_new_borrowed(RILL_FLOAT, (int64_t[]){-1}, 1, mem, NULL, NULL) == NULL);
+    CHECK(rill_tensor_new_borrowed(RILL_FLOAT, (int64_t[]){2}, 1, (char *)mem + 1, NULL, NULL) ==
+          NULL);
+    CHECK(rill_tensor_new_borrowed(RILL_FLOAT, (int64_t[]){2}, 1, NULL, NULL, NULL) == NULL);
+    rill_tensor *empty = rill_tensor_new_borrowed(RILL_FLOAT, (int64_t[]){0}, 1, NULL, NULL, NULL);
+    CHECK(empty != NULL);
+    rill_tensor_free(empty);
+
+    rill_graph *g = rill_graph_new();
+    rill_status *s = rill_status_new();
+    rill_output x = rill_placeholder(g, RILL_FLOAT, rill_shape_vector(N), "x");
+    rill_output id = rill_identity(g, x, "id");
+    rill_output twice = rill_add(g, x, x, "twice");
+    rill_output v = rill_variable(g, RILL_FLOAT, rill_shape_vector(N), rill_zeros_initializer(),
+                                  false, "v");
+    rill_output assign = rill_assign(g, v, x, NULL);
+    rill_session *sess = rill_session_new(g, NULL, s);
+    if (CHECK(sess != NULL)) {
+        rill_output fetches[] = {id, twice, assign};
+        rill_tensor *out[3] = {NULL, NULL, NULL};
+        CHECK_EQ_INT(rill_session_run(sess, &x, &t, 1, fetches, out, 3, NULL, 0, s), RILL_OK);
+        if (CHECK(out[0] && out[1] && out[2])) {
+            CHECK(rill_tensor_data(out[0]) == mem && !rill_tensor_is_exclusive(out[0]));
+            CHECK(rill_tensor_is_exclusive(out[1]));
+            CHECK_NEAR(rill_tensor_get_double(out[1], 7), 14, 0);
+            CHECK(rill_tensor_data(out[2]) != mem && !rill_tensor_is_exclusive(out[2]));
+        }
+        for (int i = 0; i < 3; i++) rill_tensor_free(out[i]);
+        mem[5] = -1; /* the caller's write after the step */
+        rill_tensor *vv = NULL;
+        CHECK_EQ_INT(rill_session_run(sess, NULL, NULL, 0, &v, &vv, 1, NULL, 0, s), RILL_OK);
+        if (CHECK(vv != NULL)) {
+            CHECK_NEAR(rill_tensor_get_double(vv, 5), 5, 0);
+            CHECK(!rill_tensor_is_exclusive(vv)); /* the variable still holds it */
+        }
+        rill_tensor_free(vv);
+    }
+    CHECK_EQ_INT(releases, 0); /* the caller still holds t */
+    rill_tensor_free(t);
+    rill_session_free(sess);
+    CHECK_EQ_INT(releases, 1);
+    rill_graph_free(g);
+    rill_status_free(s);
+    rill__aligned_free(mem, N * sizeof(float));
+    CHECK(!rill_tensor_is_exclusive(NULL));
+}
+
 static void test_from_data_and_copy(void)
 {
     float src[] = {1, 2, 3, 4};
@@ -544,6 +620,7 @@ int main(void)
     test_shapes();
     test_tensor_basics();
     test_from_data_and_copy();
+    test_borrowed();
     test_strings();
     test_str();
     test_half();
