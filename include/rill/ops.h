@@ -116,6 +116,17 @@ rill_output rill_cast(rill_graph *g, rill_output x, rill_dtype to, const char *n
 rill_output rill_fill(rill_graph *g, rill_output dims, rill_output value, const char *name);
 rill_output rill_zeros_like(rill_graph *g, rill_output x, const char *name);
 rill_output rill_ones_like(rill_graph *g, rill_output x, const char *name);
+/* x[begin:end:strides] per entry, as tf.strided_slice (numpy's basic indexing): bit i of each
+ * mask applies to entry i. begin / end: ignore begin[i] / end[i] (the widest range for the
+ * stride's sign); ellipsis: entry i stands for every dim not otherwise named (one at most; none:
+ * one at the end); new_axis: insert a dim of 1; shrink_axis: take index begin[i] and drop the dim.
+ * Negative indices count from the end; ranges are clamped as Python's. n entries (<= 16). */
+typedef struct rill_slice_masks {
+    int64_t begin, end, ellipsis, new_axis, shrink_axis;
+} rill_slice_masks;
+rill_output rill_strided_slice(rill_graph *g, rill_output x, const int64_t *begin,
+                               const int64_t *end, const int64_t *strides, int n,
+                               const rill_slice_masks *masks, const char *name);
 /* The runtime shape of x as an int32 vector. */
 rill_output rill_shape_of(rill_graph *g, rill_output x, const char *name);
 

@@ -81,6 +81,9 @@ typedef struct rill__tstring {
 
 struct rill_tensor {
     atomic_int refs;
+    /* Of refs, those held by executors' recycle caches (rill__recycle_set), which never read
+     * the contents: a tensor they hold is reused only once nobody else holds it. */
+    atomic_int recycle_refs;
     rill_dtype dtype;
     rill_shape shape;
     int64_t numel;
@@ -103,6 +106,20 @@ static inline bool rill__tensor_exclusive(const rill_tensor *t)
     return atomic_load_explicit(&t->refs, memory_order_acquire) == 1 &&
            atomic_load_explicit(&t->buf->refs, memory_order_acquire) == 1 && !t->buf->foreign &&
            !(t->buf->parent && t->buf->parent->foreign);
+}
+/* Puts t (NULL: nothing) in a recycle cache slot, dropping what was there. */
+static inline void rill__recycle_set(rill_tensor **slot, rill_tensor *t)
+{
+    rill_tensor *old = *slot;
+    if (t) {
+        atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->recycle_refs, 1, memory_order_relaxed);
+    }
+    *slot = t;
+    if (old) {
+        atomic_fetch_sub_explicit(&old->recycle_refs, 1, memory_order_relaxed);
+        rill_tensor_free(old);
+    }
 }
 /* Re-shapes a tensor header in place (numel must not change). */
 void rill__tensor_set_shape(rill_tensor *t, const rill_shape *s);

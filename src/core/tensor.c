@@ -273,6 +273,7 @@ rill_tensor *rill__tensor_wrap(rill_dtype t, const rill_shape *s, rill__buffer *
     rill_tensor *x = rill__malloc(sizeof *x);
     RILL_CHECK_ALLOC(x);
     atomic_init(&x->refs, 1);
+    atomic_init(&x->recycle_refs, 0);
     x->dtype = t;
     x->shape = *s;
     x->numel = rill_shape_num_elements(s);
@@ -336,7 +337,10 @@ rill_tensor *rill_tensor_new_borrowed(rill_dtype t, const int64_t *dims, int ran
 
 bool rill_tensor_is_exclusive(const rill_tensor *t)
 {
-    return t && rill__tensor_exclusive(t);
+    if (!t || t->buf->foreign || (t->buf->parent && t->buf->parent->foreign)) return false;
+    int others = atomic_load_explicit(&t->refs, memory_order_acquire) -
+                 atomic_load_explicit(&t->recycle_refs, memory_order_acquire);
+    return others == 1 && atomic_load_explicit(&t->buf->refs, memory_order_acquire) == 1;
 }
 
 rill_tensor *rill_tensor_scalar_float(float v)

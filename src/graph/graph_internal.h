@@ -124,6 +124,16 @@ rill_dtype rill__attr_type(const rill_node *n, const char *name, rill_dtype def)
 /* The dtype a kernel is chosen by: the op's type_attr or input 0's dtype or output 0's. */
 rill_dtype rill__node_kernel_dtype(const rill_node *n);
 
+/* A StridedSlice spec applied to a shape (ops_slice.c): per input dim, the first index read,
+ * the stride and the count (-1 where the input dim is unknown); out is the result's shape
+ * (shrunk dims gone, new axes in). rank -1: the input's rank is unknown. */
+typedef struct rill__slice {
+    int rank;
+    int64_t first[RILL_MAX_DIMS], stride[RILL_MAX_DIMS], count[RILL_MAX_DIMS];
+    rill_shape out;
+} rill__slice;
+bool rill__strided_slice_plan(const rill_node *n, rill_shape in, rill__slice *sl, rill_status *s);
+
 /* Shape-function helpers. */
 rill_dtype rill__in_dtype(const rill_node *n, int i);
 

@@ -35,10 +35,7 @@ static void recv_kernel(rill__kctx *ctx)
             return;
         }
         out = rill__tensor_wrap(in->dtype, &in->shape, b);
-        if (ctx->recycle) {
-            rill_tensor_free(c);
-            ctx->recycle[0] = rill_tensor_ref(out);
-        }
+        if (ctx->recycle) rill__recycle_set(&ctx->recycle[0], out);
     }
     rill_status *s = rill__scratch_status();
     if (!rill__tensor_copy_into(out, in, s)) {

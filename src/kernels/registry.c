@@ -25,6 +25,7 @@ extern const rill__kernel_def rill__opencl_kernels_nn[];
 extern const rill__kernel_def rill__opencl_kernels_state[];
 extern const rill__kernel_def rill__opencl_kernels_conv[];
 extern const rill__kernel_def rill__opencl_kernels_select[];
+extern const rill__kernel_def rill__opencl_kernels_array[];
 #endif
 
 static const rill__kernel_def *const *tables(void)
@@ -47,6 +48,7 @@ static const rill__kernel_def *const *tables(void)
         rill__opencl_kernels_state,
         rill__opencl_kernels_conv,
         rill__opencl_kernels_select,
+        rill__opencl_kernels_array,
 #endif
         NULL,
     };
@@ -127,10 +129,7 @@ rill_tensor *rill__kctx_alloc_output(rill__kctx *ctx, int i, rill_dtype t, const
             return NULL;
         }
         out = rill__tensor_wrap(t, s, b);
-        if (ctx->recycle) {
-            rill_tensor_free(c);
-            ctx->recycle[i] = rill_tensor_ref(out);
-        }
+        if (ctx->recycle) rill__recycle_set(&ctx->recycle[i], out);
     }
     rill_tensor_free(ctx->outputs[i]);
     ctx->outputs[i] = out;

@@ -523,7 +523,7 @@ static void step_free(step *st)
     if (!st) return;
     for (int i = 0; i < st->plan->nslots; i++) {
         rill_tensor_free(st->slots[i]);
-        rill_tensor_free(st->cache[i]);
+        rill__recycle_set(&st->cache[i], NULL);
     }
     rill__free(st->slots);
     rill__free(st->cache);
@@ -817,13 +817,6 @@ rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_te
                 }
             } else {
                 fetch_values[i] = rill_tensor_ref(st->slots[slot]);
-                /* The caller owns a fetched output now: the producer's recycle entry lets go
-                 * of it, so a caller holding the only reference may write into it (and a
-                 * front end may hand it out without a copy). */
-                if (st->cache[slot] == st->slots[slot]) {
-                    rill_tensor_free(st->cache[slot]);
-                    st->cache[slot] = NULL;
-                }
             }
         }
     }

@@ -177,9 +177,9 @@ static void test_tensor_basics(void)
 /* rill_tensor_new_borrowed: the caller's memory without a copy, released once at the last
  * reference; never exclusive (nothing writes it in place); refused for strings, bad shapes and
  * misaligned data. Through a session: a fetch of the fed tensor is not exclusive, a computed
- * fetch is (the executor's recycling lets go of it), a variable's value is not, and a variable
- * assigned from a borrowed tensor of 256 KiB (which rill would otherwise adopt without a copy)
- * holds a copy: the caller's later writes do not reach it. */
+ * fetch is (the recycle cache's reference does not count), a variable's value is not, and a
+ * variable assigned from a borrowed tensor of 256 KiB (which rill would otherwise adopt without
+ * a copy) holds a copy: the caller's later writes do not reach it. */
 static int releases;
 static void count_release(void *ctx)
 {
@@ -213,12 +213,14 @@ static void test_borrowed(void)
 
     rill_graph *g = rill_graph_new();
     rill_status *s = rill_status_new();
+    rill_graph_push_device(g, "/cpu:0"); /* host memory throughout, GPU or not */
     rill_output x = rill_placeholder(g, RILL_FLOAT, rill_shape_vector(N), "x");
     rill_output id = rill_identity(g, x, "id");
     rill_output twice = rill_add(g, x, x, "twice");
     rill_output v = rill_variable(g, RILL_FLOAT, rill_shape_vector(N), rill_zeros_initializer(),
                                   false, "v");
     rill_output assign = rill_assign(g, v, x, NULL);
+    rill_graph_pop_device(g);
     rill_session *sess = rill_session_new(g, NULL, s);
     if (CHECK(sess != NULL)) {
         rill_output fetches[] = {id, twice, assign};

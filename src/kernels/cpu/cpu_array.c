@@ -1,7 +1,8 @@
-/* cpu_array.c - CPU kernels for constants, placeholders and shape manipulation.
+/* cpu_array.c - CPU kernels for constants, placeholders, shape manipulation and slicing.
  *
  * Identity, Reshape and ExpandDims alias their input's buffer (no copy); Const hands out its
- * value by reference. */
+ * value by reference. StridedSlice copies what it reads (runs of the innermost dim with one
+ * memcpy each when its stride is 1); StridedSliceGrad writes dy into zeros the same way. */
 #include "cpu_kernels.h"
 
 #include <string.h>
@@ -50,10 +51,7 @@ static void set_view(rill__kctx *ctx, const rill_tensor *in, const rill_shape *s
     }
     atomic_fetch_add(&in->buf->refs, 1);
     rill_tensor *v = rill__tensor_wrap(in->dtype, s, in->buf);
-    if (ctx->recycle) {
-        rill_tensor_free(cached);
-        ctx->recycle[0] = rill_tensor_ref(v);
-    }
+    if (ctx->recycle) rill__recycle_set(&ctx->recycle[0], v);
     rill__kctx_set_output(ctx, 0, v);
 }
 
@@ -275,6 +273,133 @@ void rill__cpu_shape(rill__kctx *ctx)
     }
 }
 
+/* --- StridedSlice --- */
+
+/* The walk of a slice over its input (rill__strided_slice_plan with the run-time shape): per
+ * input dim the count and the step in elements; base is the first element read. */
+typedef struct slice_walk {
+    int rank;
+    int64_t count[RILL_MAX_DIMS], step[RILL_MAX_DIMS];
+    int64_t base, n;
+    rill_shape out;
+} slice_walk;
+
+static bool plan_walk(rill__kctx *ctx, const rill_tensor *x, slice_walk *w)
+{
+    rill__slice sl;
+    rill_status *s = rill_status_new();
+    bool ok = rill__strided_slice_plan(ctx->node, x->shape, &sl, s);
+    if (!ok) rill__kctx_fail(ctx, rill_status_code(s), "%s", rill_status_message(s));
+    rill_status_free(s);
+    if (!ok) return false;
+    int64_t stride = 1;
+    w->rank = sl.rank;
+    w->base = 0;
+    w->n = 1;
+    for (int d = sl.rank - 1; d >= 0; d--) {
+        w->count[d] = sl.count[d];
+        w->step[d] = sl.stride[d] * stride;
+        w->base += sl.first[d] * stride;
+        w->n *= sl.count[d];
+        stride *= x->shape.dims[d];
+    }
+    w->out = sl.out;
+    return true;
+}
+
+/* Calls fn(arg, o, i, len) for each run: result elements [o, o + len) are input elements i,
+ * i + step, ... of the innermost dim (len 1 runs for strings, whose elements are not bytes). */
+typedef void (*slice_run_fn)(void *arg, int64_t o, int64_t i, int64_t len, int64_t step);
+
+static void walk_slice(const slice_walk *w, slice_run_fn fn, void *arg)
+{
+    if (w->n == 0) return;
+    if (w->rank == 0) {
+        fn(arg, 0, w->base, 1, 1);
+        return;
+    }
+    int r = w->rank;
+    int64_t idx[RILL_MAX_DIMS] = {0}, off = w->base, inner = w->count[r - 1];
+    for (int64_t o = 0; o < w->n; o += inner) {
+        fn(arg, o, off, inner, w->step[r - 1]);
+        int d = r - 2;
+        for (; d >= 0; d--) {
+            off += w->step[d];
+            if (++idx[d] < w->count[d]) break;
+            off -= w->step[d] * w->count[d];
+            idx[d] = 0;
+        }
+        if (d < 0) break;
+    }
+}
+
+typedef struct slice_copy {
+    char *dst;
+    const char *src;
+    size_t es;
+    bool scatter; /* dst is the input-shaped one (StridedSliceGrad) */
+    rill_tensor *dt;
+    const rill_tensor *st; /* strings */
+} slice_copy;
+
+static void copy_run(void *arg, int64_t o, int64_t i, int64_t len, int64_t step)
+{
+    const slice_copy *c = arg;
+    int64_t *from = c->scatter ? &o : &i, *to = c->scatter ? &i : &o;
+    int64_t fstep = c->scatter ? 1 : step, tstep = c->scatter ? step : 1;
+    if (c->st) {
+        for (int64_t k = 0; k < len; k++) {
+            size_t n;
+            const char *p = rill_tensor_get_string(c->st, *from + k * fstep, &n);
+            rill_tensor_set_string(c->dt, *to + k * tstep, p, n);
+        }
+        return;
+    }
+    if (step == 1) {
+        memcpy(c->dst + (size_t)*to * c->es, c->src + (size_t)*from * c->es, (size_t)len * c->es);
+        return;
+    }
+    for (int64_t k = 0; k < len; k++)
+        memcpy(c->dst + (size_t)(*to + k * tstep) * c->es,
+               c->src + (size_t)(*from + k * fstep) * c->es, c->es);
+}
+
+static void strided_slice_kernel(rill__kctx *ctx)
+{
+    const rill_tensor *x = ctx->inputs[0];
+    slice_walk w;
+    if (!plan_walk(ctx, x, &w)) return;
+    rill_tensor *y = rill__kctx_alloc_output(ctx, 0, x->dtype, &w.out);
+    if (!y) return;
+    bool str = x->dtype == RILL_STRING;
+    slice_copy c = {.dst = y->buf->data, .src = x->buf->data, .es = rill_dtype_size(x->dtype),
+                    .dt = y, .st = str ? x : NULL};
+    walk_slice(&w, copy_run, &c);
+}
+
+static void strided_slice_grad_kernel(rill__kctx *ctx)
+{
+    const rill_tensor *x = ctx->inputs[0], *dy = ctx->inputs[1];
+    slice_walk w;
+    if (!plan_walk(ctx, x, &w)) return;
+    if (dy->numel != w.n) {
+        char a[96], b[96];
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "StridedSliceGrad: dy has shape %s, the slice's result %s",
+                        rill_shape_str(&dy->shape, a, sizeof a), rill_shape_str(&w.out, b, sizeof b));
+        return;
+    }
+    rill_tensor *dx = rill__kctx_alloc_output(ctx, 0, x->dtype, &x->shape);
+    if (!dx) return;
+    bool str = x->dtype == RILL_STRING;
+    if (!str) memset(dx->buf->data, 0, rill_tensor_nbytes(dx));
+    slice_copy c = {.dst = dx->buf->data, .src = dy->buf->data, .es = rill_dtype_size(x->dtype),
+                    .scatter = true, .dt = dx, .st = str ? dy : NULL};
+    if (str)
+        for (int64_t i = 0; i < dx->numel; i++) rill_tensor_set_string(dx, i, "", 0);
+    walk_slice(&w, copy_run, &c);
+}
+
 #define ANY RILL_DT_INVALID
 const rill__kernel_def rill__cpu_kernels_array[] = {
     {.op = "Const", .device_type = "CPU", .dtype = ANY, .fn = const_kernel},
@@ -293,6 +418,26 @@ const rill__kernel_def rill__cpu_kernels_array[] = {
      .dtype = ANY,
      .fn = rill__cpu_fill,
      .host_memory_inputs = 1},
+    {.op = "StridedSlice", .device_type = "CPU", .dtype = ANY, .fn = strided_slice_kernel},
+    {.op = "StridedSliceGrad",
+     .device_type = "CPU",
+     .dtype = ANY,
+     .fn = strided_slice_grad_kernel},
+#ifdef RILL_HAVE_OPENCL
+    /* Any dtype the device does not hold, in host memory (cl_array.c has float, double, half). */
+    {.op = "StridedSlice",
+     .device_type = "OPENCL",
+     .dtype = ANY,
+     .fn = strided_slice_kernel,
+     .host_memory_inputs = ~0u,
+     .host_memory_outputs = ~0u},
+    {.op = "StridedSliceGrad",
+     .device_type = "OPENCL",
+     .dtype = ANY,
+     .fn = strided_slice_grad_kernel,
+     .host_memory_inputs = ~0u,
+     .host_memory_outputs = ~0u},
+#endif
     {.op = "ZerosLike", .device_type = "CPU", .dtype = ANY, .fn = rill__cpu_zeros_like},
     {.op = "OnesLike", .device_type = "CPU", .dtype = ANY, .fn = rill__cpu_ones_like},
     {.op = "Shape",
