@@ -405,3 +405,115 @@ def test_minimum_and_clip_by_value():
     np.testing.assert_array_equal(cv[:4], [-1.0, 1.0, 1.0, 0.5])
     # d/dx: Minimum passes where x <= y (ties to x), clip passes inside [-1, 1] (ties to x)
     np.testing.assert_array_equal(gv[:4], [1 + 0, 1 + 1, 0 + 0, 1 + 1])
+
+
+# --- slicing: Tensor.__getitem__, tf.strided_slice, tf.slice against numpy ---
+
+def _random_index(r, rank):
+    """A numpy basic index for an array of this rank: ints, slices (any signs, steps, bounds
+    past the ends), at most one Ellipsis and newaxis entries."""
+    key, dims_left, ellipsis = [], rank, False
+    while dims_left > 0 or (r.random() < 0.2 and len(key) < 6):
+        c = r.random()
+        if c < 0.12 and not ellipsis:
+            key.append(Ellipsis)
+            ellipsis = True
+            dims_left = r.integers(0, dims_left + 1)
+            continue
+        if c < 0.22:
+            key.append(None)
+            continue
+        if dims_left == 0:
+            break
+        if c < 0.4:
+            key.append(int(r.integers(-3, 3)))
+        else:
+            pick = lambda: None if r.random() < 0.3 else int(r.integers(-7, 8))
+            step = None if r.random() < 0.4 else int(r.choice([-3, -2, -1, 1, 2, 3]))
+            key.append(slice(pick(), pick(), step))
+        dims_left -= 1
+    return tuple(key)
+
+
+def test_getitem_matches_numpy():
+    r = np.random.default_rng(11)
+    x = r.standard_normal((4, 3, 5)).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        xt = tf.constant(x)
+        xu = tf.placeholder(tf.float32)  # the shape only known at run time
+        keys, known, unknown = [], [], []
+        while len(keys) < 150:
+            key = _random_index(r, 3)
+            try:
+                want = x[key]
+            except IndexError:
+                continue
+            keys.append((key, want))
+            y = xt[key]
+            assert y.shape.as_list() == list(want.shape), key
+            known.append(y)
+            unknown.append(xu[key])
+    with tf.Session(graph=g) as sess:
+        got_k = sess.run(known)
+        got_u = sess.run(unknown, {xu: x})
+    for (key, want), a, b in zip(keys, got_k, got_u):
+        np.testing.assert_array_equal(a, want, err_msg=str(key))
+        np.testing.assert_array_equal(b, want, err_msg=str(key))
+        assert a.dtype == np.float32
+
+
+def test_slice_ops_and_dtypes():
+    x = np.arange(24).reshape(2, 3, 4)
+    for dt in (np.int32, np.int64, np.float64, np.float16):
+        t = tf.constant(x.astype(dt))
+        got = run(t[:, ::-1, 1], tf.slice(t, [1, 0, 1], [-1, 2, 3]),
+                  tf.strided_slice(t, [0, 0], [2, 3], [1, 2], shrink_axis_mask=1))
+        np.testing.assert_array_equal(got[0], x[:, ::-1, 1].astype(dt))
+        np.testing.assert_array_equal(got[1], x[1:, 0:2, 1:4].astype(dt))
+        np.testing.assert_array_equal(got[2], x[0, 0:3:2].astype(dt))
+    s = tf.constant(np.array([b"a", b"bc", b"d"], dtype=object))
+    assert list(run(s[::-2])[0]) == [b"d", b"a"]
+    v = tf.Variable(np.arange(6, dtype=np.float32))
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        np.testing.assert_array_equal(sess.run(v[2:4]), [2, 3])
+
+
+def test_slice_gradients_vs_finite_differences():
+    X = rng.randn(3, 4, 5)
+    C = rng.randn(2, 1, 2, 2)
+    key = (slice(1, None), None, slice(-3, -1), slice(4, 0, -3))
+    x = tf.placeholder(tf.float64, [3, 4, 5])
+    y = tf.reduce_sum(tf.square(x[key]) * tf.constant(C)) + tf.reduce_sum(x[1, :, 2])
+    (gx,) = tf.gradients(y, [x])
+
+    def f(v):
+        return np.sum(v[key] ** 2 * C) + np.sum(v[1, :, 2])
+
+    (vx,) = run(gx, feed={x: X})
+    np.testing.assert_allclose(vx, _fd(f, X), rtol=1e-5, atol=1e-6)
+
+
+def test_slice_errors():
+    t = tf.constant(np.ones((3, 4), np.float32))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="slice index 3 of dimension 0 out of bounds."):
+        t[3]
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="Index out of range using input dim 2; input has only 2 dims"):
+        t[0, 0, 0]
+    with pytest.raises(ValueError, match="slice step cannot be zero"):
+        t[::0]
+    with pytest.raises(TypeError, match="Only integers, slices"):
+        t[1.5]
+    with pytest.raises(TypeError, match="Only integers, slices"):
+        t[tf.constant(1)]
+    with pytest.raises(ValueError, match="Expected begin and size"):
+        tf.slice(t, [0], [1, 1])
+    u = tf.placeholder(tf.float32)
+    y = u[5]
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="slice index 5 of dimension 0 out of bounds."):
+            sess.run(y, {u: np.ones((3,), np.float32)})

@@ -396,6 +396,9 @@ class Tensor:
     def __matmul__(self, o):
         return matmul(self, o)
 
+    def __getitem__(self, key):
+        return _ops._getitem(self, key)
+
 
 def _attr_type(dt):
     return ("type", as_dtype(dt).enum)
@@ -655,6 +658,9 @@ class Variable:
 
     def __neg__(self):
         return negative(self._value)
+
+    def __getitem__(self, key):
+        return _ops._getitem(self._value, key)
 
     def __matmul__(self, o):
         return matmul(self._value, o)

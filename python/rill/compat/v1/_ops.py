@@ -4,7 +4,8 @@ rill's C library has.
 Each function makes the C op by type name with the inputs, in order, and the attrs that the C
 typed builder (src/graph/ops_array.c, ops_math.c) passes, so shapes, dtypes and error texts are
 the C library's. Default op names are TF's Python ones. Ops the C library lacks (Abs, Max, Min,
-Minimum, Transpose, ConcatV2, StopGradient, ...) have no function here."""
+Transpose, ConcatV2, StopGradient, ...) have no function here."""
+import builtins as _builtins
 import sys as _sys
 
 import numpy as _np
@@ -12,7 +13,8 @@ import numpy as _np
 __all__ = ["minimum", "clip_by_value", "reduce_sum", "reduce_mean", "argmax", "arg_max", "equal", "cast", "to_float",
            "to_double", "to_int32", "to_int64", "reshape", "expand_dims", "identity",
            "zeros_like", "ones_like", "fill", "zeros", "ones", "shape", "exp", "log", "sqrt",
-           "sigmoid", "tanh", "maximum", "div", "add_n", "gradients"]
+           "sigmoid", "tanh", "maximum", "div", "add_n", "gradients", "strided_slice", "slice",
+           "newaxis"]
 
 
 def _tf():
@@ -86,6 +88,92 @@ def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_ind
     axis = _pick("axis", axis, reduction_indices)
     keepdims = _pick("keepdims", keepdims, keep_dims)
     return _reduce("Mean", input_tensor, axis, bool(keepdims), name)
+
+
+# --- slicing: StridedSlice with begin, end and strides as int-list attrs ---
+
+newaxis = None
+
+
+def _ints(v, what):
+    tf = _tf()
+    if isinstance(v, (tf.Tensor, tf.Variable)):
+        raise NotImplementedError(f"StridedSlice: rill takes {what} as Python ints, not a tensor")
+    return [int(x) for x in _np.atleast_1d(_np.asarray(v, dtype=_np.int64))]
+
+
+def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
+                  new_axis_mask=0, shrink_axis_mask=0, var=None, name=None):
+    begin, end = _ints(begin, "begin"), _ints(end, "end")
+    strides = _ints(strides, "strides") if strides is not None else [1] * len(begin)
+    attrs = {"begin": ("ints", begin), "end": ("ints", end), "strides": ("ints", strides),
+             "begin_mask": ("int", int(begin_mask)), "end_mask": ("int", int(end_mask)),
+             "ellipsis_mask": ("int", int(ellipsis_mask)),
+             "new_axis_mask": ("int", int(new_axis_mask)),
+             "shrink_axis_mask": ("int", int(shrink_axis_mask))}
+    return _out(_g()._make("StridedSlice", name or "strided_slice", (_t(input_),), attrs))
+
+
+def slice(input_, begin, size, name=None):
+    """tf.slice: size[i] elements from begin[i] (-1: all the rest)."""
+    begin, size = _ints(begin, "begin"), _ints(size, "size")
+    if len(begin) != len(size):
+        raise ValueError(f"Expected begin and size arguments to be 1-D tensors of the same "
+                         f"size, but got {len(begin)} and {len(size)}")
+    end, end_mask = [], 0
+    for i, (b, n) in enumerate(zip(begin, size)):
+        if n < -1:
+            raise ValueError(f"Expected size[{i}] in [-1, ...], but got {n}")
+        end.append(b + n if n >= 0 else 0)
+        if n == -1:
+            end_mask |= 1 << i
+    return strided_slice(input_, begin, end, [1] * len(begin), end_mask=end_mask,
+                         name=name or "Slice")
+
+
+def _getitem(tensor, key):
+    """tensor[key]: numpy's basic indexing (ints, slices, ..., tf.newaxis) as one StridedSlice,
+    as TF's Tensor.__getitem__."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    begin, end, strides = [], [], []
+    m = {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0, "new_axis_mask": 0,
+         "shrink_axis_mask": 0}
+    for i, k in enumerate(key):
+        bit = 1 << i
+        if k is Ellipsis:
+            m["ellipsis_mask"] |= bit
+            begin.append(0), end.append(0), strides.append(1)
+        elif k is None:
+            m["new_axis_mask"] |= bit
+            begin.append(0), end.append(0), strides.append(1)
+        elif isinstance(k, _builtin_slice):
+            for part in (k.start, k.stop, k.step):
+                if part is not None and not isinstance(part, (int, _np.integer)):
+                    _bad_index(part)
+            if k.step == 0:
+                raise ValueError("slice step cannot be zero")
+            if k.start is None:
+                m["begin_mask"] |= bit
+            if k.stop is None:
+                m["end_mask"] |= bit
+            begin.append(int(k.start or 0)), end.append(int(k.stop or 0))
+            strides.append(int(k.step if k.step is not None else 1))
+        elif isinstance(k, (int, _np.integer)) and not isinstance(k, bool):
+            m["shrink_axis_mask"] |= bit
+            begin.append(int(k)), end.append(int(k) + 1), strides.append(1)
+        else:
+            _bad_index(k)
+    return strided_slice(tensor, begin, end, strides, **m)
+
+
+def _bad_index(k):
+    raise TypeError("Only integers, slices (`:`), ellipsis (`...`), tf.newaxis (`None`) and "
+                    "scalar tf.int32/tf.int64 tensors are valid indices, got " + repr(k) +
+                    (" (rill takes Python ints only)" if isinstance(k, _tf().Tensor) else ""))
+
+
+_builtin_slice = _builtins.slice  # this module's `slice` is tf.slice
 
 
 # --- selection ---
