@@ -88,7 +88,7 @@ static void test_values(void)
         rill_graph *g = rill_graph_new();
         rill_tensor *xs = rill_tensor_new(RILL_STRING, xd, 3);
         for (int i = 0; i < 60; i++) {
-            char b[8];
+            char b[16];
             snprintf(b, sizeof b, "%d", i);
             rill_tensor_set_string(xs, i, b, strlen(b));
         }
@@ -98,7 +98,7 @@ static void test_values(void)
             for (int64_t i = 0; i < rill_tensor_num_elements(out); i++) {
                 size_t len;
                 const char *p = rill_tensor_get_string(out, i, &len);
-                char b[8];
+                char b[16];
                 snprintf(b, sizeof b, "%d", (int)c->want[i]);
                 if (!CHECK(len == strlen(b) && memcmp(p, b, len) == 0))
                     fprintf(stderr, "  case: %s strings, element %lld\n", c->label, (long long)i);
