@@ -126,11 +126,14 @@ rill_dtype rill__node_kernel_dtype(const rill_node *n);
 
 /* A StridedSlice spec applied to a shape (ops_slice.c): per input dim, the first index read,
  * the stride and the count (-1 where the input dim is unknown); out is the result's shape
- * (shrunk dims gone, new axes in). rank -1: the input's rank is unknown. */
+ * (shrunk dims gone, new axes in). rank -1: the input's rank is unknown. When the input's shape
+ * is fully defined, the walk the kernels take over a row-major input: step[d] elements per
+ * index of dim d, base the first element read, n the result's element count. */
 typedef struct rill__slice {
     int rank;
     int64_t first[RILL_MAX_DIMS], stride[RILL_MAX_DIMS], count[RILL_MAX_DIMS];
     rill_shape out;
+    int64_t step[RILL_MAX_DIMS], base, n;
 } rill__slice;
 bool rill__strided_slice_plan(const rill_node *n, rill_shape in, rill__slice *sl, rill_status *s);
 

@@ -176,6 +176,16 @@ bool rill__strided_slice_plan(const rill_node *n, rill_shape in, rill__slice *sl
     }
     sl->rank = r;
     sl->out.rank = o;
+    if (rill_shape_is_fully_defined(&in)) {
+        int64_t elems = 1;
+        sl->n = 1;
+        for (int d = r - 1; d >= 0; d--) {
+            sl->step[d] = sl->stride[d] * elems;
+            sl->base += sl->first[d] * elems;
+            sl->n *= sl->count[d];
+            elems *= in.dims[d];
+        }
+    }
     return true;
 too_many:
     rill_status_set(s, RILL_INVALID_ARGUMENT, "%s '%s': the result would have more than %d dims",

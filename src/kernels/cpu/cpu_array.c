@@ -275,43 +275,21 @@ void rill__cpu_shape(rill__kctx *ctx)
 
 /* --- StridedSlice --- */
 
-/* The walk of a slice over its input (rill__strided_slice_plan with the run-time shape): per
- * input dim the count and the step in elements; base is the first element read. */
-typedef struct slice_walk {
-    int rank;
-    int64_t count[RILL_MAX_DIMS], step[RILL_MAX_DIMS];
-    int64_t base, n;
-    rill_shape out;
-} slice_walk;
-
-static bool plan_walk(rill__kctx *ctx, const rill_tensor *x, slice_walk *w)
+/* The slice's walk over its input: rill__strided_slice_plan with the run-time shape. */
+static bool plan_walk(rill__kctx *ctx, const rill_tensor *x, rill__slice *w)
 {
-    rill__slice sl;
     rill_status *s = rill_status_new();
-    bool ok = rill__strided_slice_plan(ctx->node, x->shape, &sl, s);
+    bool ok = rill__strided_slice_plan(ctx->node, x->shape, w, s);
     if (!ok) rill__kctx_fail(ctx, rill_status_code(s), "%s", rill_status_message(s));
     rill_status_free(s);
-    if (!ok) return false;
-    int64_t stride = 1;
-    w->rank = sl.rank;
-    w->base = 0;
-    w->n = 1;
-    for (int d = sl.rank - 1; d >= 0; d--) {
-        w->count[d] = sl.count[d];
-        w->step[d] = sl.stride[d] * stride;
-        w->base += sl.first[d] * stride;
-        w->n *= sl.count[d];
-        stride *= x->shape.dims[d];
-    }
-    w->out = sl.out;
-    return true;
+    return ok;
 }
 
 /* Calls fn(arg, o, i, len) for each run: result elements [o, o + len) are input elements i,
  * i + step, ... of the innermost dim (len 1 runs for strings, whose elements are not bytes). */
 typedef void (*slice_run_fn)(void *arg, int64_t o, int64_t i, int64_t len, int64_t step);
 
-static void walk_slice(const slice_walk *w, slice_run_fn fn, void *arg)
+static void walk_slice(const rill__slice *w, slice_run_fn fn, void *arg)
 {
     if (w->n == 0) return;
     if (w->rank == 0) {
@@ -367,7 +345,7 @@ static void copy_run(void *arg, int64_t o, int64_t i, int64_t len, int64_t step)
 static void strided_slice_kernel(rill__kctx *ctx)
 {
     const rill_tensor *x = ctx->inputs[0];
-    slice_walk w;
+    rill__slice w;
     if (!plan_walk(ctx, x, &w)) return;
     rill_tensor *y = rill__kctx_alloc_output(ctx, 0, x->dtype, &w.out);
     if (!y) return;
@@ -380,7 +358,7 @@ static void strided_slice_kernel(rill__kctx *ctx)
 static void strided_slice_grad_kernel(rill__kctx *ctx)
 {
     const rill_tensor *x = ctx->inputs[0], *dy = ctx->inputs[1];
-    slice_walk w;
+    rill__slice w;
     if (!plan_walk(ctx, x, &w)) return;
     if (dy->numel != w.n) {
         char a[96], b[96];

@@ -52,7 +52,8 @@ typedef struct cl_slice {
     cl_long count[8], step[8];
 } cl_slice;
 
-/* The plan of ctx's slice for input x; *out the result's shape, *n its element count. */
+/* The plan of ctx's slice for input x as slice_t; *out the result's shape, *n its element
+ * count. */
 static bool plan(rill__kctx *ctx, const rill_tensor *x, cl_slice *sl, rill_shape *out, cl_long *n)
 {
     rill__slice p;
@@ -63,16 +64,13 @@ static bool plan(rill__kctx *ctx, const rill_tensor *x, cl_slice *sl, rill_shape
     if (!ok) return false;
     memset(sl, 0, sizeof *sl);
     sl->rank = p.rank;
-    int64_t stride = 1;
-    *n = 1;
-    for (int d = p.rank - 1; d >= 0; d--) {
+    sl->first = p.base;
+    for (int d = 0; d < p.rank; d++) {
         sl->count[d] = p.count[d];
-        sl->step[d] = p.stride[d] * stride;
-        sl->first += p.first[d] * stride;
-        *n *= p.count[d];
-        stride *= x->shape.dims[d];
+        sl->step[d] = p.step[d];
     }
     *out = p.out;
+    *n = p.n;
     return true;
 }
 
