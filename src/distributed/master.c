@@ -20,6 +20,12 @@
  * another round trip). Connecting to a task that is not up yet is retried, with a log line
  * naming it every few seconds, until the server's connect deadline: then UNAVAILABLE.
  *
+ * Steps run at once: the master's lock covers placement and the table of signatures (built once,
+ * then only read); a step's values and deadline are its own (mstep), and each call takes a
+ * connection of its own from the task's pool of idle ones (or opens one), so threads sharing a
+ * session never wait for each other's steps. A step that runs past its deadline cancels this
+ * master's steps on every task (the CANCEL RPC names the master, not the step).
+ *
  * Servers publish their tasks here (master.h: target, job and index, cluster, variables,
  * options); the master keeps them by target, renames this process's devices for a task, and
  * never calls a server. */
@@ -33,13 +39,24 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A connection to a task, idle in its pool. */
+typedef struct conn {
+    rill__channel *ch;
+    double last_used; /* when it last carried a call */
+} conn;
+
+#define POOL_MAX 16 /* idle connections kept per task; more are closed when handed back */
+
 typedef struct task {
     char job[64];
     int index;
     char addr[256];
     bool local;
-    rill__channel *ch;
-    double last_used; /* when the channel last carried a call */
+    /* Idle connections: a call takes one (or connects), so steps running at once never share
+     * a connection, and hands it back when it is done. */
+    pthread_mutex_t mu;
+    conn idle[POOL_MAX];
+    int nidle;
 } task;
 
 /* One cross-task value in a step: produced by `task` (or fed by the user), consumed elsewhere. */
@@ -49,7 +66,6 @@ typedef struct xval {
     int task;      /* producer task, -1 for a user feed */
     int user_feed; /* index into the user's feeds when task == -1 */
     bool post;     /* produced in the producer's post run */
-    rill_tensor *val;
 } xval;
 
 typedef struct io {
@@ -93,11 +109,18 @@ typedef struct master {
     rill__placement pl;
     pthread_mutex_t mu;
     sig *sigs;
-    pthread_mutex_t sigs_mu; /* the list's links, for master_cancel (mu is held during steps) */
+    pthread_mutex_t sigs_mu; /* the list's links, for master_cancel */
     uint64_t owner;          /* this master's id on the servers (REGISTER, CANCEL) */
-    rill__deadline dl;       /* the running step's (under mu) */
-    bool timed_out;          /* a call of this step ran into dl */
 } master;
+
+/* One step in flight: the values crossing tasks (per xval of its signature), its deadline. Steps
+ * run at once share nothing else: the master's lock covers placement and the signature table
+ * only. */
+typedef struct mstep {
+    rill_tensor **vals;
+    rill__deadline dl;
+    bool timed_out; /* a call of this step ran into dl */
+} mstep;
 
 /* The tasks of this process, by target: published by their servers (rill__master_add_task). */
 #define MAX_LOCAL_TASKS 16
@@ -122,15 +145,33 @@ static double now(void)
 
 /* --- connections --- */
 
-static bool connect_task(master *m, task *t, rill_status *s)
+/* A connection to t: an idle one from its pool, or a new one (retried, with a log line naming
+ * the task every few seconds, until the server's connect deadline: then UNAVAILABLE). An idle
+ * one that has not talked for a while gets a heartbeat first: a peer that hung or went away
+ * while nobody called it is found in seconds, not at the step deadline. */
+static rill__channel *channel_get(master *m, task *t, rill_status *s)
 {
-    if (t->local || t->ch) return true;
+    const rill_server_options *so = &m->local_task->opts;
+    for (;;) {
+        conn c = {0};
+        pthread_mutex_lock(&t->mu);
+        if (t->nidle) c = t->idle[--t->nidle];
+        pthread_mutex_unlock(&t->mu);
+        if (!c.ch) break;
+        if (now() - c.last_used <= so->heartbeat_idle_s) return c.ch;
+        double hb = so->step_deadline_s < 5 ? so->step_deadline_s : 5;
+        if (rill__channel_ping(c.ch, hb, s)) return c.ch;
+        rill__log(RILL_LOG_WARNING, "task /job:%s/replica:0/task:%d (%s) missed a heartbeat: %s",
+                  t->job, t->index, t->addr, rill_status_message(s));
+        rill_status_clear(s);
+        rill__channel_close(c.ch);
+    }
     rill__tcp_options o;
     rill__local_task_client_options(m->local_task, &o);
-    double deadline = now() + m->local_task->opts.connect_deadline_s, next_log = now();
+    double deadline = now() + so->connect_deadline_s, next_log = now();
     for (;;) {
-        t->ch = rill__tcp_connect(t->addr, &o, 5, s);
-        if (t->ch) return true;
+        rill__channel *ch = rill__tcp_connect(t->addr, &o, 5, s);
+        if (ch) return ch;
         if (rill_status_code(s) == RILL_UNAUTHENTICATED || now() >= deadline) break;
         if (now() >= next_log) {
             rill__log(RILL_LOG_INFO, "waiting for task /job:%s/replica:0/task:%d (%s): %s", t->job,
@@ -142,64 +183,69 @@ static bool connect_task(master *m, task *t, rill_status *s)
     if (rill_status_code(s) != RILL_UNAUTHENTICATED)
         rill_status_set(s, RILL_UNAVAILABLE,
                         "task /job:%s/replica:0/task:%d (%s) did not come up within %.0f s", t->job,
-                        t->index, t->addr, m->local_task->opts.connect_deadline_s);
-    return false;
+                        t->index, t->addr, so->connect_deadline_s);
+    return NULL;
 }
 
-/* A call to task t; a transport failure drops the channel (reconnected next time) and names the
- * task. */
-
-static bool call(master *m, task *t, const rill__mbuf *meta, const struct iovec *iov, int niov,
-                 rill__reply *rep, rill_status *s)
+/* Hands ch back to t's pool after a call that worked; closes it after one that did not (the
+ * next call reconnects), or when the pool is full. */
+static void channel_put(task *t, rill__channel *ch, bool ok)
 {
-    /* A channel idle for a while gets a heartbeat first: a peer that hung or went away while we
-     * were not talking is found in seconds, not at the step deadline, and reconnected. */
-    const rill_server_options *so = &m->local_task->opts;
-    double hb_deadline = so->step_deadline_s < 5 ? so->step_deadline_s : 5;
-    if (t->ch && now() - t->last_used > so->heartbeat_idle_s &&
-        !rill__channel_ping(t->ch, hb_deadline, s)) {
-        rill__log(RILL_LOG_WARNING, "task /job:%s/replica:0/task:%d (%s) missed a heartbeat: %s",
-                  t->job, t->index, t->addr, rill_status_message(s));
-        rill__channel_close(t->ch);
-        t->ch = NULL;
+    if (!ch) return;
+    pthread_mutex_lock(&t->mu);
+    if (ok && t->nidle < POOL_MAX) {
+        t->idle[t->nidle++] = (conn){ch, now()};
+        ch = NULL;
     }
-    if (!connect_task(m, t, s)) return false;
-    t->last_used = now();
+    pthread_mutex_unlock(&t->mu);
+    if (ch) rill__channel_close(ch);
+}
+
+/* A call to task t within step st's deadline (st NULL: the server's step deadline only); a
+ * transport failure names the task. */
+static bool call(master *m, task *t, mstep *st, const rill__mbuf *meta, const struct iovec *iov,
+                 int niov, rill__reply *rep, rill_status *s)
+{
+    const rill_server_options *so = &m->local_task->opts;
     /* The step's own deadline (RunOptions, operation timeout) bounds the call too. */
     double wait = so->step_deadline_s;
-    if (m->dl.at) {
-        double left = m->dl.at - now();
+    if (st && st->dl.at) {
+        double left = st->dl.at - now();
         if (left <= 0) {
             rill_status_set(s, RILL_DEADLINE_EXCEEDED,
                             "Timed out waiting for notification: the step's %lld ms deadline "
                             "passed before task /job:%s/replica:0/task:%d (%s) was called",
-                            (long long)m->dl.timeout_ms, t->job, t->index, t->addr);
+                            (long long)st->dl.timeout_ms, t->job, t->index, t->addr);
             return false;
         }
         if (left < wait) wait = left;
     }
-    if (rill__channel_call(t->ch, RILL__MSG_REQUEST, meta->p, (uint32_t)meta->n, iov, niov, rep,
-                           wait, s))
+    rill__channel *ch = channel_get(m, t, s);
+    if (!ch) return false;
+    if (rill__channel_call(ch, RILL__MSG_REQUEST, meta->p, (uint32_t)meta->n, iov, niov, rep, wait,
+                           s)) {
+        channel_put(t, ch, true);
         return true;
+    }
     rill_code c = rill_status_code(s);
-    if (c == RILL_DEADLINE_EXCEEDED && m->dl.at && now() >= m->dl.at) {
+    if (c == RILL_DEADLINE_EXCEEDED && st && st->dl.at && now() >= st->dl.at) {
         rill_status_set(s, RILL_DEADLINE_EXCEEDED,
                         "Timed out waiting for notification: the step's %lld ms deadline passed "
                         "while task /job:%s/replica:0/task:%d (%s) ran its part of the step",
-                        (long long)m->dl.timeout_ms, t->job, t->index, t->addr);
-        m->timed_out = true;
-        rill__channel_close(t->ch);
-        t->ch = NULL;
+                        (long long)st->dl.timeout_ms, t->job, t->index, t->addr);
+        st->timed_out = true;
+        channel_put(t, ch, false);
         return false;
     }
-    if (c == RILL_UNAVAILABLE || c == RILL_DEADLINE_EXCEEDED || c == RILL_DATA_LOSS) {
+    bool transport = c == RILL_UNAVAILABLE || c == RILL_DEADLINE_EXCEEDED || c == RILL_DATA_LOSS;
+    if (transport) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", rill_status_message(s));
         rill_status_set(s, c, "task /job:%s/replica:0/task:%d (%s): %s", t->job, t->index, t->addr,
                         msg);
-        rill__channel_close(t->ch);
-        t->ch = NULL;
     }
+    /* An error the task answered with leaves the connection good. */
+    channel_put(t, ch, !transport);
     return false;
 }
 
@@ -225,6 +271,7 @@ static bool discover(master *m, rill_status *s)
             snprintf(t->addr, sizeof t->addr, "%s",
                      rill_cluster_spec_task_address(c, job, t->index, NULL));
             t->local = strcmp(job, m->local_task->job) == 0 && t->index == m->local_task->index;
+            pthread_mutex_init(&t->mu, NULL);
             if (t->local) m->self = m->ntasks;
             m->ntasks++;
         }
@@ -239,7 +286,7 @@ static bool discover(master *m, rill_status *s)
             rill__mbuf q = {0};
             rill__mbuf_u32(&q, RILL__RPC_GET_DEVICES);
             rill__reply rep = {0};
-            bool ok = call(m, t, &q, NULL, 0, &rep, s);
+            bool ok = call(m, t, NULL, &q, NULL, 0, &rep, s);
             rill__mbuf_free(&q);
             if (!ok) return false;
             rill__mread r = {.p = rep.meta, .n = rep.meta_len};
@@ -320,7 +367,7 @@ static int val_slot(sig *sg, rill_node *src, int idx, int task, int user_feed)
         sg->vals = rill__realloc(sg->vals, (size_t)sg->capvals * sizeof *sg->vals);
         RILL_CHECK_ALLOC(sg->vals);
     }
-    sg->vals[sg->nvals] = (xval){src, idx, task, user_feed, false, NULL};
+    sg->vals[sg->nvals] = (xval){src, idx, task, user_feed, false};
     return sg->nvals++;
 }
 
@@ -329,17 +376,26 @@ static void sig_free(master *m, sig *sg)
     if (!sg) return;
     for (int t = 0; sg->pieces && t < m->ntasks; t++) {
         piece *p = &sg->pieces[t];
-        if (p->handle && m->tasks[t].ch) {
-            rill__mbuf q = {0};
-            rill__mbuf_u32(&q, RILL__RPC_DEREGISTER);
-            rill__mbuf_u64(&q, p->handle);
-            rill__reply rep = {0};
-            rill_status *s = rill_status_new();
-            rill__channel_call(m->tasks[t].ch, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, NULL, 0, &rep,
-                               5, s);
-            if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
-            rill_status_free(s);
-            rill__mbuf_free(&q);
+        if (p->handle) {
+            /* Over an idle connection only: a task that went away is not waited for. */
+            task *tk = &m->tasks[t];
+            rill__channel *ch = NULL;
+            pthread_mutex_lock(&tk->mu);
+            if (tk->nidle) ch = tk->idle[--tk->nidle].ch;
+            pthread_mutex_unlock(&tk->mu);
+            if (ch) {
+                rill__mbuf q = {0};
+                rill__mbuf_u32(&q, RILL__RPC_DEREGISTER);
+                rill__mbuf_u64(&q, p->handle);
+                rill__reply rep = {0};
+                rill_status *s = rill_status_new();
+                bool ok = rill__channel_call(ch, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, NULL, 0,
+                                             &rep, 5, s);
+                if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+                rill_status_free(s);
+                rill__mbuf_free(&q);
+                channel_put(tk, ch, ok);
+            }
         }
         rill_session_free(p->sess);
         rill_graph_free(p->g);
@@ -352,7 +408,6 @@ static void sig_free(master *m, sig *sg)
         io_free(&p->tail_targets);
     }
     rill__free(sg->order);
-    for (int i = 0; i < sg->nvals; i++) rill_tensor_free(sg->vals[i].val);
     rill__free(sg->vals);
     rill__free(sg->pieces);
     rill__free(sg->user_fetch_slot);
@@ -765,7 +820,7 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
         rill__mbuf_u64(&q, m->owner);
         struct iovec iov = {bytes, len};
         rill__reply rep = {0};
-        bool okc = call(m, &m->tasks[t], &q, &iov, 1, &rep, s);
+        bool okc = call(m, &m->tasks[t], NULL, &q, &iov, 1, &rep, s);
         rill__mbuf_free(&q);
         rill__free(bytes);
         if (!okc) goto out;
@@ -789,7 +844,7 @@ out:
 /* --- running --- */
 
 /* RUN on a remote task: feeds from slots, fetched values into slots. */
-static bool run_remote(master *m, sig *sg, int t, const io *feeds, const io *fetches,
+static bool run_remote(master *m, sig *sg, mstep *st, int t, const io *feeds, const io *fetches,
                        const io *targets, rill_status *s)
 {
     rill__mbuf q = {0};
@@ -804,7 +859,7 @@ static bool run_remote(master *m, sig *sg, int t, const io *feeds, const io *fet
     bool ok = false;
     int niov = 0;
     for (int i = 0; i < nf; i++) {
-        fv[i] = sg->vals[feeds->slot[i]].val;
+        fv[i] = st->vals[feeds->slot[i]];
         rill__mbuf_str(&q, feeds->names[i]);
         if (!fv[i] || !rill__mbuf_tensor(&q, fv[i], s)) {
             if (!fv[i]) rill_status_set(s, RILL_INTERNAL, "no value for '%s'", feeds->names[i]);
@@ -817,7 +872,7 @@ static bool run_remote(master *m, sig *sg, int t, const io *feeds, const io *fet
     rill__mbuf_u32(&q, targets ? (uint32_t)targets->n : 0);
     for (int i = 0; targets && i < targets->n; i++) rill__mbuf_str(&q, targets->names[i]);
     rill__reply rep = {0};
-    if (!call(m, &m->tasks[t], &q, iovs, niov, &rep, s)) goto out;
+    if (!call(m, &m->tasks[t], st, &q, iovs, niov, &rep, s)) goto out;
     rill__mread r = {.p = rep.meta, .n = rep.meta_len};
     uint32_t n = rill__mread_u32(&r);
     uint64_t off = 0;
@@ -836,8 +891,8 @@ static bool run_remote(master *m, sig *sg, int t, const io *feeds, const io *fet
             ok = false;
             break;
         }
-        rill_tensor_free(sg->vals[fetches->slot[i]].val);
-        sg->vals[fetches->slot[i]].val = v;
+        rill_tensor_free(st->vals[fetches->slot[i]]);
+        st->vals[fetches->slot[i]] = v;
     }
     if (!ok && rill_status_ok(s))
         rill_status_set(s, RILL_DATA_LOSS, "task /job:%s/task:%d sent a malformed RUN reply",
@@ -851,20 +906,20 @@ out:
 }
 
 /* Runs the master's piece with feeds from slots, fetched values into slots. */
-static rill_code run_local(master *m, sig *sg, piece *lp, const io *feeds, const io *fetches,
+static rill_code run_local(mstep *st, piece *lp, const io *feeds, const io *fetches,
                            const io *targets, rill_status *s)
 {
     rill_tensor **fv = rill__calloc((size_t)feeds->n + 1, sizeof *fv);
     rill_tensor **out = rill__calloc((size_t)fetches->n + 1, sizeof *out);
     RILL_CHECK_ALLOC(fv);
     RILL_CHECK_ALLOC(out);
-    for (int i = 0; i < feeds->n; i++) fv[i] = sg->vals[feeds->slot[i]].val;
-    rill_code code = rill__session_run_until(lp->sess, m->dl, feeds->outs, fv, feeds->n,
+    for (int i = 0; i < feeds->n; i++) fv[i] = st->vals[feeds->slot[i]];
+    rill_code code = rill__session_run_until(lp->sess, st->dl, feeds->outs, fv, feeds->n,
                                              fetches->outs, out, fetches->n, targets->nodes,
                                              targets->n, s);
     for (int i = 0; code == RILL_OK && i < fetches->n; i++) {
-        rill_tensor_free(sg->vals[fetches->slot[i]].val);
-        sg->vals[fetches->slot[i]].val = out[i];
+        rill_tensor_free(st->vals[fetches->slot[i]]);
+        st->vals[fetches->slot[i]] = out[i];
     }
     rill__free(fv);
     rill__free(out);
@@ -880,8 +935,6 @@ static rill_code master_run(void *mp, rill__deadline dl, const rill_output *feed
 {
     master *m = mp;
     pthread_mutex_lock(&m->mu);
-    m->dl = dl;
-    m->timed_out = false;
     if (!rill__place(m->g, &m->pl, m->devp, m->ndevs, m->opts.allow_soft_placement,
                      m->opts.log_device_placement, s)) {
         pthread_mutex_unlock(&m->mu);
@@ -916,11 +969,14 @@ static rill_code master_run(void *mp, rill__deadline dl, const rill_output *feed
     } else {
         rill__free(key);
     }
+    /* The step itself runs without the lock: a signature, once built, is only read. */
+    pthread_mutex_unlock(&m->mu);
+    mstep step = {.dl = dl}, *st = &step;
+    st->vals = rill__calloc((size_t)sg->nvals + 1, sizeof *st->vals);
+    RILL_CHECK_ALLOC(st->vals);
     rill_code code = RILL_OK;
-    for (int i = 0; i < sg->nvals; i++) {
-        rill_tensor_free(sg->vals[i].val);
-        sg->vals[i].val = sg->vals[i].task < 0 ? rill_tensor_ref(feed_values[sg->vals[i].user_feed]) : NULL;
-    }
+    for (int i = 0; i < sg->nvals; i++)
+        if (sg->vals[i].task < 0) st->vals[i] = rill_tensor_ref(feed_values[sg->vals[i].user_feed]);
     /* 1. pre runs */
     for (int k = 0; k < m->ntasks && code == RILL_OK; k++) {
         int t = sg->order[k];
@@ -928,26 +984,26 @@ static rill_code master_run(void *mp, rill__deadline dl, const rill_output *feed
         if (t == m->self || !p->handle) continue;
         bool all_now = !p->has_feeds;
         if (p->pre_fetch.n == 0 && !(all_now && p->targets.n)) continue;
-        if (!run_remote(m, sg, t, NULL, &p->pre_fetch, all_now ? &p->targets : NULL, s))
+        if (!run_remote(m, sg, st, t, NULL, &p->pre_fetch, all_now ? &p->targets : NULL, s))
             code = rill_status_code(s);
     }
     /* 2. the master's own piece */
     piece *lp = &sg->pieces[m->self];
     if (code == RILL_OK && (lp->post_fetch.n || lp->targets.n))
-        code = run_local(m, sg, lp, &lp->post_feed, &lp->post_fetch, &lp->targets, s);
+        code = run_local(st, lp, &lp->post_feed, &lp->post_fetch, &lp->targets, s);
     /* 3. post runs */
     for (int k = 0; k < m->ntasks && code == RILL_OK; k++) {
         int t = sg->order[k];
         piece *p = &sg->pieces[t];
         if (t == m->self || !p->handle || !p->has_feeds) continue;
-        if (!run_remote(m, sg, t, &p->post_feed, &p->post_fetch, &p->targets, s))
+        if (!run_remote(m, sg, st, t, &p->post_feed, &p->post_fetch, &p->targets, s))
             code = rill_status_code(s);
     }
     /* 4. the master's tail */
     if (code == RILL_OK && (lp->tail_fetch.n || lp->tail_targets.n))
-        code = run_local(m, sg, lp, &lp->tail_feed, &lp->tail_fetch, &lp->tail_targets, s);
+        code = run_local(st, lp, &lp->tail_feed, &lp->tail_fetch, &lp->tail_targets, s);
     for (int i = 0; i < nfetches; i++) {
-        fetch_values[i] = code == RILL_OK ? rill_tensor_ref(sg->vals[sg->user_fetch_slot[i]].val) : NULL;
+        fetch_values[i] = code == RILL_OK ? rill_tensor_ref(st->vals[sg->user_fetch_slot[i]]) : NULL;
         if (code == RILL_OK && !fetch_values[i]) {
             rill_status_set(s, RILL_INTERNAL, "fetch %d was not produced", i);
             code = RILL_INTERNAL;
@@ -955,10 +1011,11 @@ static rill_code master_run(void *mp, rill__deadline dl, const rill_output *feed
     }
     if (code != RILL_OK)
         for (int i = 0; i < nfetches; i++) rill_tensor_free(fetch_values[i]), fetch_values[i] = NULL;
-    for (int i = 0; i < sg->nvals; i++) rill_tensor_free(sg->vals[i].val), sg->vals[i].val = NULL;
-    /* A task still running its part past the deadline is told to stop (TF cancels the step). */
-    if (m->timed_out) master_cancel(m);
-    pthread_mutex_unlock(&m->mu);
+    for (int i = 0; i < sg->nvals; i++) rill_tensor_free(st->vals[i]);
+    rill__free(st->vals);
+    /* A task still running its part past the deadline is told to stop (TF cancels the step;
+     * here every step of this master then running is cancelled with it). */
+    if (st->timed_out) master_cancel(m);
     return code;
 }
 
@@ -971,7 +1028,10 @@ static void master_close(void *mp)
         sig_free(m, sg);
         sg = nx;
     }
-    for (int t = 0; t < m->ntasks; t++) rill__channel_close(m->tasks[t].ch);
+    for (int t = 0; t < m->ntasks; t++) {
+        for (int i = 0; i < m->tasks[t].nidle; i++) rill__channel_close(m->tasks[t].idle[i].ch);
+        pthread_mutex_destroy(&m->tasks[t].mu);
+    }
     rill__placement_free(&m->pl);
     rill__free(m->tasks);
     rill__free(m->devs);

@@ -201,6 +201,80 @@ static void test_async_two_workers(void)
     rill_status_free(s);
 }
 
+/* Steps run at once on one cluster session: N threads train asynchronously through the same
+ * session (Hogwild-style); every step's update reaches the ps, so the global step counts exactly
+ * N x steps, and the model converges. Nothing holds a step up for another (each takes a
+ * connection of its own from the task's pool; the master's lock covers placement and the
+ * signature table only). */
+typedef struct shared_job {
+    rill_session *sess;
+    model *m;
+    int steps;
+    unsigned seed;
+    int64_t last;
+} shared_job;
+
+static void *shared_thread(void *arg)
+{
+    shared_job *j = arg;
+    j->last = train(j->sess, j->m, j->steps, j->seed);
+    return NULL;
+}
+
+static void test_concurrent_steps(void)
+{
+    enum { NT = 4, STEPS = 400 };
+    rill_status *s = rill_status_new();
+    char ps[32], w0[32];
+    snprintf(ps, sizeof ps, "127.0.0.1:%d", free_port());
+    snprintf(w0, sizeof w0, "127.0.0.1:%d", free_port());
+    rill_cluster_spec *c = rill_cluster_spec_from_hosts(ps, w0, s);
+    rill_server *sp = c ? rill_server_new(c, "ps", 0, NULL, s) : NULL;
+    rill_server *sw = sp ? rill_server_new(c, "worker", 0, NULL, s) : NULL;
+    if (!CHECK(sp && sw)) {
+        fprintf(stderr, "%s\n", rill_status_message(s));
+        goto out;
+    }
+    model m;
+    build(&m, 0);
+    rill_session *sess = session_on(sw, m.g, s);
+    if (CHECK(sess != NULL) && CHECK(rill_session_run_targets(sess, &m.init, 1, s) == RILL_OK)) {
+        shared_job j[NT];
+        pthread_t th[NT];
+        double t0 = mono_now();
+        for (int i = 0; i < NT; i++) {
+            j[i] = (shared_job){sess, &m, STEPS, (unsigned)i + 11, -1};
+            pthread_create(&th[i], NULL, shared_thread, &j[i]);
+        }
+        int64_t top = 0;
+        for (int i = 0; i < NT; i++) {
+            pthread_join(th[i], NULL);
+            CHECK(j[i].last > 0);
+            if (j[i].last > top) top = j[i].last;
+        }
+        double took = mono_now() - t0;
+        CHECK_EQ_INT(top, NT * STEPS);
+        rill_tensor *gv = NULL;
+        CHECK_EQ_INT(rill_session_run(sess, NULL, NULL, 0, &m.gs, &gv, 1, NULL, 0, s), RILL_OK);
+        if (CHECK(gv != NULL)) CHECK_EQ_INT(*(int64_t *)rill_tensor_data(gv), NT * STEPS);
+        rill_tensor_free(gv);
+        float w, b;
+        read_wb(sess, &m, &w, &b);
+        printf("%d threads x %d steps on one cluster session: global step %lld in %.2f s, "
+               "weight %f biase %f\n",
+               NT, STEPS, (long long)top, took, w, b);
+        CHECK_NEAR(w, 2.0, 0.1);
+        CHECK_NEAR(b, 10.0, 0.3);
+    }
+    rill_session_free(sess);
+    unbuild(&m);
+out:
+    rill_server_free(sw);
+    rill_server_free(sp);
+    rill_cluster_spec_free(c);
+    rill_status_free(s);
+}
+
 static void test_unreachable_ps(void)
 {
     rill_status *s = rill_status_new();
@@ -983,6 +1057,7 @@ int main(void)
     test_local_server();
     test_unreachable_ps();
     test_async_two_workers();
+    test_concurrent_steps();
     test_hung_ps();
     test_tail_step();
     test_remote_order();
