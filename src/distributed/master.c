@@ -14,8 +14,8 @@
  *   3. post: each remote task gets the master's tensors (gradients) and runs the rest (updates);
  *   4. tail: what of the master's piece needs values from step 3 (SyncReplicasOptimizer's
  *      token, a saver's index of the ps tasks' shards) runs last, locally.
- * Remote tasks run in an order that respects the control edges between them (an update on one
- * ps before the global step on another). A remote value that depends on the master's tail, or a
+ * Remote tasks run in levels that respect the control edges between them (an update on one ps
+ * before the global step on another); the tasks of a level are called at once. A remote value that depends on the master's tail, or a
  * remote-to-remote edge whose value depends on the master, is UNIMPLEMENTED (it would need
  * another round trip). Connecting to a task that is not up yet is retried, with a log line
  * naming it every few seconds, until the server's connect deadline: then UNAVAILABLE.
@@ -93,6 +93,7 @@ typedef struct sig {
     int nvals, capvals;
     int *user_fetch_slot; /* per user fetch */
     int *order;           /* tasks in the order their remote runs go */
+    int *level;           /* per task: runs after every task of a lower level (control edges) */
     struct sig *next;
 } sig;
 
@@ -111,6 +112,14 @@ typedef struct master {
     sig *sigs;
     pthread_mutex_t sigs_mu; /* the list's links, for master_cancel */
     uint64_t owner;          /* this master's id on the servers (REGISTER, CANCEL) */
+    /* Threads that make the calls of one level to several tasks at once: an idle one takes a
+     * call, or a new one is made (never a wait for a busy one: its call may be blocked on a
+     * step that needs this one to go on). */
+    pthread_mutex_t pool_mu;
+    pthread_cond_t pool_cv;
+    struct caller *idle_callers;
+    int ncallers;
+    bool pool_stop;
 } master;
 
 /* One step in flight: the values crossing tasks (per xval of its signature), its deadline. Steps
@@ -408,6 +417,7 @@ static void sig_free(master *m, sig *sg)
         io_free(&p->tail_targets);
     }
     rill__free(sg->order);
+    rill__free(sg->level);
     rill__free(sg->vals);
     rill__free(sg->pieces);
     rill__free(sg->user_fetch_slot);
@@ -551,6 +561,8 @@ static bool order_tasks(master *m, sig *sg, const char *need, rill_status *s)
             indeg[to]++;
         }
     }
+    sg->level = rill__calloc((size_t)nt + 1, sizeof *sg->level);
+    RILL_CHECK_ALLOC(sg->level);
     for (int k = 0; k < nt; k++) {
         int pick = -1;
         for (int t = 0; t < nt && pick < 0; t++)
@@ -560,7 +572,11 @@ static bool order_tasks(master *m, sig *sg, const char *need, rill_status *s)
         done[pick] = 1;
         sg->order[k] = pick;
         for (int t = 0; t < nt; t++)
-            if (edge[pick * nt + t]) indeg[t]--;
+            if (edge[pick * nt + t]) {
+                indeg[t]--;
+                /* t runs after pick: a level above it (a cycle keeps t where it is) */
+                if (!done[t] && sg->level[t] <= sg->level[pick]) sg->level[t] = sg->level[pick] + 1;
+            }
     }
     rill__free(edge);
     rill__free(indeg);
@@ -926,6 +942,171 @@ static rill_code run_local(mstep *st, piece *lp, const io *feeds, const io *fetc
     return code;
 }
 
+/* The remote runs of one phase (pre or post) of step st: level by level, the tasks of a level
+ * at once (one on this thread, the others on the master's pool), so P ps tasks cost one round
+ * trip's time, not P. The first failure in task order is the step's. */
+typedef struct phase_job {
+    master *m;
+    sig *sg;
+    mstep *st;
+    bool post;
+    int tasks[256];
+    rill_status *status[256];
+} phase_job;
+
+static void run_one(phase_job *j, int k)
+{
+    int t = j->tasks[k];
+    piece *p = &j->sg->pieces[t];
+    if (!j->post) {
+        bool all_now = !p->has_feeds;
+        run_remote(j->m, j->sg, j->st, t, NULL, &p->pre_fetch, all_now ? &p->targets : NULL,
+                   j->status[k]);
+    } else {
+        run_remote(j->m, j->sg, j->st, t, &p->post_feed, &p->post_fetch, &p->targets,
+                   j->status[k]);
+    }
+}
+
+/* A thread of the master's pool and the call it was given. */
+typedef struct caller {
+    struct caller *next; /* in the idle list */
+    master *m;
+    pthread_t th;
+    pthread_cond_t cv;
+    phase_job *job; /* NULL: waiting */
+    int k;
+    int *left; /* calls of the level still running, under pool_mu; pool_cv when it reaches 0 */
+} caller;
+
+static void *caller_main(void *arg)
+{
+    caller *c = arg;
+    master *m = c->m;
+    pthread_mutex_lock(&m->pool_mu);
+    for (;;) {
+        while (!c->job && !m->pool_stop) pthread_cond_wait(&c->cv, &m->pool_mu);
+        if (!c->job) break;
+        phase_job *j = c->job;
+        int k = c->k;
+        pthread_mutex_unlock(&m->pool_mu);
+        run_one(j, k);
+        pthread_mutex_lock(&m->pool_mu);
+        c->job = NULL;
+        if (--*c->left == 0) pthread_cond_broadcast(&m->pool_cv);
+        c->next = m->idle_callers;
+        m->idle_callers = c;
+    }
+    pthread_mutex_unlock(&m->pool_mu);
+    return NULL;
+}
+
+/* Runs call k of j on a pool thread (under pool_mu). False when no thread could be made: the
+ * caller then runs it itself. */
+static bool dispatch(master *m, phase_job *j, int k, int *left)
+{
+    caller *c = m->idle_callers;
+    if (c) {
+        m->idle_callers = c->next;
+    } else {
+        c = rill__calloc(1, sizeof *c);
+        RILL_CHECK_ALLOC(c);
+        c->m = m;
+        pthread_cond_init(&c->cv, NULL);
+        if (pthread_create(&c->th, NULL, caller_main, c) != 0) {
+            pthread_cond_destroy(&c->cv);
+            rill__free(c);
+            return false;
+        }
+        m->ncallers++;
+    }
+    c->job = j;
+    c->k = k;
+    c->left = left;
+    pthread_cond_signal(&c->cv);
+    return true;
+}
+
+/* Stops and frees the pool (every caller is idle: no step runs). */
+static void pool_free(master *m)
+{
+    pthread_mutex_lock(&m->pool_mu);
+    m->pool_stop = true;
+    caller *list = m->idle_callers;
+    for (caller *c = list; c; c = c->next) pthread_cond_signal(&c->cv);
+    m->idle_callers = NULL;
+    pthread_mutex_unlock(&m->pool_mu);
+    while (list) {
+        caller *nx = list->next;
+        pthread_join(list->th, NULL);
+        pthread_cond_destroy(&list->cv);
+        rill__free(list);
+        list = nx;
+    }
+    pthread_cond_destroy(&m->pool_cv);
+    pthread_mutex_destroy(&m->pool_mu);
+}
+
+/* Whether task t has a remote run in this phase. */
+static bool has_run(const master *m, const sig *sg, int t, bool post)
+{
+    const piece *p = &sg->pieces[t];
+    if (t == m->self || !p->handle) return false;
+    if (post) return p->has_feeds;
+    return p->pre_fetch.n || (!p->has_feeds && p->targets.n);
+}
+
+static rill_code run_phase(master *m, sig *sg, mstep *st, bool post, rill_status *s)
+{
+    static __thread phase_job j; /* 4 KiB: off the stack, one per thread */
+    j = (phase_job){.m = m, .sg = sg, .st = st, .post = post};
+    int top = 0;
+    for (int t = 0; t < m->ntasks; t++)
+        if (sg->level[t] > top) top = sg->level[t];
+    for (int lv = 0; lv <= top; lv++) {
+        int n = 0;
+        for (int k = 0; k < m->ntasks && n < 256; k++) {
+            int t = sg->order[k];
+            if (sg->level[t] == lv && has_run(m, sg, t, post)) j.tasks[n++] = t;
+        }
+        if (n == 0) continue;
+        if (n == 1) {
+            j.status[0] = s;
+            run_one(&j, 0);
+            if (!rill_status_ok(s)) return rill_status_code(s);
+            continue;
+        }
+        for (int k = 0; k < n; k++) j.status[k] = rill_status_new();
+        /* Calls 1..n-1 on the pool, call 0 here, then wait for the others. */
+        int left = 0;
+        pthread_mutex_lock(&m->pool_mu);
+        for (int k = 1; k < n; k++) {
+            left++;
+            if (!dispatch(m, &j, k, &left)) {
+                left--;
+                pthread_mutex_unlock(&m->pool_mu);
+                run_one(&j, k);
+                pthread_mutex_lock(&m->pool_mu);
+            }
+        }
+        pthread_mutex_unlock(&m->pool_mu);
+        run_one(&j, 0);
+        pthread_mutex_lock(&m->pool_mu);
+        while (left > 0) pthread_cond_wait(&m->pool_cv, &m->pool_mu);
+        pthread_mutex_unlock(&m->pool_mu);
+        rill_code code = RILL_OK;
+        for (int k = 0; k < n; k++) {
+            if (code == RILL_OK && !rill_status_ok(j.status[k])) {
+                rill_status_copy(s, j.status[k]);
+                code = rill_status_code(s);
+            }
+            rill_status_free(j.status[k]);
+        }
+        if (code != RILL_OK) return code;
+    }
+    return RILL_OK;
+}
+
 static void master_cancel(void *mp);
 
 static rill_code master_run(void *mp, rill__deadline dl, const rill_output *feeds,
@@ -978,27 +1159,13 @@ static rill_code master_run(void *mp, rill__deadline dl, const rill_output *feed
     for (int i = 0; i < sg->nvals; i++)
         if (sg->vals[i].task < 0) st->vals[i] = rill_tensor_ref(feed_values[sg->vals[i].user_feed]);
     /* 1. pre runs */
-    for (int k = 0; k < m->ntasks && code == RILL_OK; k++) {
-        int t = sg->order[k];
-        piece *p = &sg->pieces[t];
-        if (t == m->self || !p->handle) continue;
-        bool all_now = !p->has_feeds;
-        if (p->pre_fetch.n == 0 && !(all_now && p->targets.n)) continue;
-        if (!run_remote(m, sg, st, t, NULL, &p->pre_fetch, all_now ? &p->targets : NULL, s))
-            code = rill_status_code(s);
-    }
+    code = run_phase(m, sg, st, false, s);
     /* 2. the master's own piece */
     piece *lp = &sg->pieces[m->self];
     if (code == RILL_OK && (lp->post_fetch.n || lp->targets.n))
         code = run_local(st, lp, &lp->post_feed, &lp->post_fetch, &lp->targets, s);
     /* 3. post runs */
-    for (int k = 0; k < m->ntasks && code == RILL_OK; k++) {
-        int t = sg->order[k];
-        piece *p = &sg->pieces[t];
-        if (t == m->self || !p->handle || !p->has_feeds) continue;
-        if (!run_remote(m, sg, st, t, &p->post_feed, &p->post_fetch, &p->targets, s))
-            code = rill_status_code(s);
-    }
+    if (code == RILL_OK) code = run_phase(m, sg, st, true, s);
     /* 4. the master's tail */
     if (code == RILL_OK && (lp->tail_fetch.n || lp->tail_targets.n))
         code = run_local(st, lp, &lp->tail_feed, &lp->tail_fetch, &lp->tail_targets, s);
@@ -1028,6 +1195,7 @@ static void master_close(void *mp)
         sig_free(m, sg);
         sg = nx;
     }
+    pool_free(m);
     for (int t = 0; t < m->ntasks; t++) {
         for (int i = 0; i < m->tasks[t].nidle; i++) rill__channel_close(m->tasks[t].idle[i].ch);
         pthread_mutex_destroy(&m->tasks[t].mu);
@@ -1061,6 +1229,8 @@ static void *master_open(const char *target, rill_graph *g, const rill_session_o
     m->owner = rill__random_seed() ^ (uint64_t)(uintptr_t)m;
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->sigs_mu, NULL);
+    pthread_mutex_init(&m->pool_mu, NULL);
+    pthread_cond_init(&m->pool_cv, NULL);
     if (!discover(m, s)) {
         master_close(m);
         return NULL;
