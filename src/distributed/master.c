@@ -36,6 +36,7 @@
 #include "graph_codec.h"
 #include "rpc.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -1056,6 +1057,18 @@ static bool has_run(const master *m, const sig *sg, int t, bool post)
     return p->pre_fetch.n || (!p->has_feeds && p->targets.n);
 }
 
+/* RILL_MASTER_SERIAL=1: call the tasks of a level one after another, as the master did before
+ * (bench/bench_ps_bandwidth.sh measures both in one run). */
+static bool serial_calls(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("RILL_MASTER_SERIAL");
+        v = e && *e == '1';
+    }
+    return v;
+}
+
 static rill_code run_phase(master *m, sig *sg, mstep *st, bool post, rill_status *s)
 {
     static __thread phase_job j; /* 4 KiB: off the stack, one per thread */
@@ -1070,6 +1083,14 @@ static rill_code run_phase(master *m, sig *sg, mstep *st, bool post, rill_status
             if (sg->level[t] == lv && has_run(m, sg, t, post)) j.tasks[n++] = t;
         }
         if (n == 0) continue;
+        if (serial_calls()) { /* the benchmarks' baseline: one task after another */
+            for (int k = 0; k < n; k++) {
+                j.status[k] = s;
+                run_one(&j, k);
+                if (!rill_status_ok(s)) return rill_status_code(s);
+            }
+            continue;
+        }
         if (n == 1) {
             j.status[0] = s;
             run_one(&j, 0);
