@@ -68,3 +68,55 @@ def test_ps_and_worker(tmp_path):
     assert ps.returncode == 0, err
     assert "join returned" not in out
     assert time.time() - t0 < 10
+
+
+def test_threads_share_one_cluster_session():
+    """Hogwild from Python: 4 threads train through one Session on the worker's target, the GIL
+    released while each step runs; every step's update reaches the ps in the other process, so
+    the global step counts exactly 4 x 150, and the model converges."""
+    import threading
+
+    ps_addr, worker_addr = f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
+    ps = subprocess.Popen([sys.executable, "-c", PS, ps_addr, worker_addr], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    try:
+        assert ps.stdout.readline().strip() == "serving"
+        cluster = tf.train.ClusterSpec({"ps": [ps_addr], "worker": [worker_addr]})
+        server = tf.train.Server(cluster, job_name="worker", task_index=0)
+        g = tf.Graph()
+        with g.as_default(), tf.device(tf.train.replica_device_setter(
+                worker_device="/job:worker/task:0", cluster=cluster)):
+            step = tf.train.get_or_create_global_step()
+            x = tf.placeholder(tf.float32)
+            y = tf.placeholder(tf.float32)
+            w = tf.Variable([0.0], name="w")
+            b = tf.Variable([0.0], name="b")
+            loss = tf.reduce_sum(tf.square(y - (x * w + b)))
+            train = tf.train.GradientDescentOptimizer(0.05).minimize(loss, global_step=step)
+            init = tf.global_variables_initializer()
+        errors = []
+        with tf.Session(server.target, graph=g) as sess:
+            sess.run(init)
+
+            def work(seed):
+                rng = np.random.default_rng(seed)
+                try:
+                    for _ in range(150):
+                        xv = rng.standard_normal(1).astype(np.float32)
+                        sess.run(train, {x: xv, y: 2 * xv + 10})
+                except Exception as e:  # reported below: a thread's failure fails the test
+                    errors.append(e)
+
+            threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(120)
+            assert not errors, errors
+            sv, wv, bv = sess.run([step, w, b])
+        assert sv == 600
+        assert abs(wv[0] - 2) < 0.1 and abs(bv[0] - 10) < 0.3, (wv, bv)
+    finally:
+        ps.send_signal(signal.SIGTERM)
+        ps.communicate(timeout=30)
+    assert ps.returncode == 0
