@@ -392,36 +392,11 @@ static void apply_gd_kernel(rill__kctx *ctx)
     pthread_mutex_unlock(&v->mu);
 }
 
-static void apply_momentum_kernel(rill__kctx *ctx)
+/* The updates of a variable with one slot (Momentum, Adagrad): inputs var, accum, lr (host),
+ * grad; kernel `name` takes (w, accum, grad, lr, extra..., n). */
+static void one_slot_update(rill__kctx *ctx, const char *name, double lr, const rill__cl_arg *extra,
+                            int nextra)
 {
-    double lr, mom;
-    if (!host_scalar(ctx, 2, &lr) || !host_scalar(ctx, 4, &mom)) return;
-    cl_int nesterov = rill__attr_bool(ctx->node, "use_nesterov", false);
-    const rill_tensor *grad = ctx->inputs[3];
-    LOCK_ALL(2);
-    rill_tensor *var = writable(ctx, ctx->vars[0]);
-    rill_tensor *acc = var ? writable(ctx, ctx->vars[1]) : NULL;
-    if (var && acc && same_size(ctx, var, 3, "grad")) {
-        if (acc->numel != var->numel) {
-            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "var and accum do not have the same shape");
-        } else {
-            cl_mem wm = rill__cl_mem(var), am = rill__cl_mem(acc), gm = rill__cl_mem(grad);
-            st_acc l = acc_of(var->dtype, lr), m = acc_of(var->dtype, mom);
-            cl_long n = var->numel;
-            rill__cl_arg args[] = {RILL__CL_ARG(wm), RILL__CL_ARG(am),       RILL__CL_ARG(gm), ST_ACC(l),
-                             ST_ACC(m),  RILL__CL_ARG(nesterov), RILL__CL_ARG(n)};
-            if (rill__cl_launch(ctx, "st_apply_momentum", var->dtype, args, 7, n))
-                rill__kctx_set_output(ctx, 0, rill_tensor_ref(var));
-        }
-    }
-    UNLOCK_ALL(2);
-}
-
-static void apply_adagrad_kernel(rill__kctx *ctx)
-{
-    double lr;
-    if (!host_scalar(ctx, 2, &lr)) return;
-    cl_int update_slots = rill__attr_bool(ctx->node, "update_slots", true);
     const rill_tensor *grad = ctx->inputs[3];
     LOCK_ALL(2);
     rill_tensor *var = writable(ctx, ctx->vars[0]);
@@ -433,13 +408,33 @@ static void apply_adagrad_kernel(rill__kctx *ctx)
             cl_mem wm = rill__cl_mem(var), am = rill__cl_mem(acc), gm = rill__cl_mem(grad);
             st_acc l = acc_of(var->dtype, lr);
             cl_long n = var->numel;
-            rill__cl_arg args[] = {RILL__CL_ARG(wm), RILL__CL_ARG(am), RILL__CL_ARG(gm), ST_ACC(l),
-                                   RILL__CL_ARG(update_slots), RILL__CL_ARG(n)};
-            if (rill__cl_launch(ctx, "st_apply_adagrad", var->dtype, args, 6, n))
+            rill__cl_arg args[8] = {RILL__CL_ARG(wm), RILL__CL_ARG(am), RILL__CL_ARG(gm), ST_ACC(l)};
+            for (int i = 0; i < nextra; i++) args[4 + i] = extra[i];
+            args[4 + nextra] = RILL__CL_ARG(n);
+            if (rill__cl_launch(ctx, name, var->dtype, args, 5 + nextra, n))
                 rill__kctx_set_output(ctx, 0, rill_tensor_ref(var));
         }
     }
     UNLOCK_ALL(2);
+}
+
+static void apply_momentum_kernel(rill__kctx *ctx)
+{
+    double lr, mom;
+    if (!host_scalar(ctx, 2, &lr) || !host_scalar(ctx, 4, &mom)) return;
+    cl_int nesterov = rill__attr_bool(ctx->node, "use_nesterov", false);
+    st_acc m = acc_of(rill__node_kernel_dtype(ctx->node), mom);
+    rill__cl_arg extra[] = {ST_ACC(m), RILL__CL_ARG(nesterov)};
+    one_slot_update(ctx, "st_apply_momentum", lr, extra, 2);
+}
+
+static void apply_adagrad_kernel(rill__kctx *ctx)
+{
+    double lr;
+    if (!host_scalar(ctx, 2, &lr)) return;
+    cl_int update_slots = rill__attr_bool(ctx->node, "update_slots", true);
+    rill__cl_arg extra[] = {RILL__CL_ARG(update_slots)};
+    one_slot_update(ctx, "st_apply_adagrad", lr, extra, 1);
 }
 
 static void apply_adam_kernel(rill__kctx *ctx)
