@@ -41,6 +41,9 @@ echo
 echo "== the seed's step on a cluster (1 ps + 1 worker on loopback) against two raw TCP round trips"
 RILL_OPENCL_CPU_AS_GPU=0 "$B/bench/bench_cluster_step" 3000 2>&1 | grep -v '^I[0-9]'
 echo
+echo "== parameter-server bandwidth: 64 MiB over 1, 2, 4 ps tasks in network namespaces behind 1 Gbit/s links, parallel and serial calls (same run; needs root)"
+RILL_OPENCL_CPU_AS_GPU=0 bench/bench_ps_bandwidth.sh "$B" 64 3
+echo
 echo "== synchronous vs asynchronous training: the seed's model, 1 ps + 2 and 4 workers, rill and TensorFlow (same run)"
 RILL_OPENCL_CPU_AS_GPU=0 bench/bench_sync.sh "$B" 2 4
 echo

@@ -35,6 +35,10 @@ echo "rill:  $seed"
 # The same step from Python: TF's own program on rill.compat.v1 (make python installs it).
 pyseed=$("$PY" bench/baseline_seed_step.py 20000 rill 2>/dev/null | sed -n 's/.*rill_python_seed_step_us=\([0-9.]*\).*/\1/p')
 [ -n "$pyseed" ] && echo "rill:  python_seed_step_us=$pyseed (the C step: $rill_seed us)"
+# A 16 MiB feed from Python (fed in place on rill) on each framework, with its floors.
+for fw in rill tf torch; do
+    "$PY" bench/baseline_feed.py "$fw" 16 2>/dev/null | grep -E 'RESULT .*_feed_16mib|skipped' | sed "s/^/$fw: /"
+done
 for fw in tf torch; do
     [ -x "$PY" ] || { echo "$fw: skipped (no $PY: make venv)"; continue; }
     out=$("$PY" bench/baseline_models.py "$fw" "$T" 40 30 2>/dev/null | grep -E 'RESULT|skipped')
