@@ -30,6 +30,27 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def start_ps():
+    """A ps task serving in its own process (PS above): (the process, the cluster of it and a
+    worker task 0 for this process)."""
+    ps_addr, worker_addr = f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
+    ps = subprocess.Popen([sys.executable, "-c", PS, ps_addr, worker_addr], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    try:
+        assert ps.stdout.readline().strip() == "serving"
+    except BaseException:
+        ps.kill()
+        ps.communicate(timeout=30)
+        raise
+    return ps, tf.train.ClusterSpec({"ps": [ps_addr], "worker": [worker_addr]})
+
+
+def stop_ps(ps):
+    """SIGTERM ends the ps's join() with exit 0; (stdout, stderr)."""
+    ps.send_signal(signal.SIGTERM)
+    return ps.communicate(timeout=30)
+
+
 def test_ps_and_worker(tmp_path):
     ps_addr, worker_addr = f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
     ps = subprocess.Popen([sys.executable, "-c", PS, ps_addr, worker_addr], stdout=subprocess.PIPE,
@@ -76,12 +97,8 @@ def test_threads_share_one_cluster_session():
     the global step counts exactly 4 x 150, and the model converges."""
     import threading
 
-    ps_addr, worker_addr = f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
-    ps = subprocess.Popen([sys.executable, "-c", PS, ps_addr, worker_addr], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True)
+    ps, cluster = start_ps()
     try:
-        assert ps.stdout.readline().strip() == "serving"
-        cluster = tf.train.ClusterSpec({"ps": [ps_addr], "worker": [worker_addr]})
         server = tf.train.Server(cluster, job_name="worker", task_index=0)
         g = tf.Graph()
         with g.as_default(), tf.device(tf.train.replica_device_setter(
@@ -117,6 +134,5 @@ def test_threads_share_one_cluster_session():
         assert sv == 600
         assert abs(wv[0] - 2) < 0.1 and abs(bv[0] - 10) < 0.3, (wv, bv)
     finally:
-        ps.send_signal(signal.SIGTERM)
-        ps.communicate(timeout=30)
+        stop_ps(ps)
     assert ps.returncode == 0

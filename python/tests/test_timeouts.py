@@ -3,8 +3,6 @@ that waits too long with DeadlineExceededError ("Timed out waiting for notificat
 waited) instead of hanging, locally and on a cluster: there, the deadlock TF documents for
 SyncReplicasOptimizer (a worker waiting for a token that the chief's queue runner, not running,
 never gives) ends at the deadline, naming the ps task."""
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -12,7 +10,7 @@ import pytest
 
 import rill.compat.v1 as tf
 
-from test_cluster import PS, _free_port
+from test_cluster import start_ps, stop_ps
 
 
 def _dequeue(g, name="q"):
@@ -50,12 +48,8 @@ def test_run_options_and_operation_timeout():
 
 
 def test_sync_replicas_without_the_chief_times_out():
-    ps_addr, worker_addr = f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
-    ps = subprocess.Popen([sys.executable, "-c", PS, ps_addr, worker_addr],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ps, cluster = start_ps()
     try:
-        assert ps.stdout.readline().strip() == "serving"
-        cluster = tf.train.ClusterSpec({"ps": [ps_addr], "worker": [worker_addr]})
         server = tf.train.Server(cluster, job_name="worker", task_index=0)
         g = tf.Graph()
         with g.as_default(), tf.device(tf.train.replica_device_setter(
@@ -84,6 +78,5 @@ def test_sync_replicas_without_the_chief_times_out():
             # the session works on
             assert sess.run(w)[0] == 1.0
     finally:
-        ps.terminate()
-        ps.communicate(timeout=30)
+        stop_ps(ps)
     assert ps.returncode == 0

@@ -1071,8 +1071,12 @@ static bool serial_calls(void)
 
 static rill_code run_phase(master *m, sig *sg, mstep *st, bool post, rill_status *s)
 {
-    static __thread phase_job j; /* 4 KiB: off the stack, one per thread */
-    j = (phase_job){.m = m, .sg = sg, .st = st, .post = post};
+    static __thread phase_job j; /* 4 KiB: off the stack, one per thread; the task and status
+                                  * slots are written before they are read, so only these are set */
+    j.m = m;
+    j.sg = sg;
+    j.st = st;
+    j.post = post;
     int top = 0;
     for (int t = 0; t < m->ntasks; t++)
         if (sg->level[t] > top) top = sg->level[t];

@@ -258,3 +258,22 @@ bool rill__check_keep_prob(rill__kctx *ctx, const rill_tensor *kp, double *keep)
                     *keep);
     return false;
 }
+
+bool rill__check_strided_slice(rill__kctx *ctx, const rill_tensor *x, const rill_tensor *dy,
+                               rill__slice *sl)
+{
+    rill_status *s = rill__scratch_status();
+    if (!rill__strided_slice_plan(ctx->node, x->shape, sl, s)) {
+        rill__kctx_fail(ctx, rill_status_code(s), "%s", rill_status_message(s));
+        return false;
+    }
+    if (dy && dy->numel != sl->n) {
+        char a[96], b[96];
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "StridedSliceGrad: dy has shape %s, the slice's result %s",
+                        rill_shape_str(&dy->shape, a, sizeof a),
+                        rill_shape_str(&sl->out, b, sizeof b));
+        return false;
+    }
+    return true;
+}

@@ -122,6 +122,11 @@ bool rill__check_argmax(rill__kctx *ctx, const rill_tensor *x, rill_shape *os, i
                         int64_t *inner);
 /* Dropout's keep_prob (a host tensor): one value in (0, 1], returned in *keep. */
 bool rill__check_keep_prob(rill__kctx *ctx, const rill_tensor *kp, double *keep);
+/* StridedSlice's plan for input x (rill__strided_slice_plan, its errors on ctx); with dy (the
+ * gradient), also that dy has as many elements as the slice's result. */
+struct rill__slice;
+bool rill__check_strided_slice(rill__kctx *ctx, const rill_tensor *x, const rill_tensor *dy,
+                               struct rill__slice *sl);
 /* Reductions: the node's "axes" as a mask over rank dims (all when absent). */
 bool rill__check_axes(rill__kctx *ctx, int rank, bool *mask);
 /* Sparse softmax cross-entropy: logits [batch, classes], labels [batch]. */

@@ -275,16 +275,6 @@ void rill__cpu_shape(rill__kctx *ctx)
 
 /* --- StridedSlice --- */
 
-/* The slice's walk over its input: rill__strided_slice_plan with the run-time shape. */
-static bool plan_walk(rill__kctx *ctx, const rill_tensor *x, rill__slice *w)
-{
-    rill_status *s = rill_status_new();
-    bool ok = rill__strided_slice_plan(ctx->node, x->shape, w, s);
-    if (!ok) rill__kctx_fail(ctx, rill_status_code(s), "%s", rill_status_message(s));
-    rill_status_free(s);
-    return ok;
-}
-
 /* Calls fn(arg, o, i, len) for each run: result elements [o, o + len) are input elements i,
  * i + step, ... of the innermost dim (len 1 runs for strings, whose elements are not bytes). */
 typedef void (*slice_run_fn)(void *arg, int64_t o, int64_t i, int64_t len, int64_t step);
@@ -346,7 +336,7 @@ static void strided_slice_kernel(rill__kctx *ctx)
 {
     const rill_tensor *x = ctx->inputs[0];
     rill__slice w;
-    if (!plan_walk(ctx, x, &w)) return;
+    if (!rill__check_strided_slice(ctx, x, NULL, &w)) return;
     rill_tensor *y = rill__kctx_alloc_output(ctx, 0, x->dtype, &w.out);
     if (!y) return;
     bool str = x->dtype == RILL_STRING;
@@ -359,14 +349,7 @@ static void strided_slice_grad_kernel(rill__kctx *ctx)
 {
     const rill_tensor *x = ctx->inputs[0], *dy = ctx->inputs[1];
     rill__slice w;
-    if (!plan_walk(ctx, x, &w)) return;
-    if (dy->numel != w.n) {
-        char a[96], b[96];
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                        "StridedSliceGrad: dy has shape %s, the slice's result %s",
-                        rill_shape_str(&dy->shape, a, sizeof a), rill_shape_str(&w.out, b, sizeof b));
-        return;
-    }
+    if (!rill__check_strided_slice(ctx, x, dy, &w)) return;
     rill_tensor *dx = rill__kctx_alloc_output(ctx, 0, x->dtype, &x->shape);
     if (!dx) return;
     bool str = x->dtype == RILL_STRING;

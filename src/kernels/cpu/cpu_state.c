@@ -162,7 +162,7 @@ static double scalar(const rill_tensor *t)
 
 typedef struct update_job {
     int kind; /* 0 sgd, 1 momentum, 2 adam, 3 adagrad */
-    bool f64, nesterov; /* adagrad: nesterov = update_slots */
+    bool f64, option; /* momentum: use_nesterov; adagrad: update_slots */
     void *w, *s1, *s2; /* the variable and its slots */
     const void *g;
     double lr, c1, c2, eps; /* momentum: c1 = momentum; adam: c1, c2 = beta1, beta2 */
@@ -180,9 +180,9 @@ static void update_range(void *arg, int64_t b, int64_t e)
         if (j->kind == 0)
             l->f32.sgd(w, g, (float)j->lr, n);
         else if (j->kind == 1)
-            l->f32.momentum(w, s1, g, (float)j->lr, (float)j->c1, j->nesterov, n);
+            l->f32.momentum(w, s1, g, (float)j->lr, (float)j->c1, j->option, n);
         else if (j->kind == 3)
-            l->f32.adagrad(w, s1, g, (float)j->lr, j->nesterov, n);
+            l->f32.adagrad(w, s1, g, (float)j->lr, j->option, n);
         else
             l->f32.adam(w, s1, s2, g, (float)j->c1, (float)j->c2, (float)j->eps, (float)j->lr, n);
     } else {
@@ -192,9 +192,9 @@ static void update_range(void *arg, int64_t b, int64_t e)
         if (j->kind == 0)
             l->f64.sgd(w, g, j->lr, n);
         else if (j->kind == 1)
-            l->f64.momentum(w, s1, g, j->lr, j->c1, j->nesterov, n);
+            l->f64.momentum(w, s1, g, j->lr, j->c1, j->option, n);
         else if (j->kind == 3)
-            l->f64.adagrad(w, s1, g, j->lr, j->nesterov, n);
+            l->f64.adagrad(w, s1, g, j->lr, j->option, n);
         else
             l->f64.adam(w, s1, s2, g, j->c1, j->c2, j->eps, j->lr, n);
     }
@@ -233,7 +233,7 @@ static void apply_momentum_kernel(rill__kctx *ctx)
     rill_tensor *var = writable(ctx, ctx->vars[0]);
     rill_tensor *acc = var ? writable(ctx, ctx->vars[1]) : NULL;
     if (var && acc) {
-        update_job j = {.kind = 1, .f64 = var->dtype != RILL_FLOAT, .nesterov = nesterov,
+        update_job j = {.kind = 1, .f64 = var->dtype != RILL_FLOAT, .option = nesterov,
                         .w = var->buf->data, .s1 = acc->buf->data, .g = grad->buf->data,
                         .lr = lr, .c1 = mom};
         run_update(ctx, &j, var->numel);
@@ -252,7 +252,7 @@ static void apply_adagrad_kernel(rill__kctx *ctx)
     rill_tensor *var = writable(ctx, ctx->vars[0]);
     rill_tensor *acc = var ? writable(ctx, ctx->vars[1]) : NULL;
     if (var && acc) {
-        update_job j = {.kind = 3, .f64 = var->dtype != RILL_FLOAT, .nesterov = update_slots,
+        update_job j = {.kind = 3, .f64 = var->dtype != RILL_FLOAT, .option = update_slots,
                         .w = var->buf->data, .s1 = acc->buf->data, .g = grad->buf->data,
                         .lr = lr};
         run_update(ctx, &j, var->numel);

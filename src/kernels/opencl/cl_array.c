@@ -52,16 +52,13 @@ typedef struct cl_slice {
     cl_long count[8], step[8];
 } cl_slice;
 
-/* The plan of ctx's slice for input x as slice_t; *out the result's shape, *n its element
- * count. */
-static bool plan(rill__kctx *ctx, const rill_tensor *x, cl_slice *sl, rill_shape *out, cl_long *n)
+/* The plan of ctx's slice for input x (and dy: the gradient's check) as slice_t; *out the
+ * result's shape, *n its element count. */
+static bool plan(rill__kctx *ctx, const rill_tensor *x, const rill_tensor *dy, cl_slice *sl,
+                 rill_shape *out, cl_long *n)
 {
     rill__slice p;
-    rill_status *s = rill_status_new();
-    bool ok = rill__strided_slice_plan(ctx->node, x->shape, &p, s);
-    if (!ok) rill__kctx_fail(ctx, rill_status_code(s), "%s", rill_status_message(s));
-    rill_status_free(s);
-    if (!ok) return false;
+    if (!rill__check_strided_slice(ctx, x, dy, &p)) return false;
     memset(sl, 0, sizeof *sl);
     sl->rank = p.rank;
     sl->first = p.base;
@@ -80,7 +77,7 @@ static void strided_slice_kernel(rill__kctx *ctx)
     cl_slice sl;
     rill_shape out;
     cl_long n;
-    if (!plan(ctx, x, &sl, &out, &n)) return;
+    if (!plan(ctx, x, NULL, &sl, &out, &n)) return;
     rill_tensor *y = rill__kctx_alloc_output(ctx, 0, x->dtype, &out);
     if (!y || n == 0) return;
     cl_mem ym = rill__cl_mem(y), xm = rill__cl_mem(x);
@@ -94,14 +91,7 @@ static void strided_slice_grad_kernel(rill__kctx *ctx)
     cl_slice sl;
     rill_shape out;
     cl_long n;
-    if (!plan(ctx, x, &sl, &out, &n)) return;
-    if (dy->numel != n) {
-        char a[96], b[96];
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                        "StridedSliceGrad: dy has shape %s, the slice's result %s",
-                        rill_shape_str(&dy->shape, a, sizeof a), rill_shape_str(&out, b, sizeof b));
-        return;
-    }
+    if (!plan(ctx, x, dy, &sl, &out, &n)) return;
     rill_tensor *dx = rill__kctx_alloc_output(ctx, 0, x->dtype, &x->shape);
     if (!dx) return;
     cl_mem dxm = rill__cl_mem(dx), dym = rill__cl_mem(dy);
