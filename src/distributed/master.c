@@ -212,10 +212,13 @@ static void channel_put(task *t, rill__channel *ch, bool ok)
 }
 
 /* A call to task t within step st's deadline (st NULL: the server's step deadline only); a
- * transport failure names the task. */
+ * transport failure names the task. The reply's meta lives in the channel until its next call,
+ * so on success the caller holds the channel (*held) while it reads rep and then hands it back
+ * with channel_put(t, *held, true): another step must not take it and overwrite the meta. */
 static bool call(master *m, task *t, mstep *st, const rill__mbuf *meta, const struct iovec *iov,
-                 int niov, rill__reply *rep, rill_status *s)
+                 int niov, rill__reply *rep, rill__channel **held, rill_status *s)
 {
+    *held = NULL;
     const rill_server_options *so = &m->local_task->opts;
     /* The step's own deadline (RunOptions, operation timeout) bounds the call too. */
     double wait = so->step_deadline_s;
@@ -234,7 +237,7 @@ static bool call(master *m, task *t, mstep *st, const rill__mbuf *meta, const st
     if (!ch) return false;
     if (rill__channel_call(ch, RILL__MSG_REQUEST, meta->p, (uint32_t)meta->n, iov, niov, rep, wait,
                            s)) {
-        channel_put(t, ch, true);
+        *held = ch;
         return true;
     }
     rill_code c = rill_status_code(s);
@@ -296,7 +299,8 @@ static bool discover(master *m, rill_status *s)
             rill__mbuf q = {0};
             rill__mbuf_u32(&q, RILL__RPC_GET_DEVICES);
             rill__reply rep = {0};
-            bool ok = call(m, t, NULL, &q, NULL, 0, &rep, s);
+            rill__channel *ch;
+            bool ok = call(m, t, NULL, &q, NULL, 0, &rep, &ch, s);
             rill__mbuf_free(&q);
             if (!ok) return false;
             rill__mread r = {.p = rep.meta, .n = rep.meta_len};
@@ -315,6 +319,7 @@ static bool discover(master *m, rill_status *s)
                 rill__free(type);
                 rill__free(key);
             }
+            channel_put(t, ch, true);
             if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
             if (r.bad) {
                 rill_status_set(s, RILL_DATA_LOSS, "task /job:%s/task:%d sent a bad device list",
@@ -837,12 +842,14 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
         rill__mbuf_u64(&q, m->owner);
         struct iovec iov = {bytes, len};
         rill__reply rep = {0};
-        bool okc = call(m, &m->tasks[t], NULL, &q, &iov, 1, &rep, s);
+        rill__channel *ch;
+        bool okc = call(m, &m->tasks[t], NULL, &q, &iov, 1, &rep, &ch, s);
         rill__mbuf_free(&q);
         rill__free(bytes);
         if (!okc) goto out;
         rill__mread r = {.p = rep.meta, .n = rep.meta_len};
         p->handle = rill__mread_u64(&r);
+        channel_put(&m->tasks[t], ch, true);
         if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
     }
     ok = true;
@@ -889,7 +896,8 @@ static bool run_remote(master *m, sig *sg, mstep *st, int t, const io *feeds, co
     rill__mbuf_u32(&q, targets ? (uint32_t)targets->n : 0);
     for (int i = 0; targets && i < targets->n; i++) rill__mbuf_str(&q, targets->names[i]);
     rill__reply rep = {0};
-    if (!call(m, &m->tasks[t], st, &q, iovs, niov, &rep, s)) goto out;
+    rill__channel *ch;
+    if (!call(m, &m->tasks[t], st, &q, iovs, niov, &rep, &ch, s)) goto out;
     rill__mread r = {.p = rep.meta, .n = rep.meta_len};
     uint32_t n = rill__mread_u32(&r);
     uint64_t off = 0;
@@ -911,6 +919,8 @@ static bool run_remote(master *m, sig *sg, mstep *st, int t, const io *feeds, co
         rill_tensor_free(st->vals[fetches->slot[i]]);
         st->vals[fetches->slot[i]] = v;
     }
+    /* A reply that did not parse leaves the stream in doubt: the connection is closed. */
+    channel_put(&m->tasks[t], ch, ok);
     if (!ok && rill_status_ok(s))
         rill_status_set(s, RILL_DATA_LOSS, "task /job:%s/task:%d sent a malformed RUN reply",
                         m->tasks[t].job, m->tasks[t].index);
