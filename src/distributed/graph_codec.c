@@ -22,6 +22,12 @@ static const char *const known_attrs[] = {
     /* queues, accumulators, savers, summaries */
     "shared_name", "timeout_ms", "capacity", "names", "shard", "num_shards", "dtypes", "tag",
     "num_outputs", "shapes",
+    /* tensors pushed between tasks */
+    "send_job", "send_task", "recv_job", "recv_task",
+    /* updates, slices, convolutions */
+    "update_slots", "begin", "end", "strides", "begin_mask", "end_mask", "ellipsis_mask",
+    "new_axis_mask", "shrink_axis_mask", "padding", "ksize", "dilations", "data_format",
+    "activation",
 };
 
 static const char *intern(const char *name, size_t len)

@@ -60,41 +60,26 @@ typedef struct task {
     int nidle;
 } task;
 
-/* One cross-task value in a step: produced by `task` (or fed by the user), consumed elsewhere. */
-typedef struct xval {
-    rill_node *src;
-    int idx;
-    int task;      /* producer task, -1 for a user feed */
-    int user_feed; /* index into the user's feeds when task == -1 */
-    bool post;     /* produced in the producer's post run */
-} xval;
-
-typedef struct io {
-    int n, cap;
-    char **names;      /* remote runs: tensor or node names */
-    rill_output *outs; /* local run: outputs */
-    rill_node **nodes; /* local run targets */
-    int *slot;         /* xval index (feeds/fetches) */
-} io;
-
+/* One task's part of a signature: its partition of the cut, registered with it (remote) or run
+ * in a local session sharing the server's variables (the master's own task). */
 typedef struct piece {
     rill_graph *g;
-    uint64_t handle;       /* remote */
-    rill_session *sess;    /* local */
-    io pre_fetch, post_feed, post_fetch, targets;
-    io tail_feed, tail_fetch, tail_targets; /* local: step 4 */
-    bool has_feeds;
+    uint64_t handle;      /* remote */
+    rill_session *sess;   /* the master's task */
+    char **names;         /* remote: the nodes its RUN names as targets */
+    rill_node **targets;  /* local: the same nodes */
+    int ntargets;
+    bool work;            /* it has something to run */
 } piece;
 
+/* A (feeds, fetches, targets) signature: the cut per task, and where the user's feeds enter and
+ * fetches leave the master's piece. Built once, then only read. */
 typedef struct sig {
     int64_t *key;
     int nkey;
     piece *pieces; /* per task */
-    xval *vals;
-    int nvals, capvals;
-    int *user_fetch_slot; /* per user fetch */
-    int *order;           /* tasks in the order their remote runs go */
-    int *level;           /* per task: runs after every task of a lower level (control edges) */
+    rill_output *feeds, *fetches;
+    int nfeeds, nfetches;
     struct sig *next;
 } sig;
 
@@ -112,7 +97,8 @@ typedef struct master {
     pthread_mutex_t mu;
     sig *sigs;
     pthread_mutex_t sigs_mu; /* the list's links, for master_cancel */
-    uint64_t owner;          /* this master's id on the servers (REGISTER, CANCEL) */
+    uint64_t owner;          /* this master's id on the servers (REGISTER, CANCEL, steps) */
+    atomic_uint_fast64_t next_step;
     /* Threads that make the calls of one level to several tasks at once: an idle one takes a
      * call, or a new one is made (never a wait for a busy one: its call may be blocked on a
      * step that needs this one to go on). */
@@ -127,7 +113,6 @@ typedef struct master {
  * run at once share nothing else: the master's lock covers placement and the signature table
  * only. */
 typedef struct mstep {
-    rill_tensor **vals;
     rill__deadline dl;
     bool timed_out; /* a call of this step ran into dl */
 } mstep;
@@ -212,13 +197,10 @@ static void channel_put(task *t, rill__channel *ch, bool ok)
 }
 
 /* A call to task t within step st's deadline (st NULL: the server's step deadline only); a
- * transport failure names the task. The reply's meta lives in the channel until its next call,
- * so on success the caller holds the channel (*held) while it reads rep and then hands it back
- * with channel_put(t, *held, true): another step must not take it and overwrite the meta. */
+ * transport failure names the task. */
 static bool call(master *m, task *t, mstep *st, const rill__mbuf *meta, const struct iovec *iov,
-                 int niov, rill__reply *rep, rill__channel **held, rill_status *s)
+                 int niov, rill__reply *rep, rill_status *s)
 {
-    *held = NULL;
     const rill_server_options *so = &m->local_task->opts;
     /* The step's own deadline (RunOptions, operation timeout) bounds the call too. */
     double wait = so->step_deadline_s;
@@ -237,7 +219,7 @@ static bool call(master *m, task *t, mstep *st, const rill__mbuf *meta, const st
     if (!ch) return false;
     if (rill__channel_call(ch, RILL__MSG_REQUEST, meta->p, (uint32_t)meta->n, iov, niov, rep, wait,
                            s)) {
-        *held = ch;
+        channel_put(t, ch, true);
         return true;
     }
     rill_code c = rill_status_code(s);
@@ -299,8 +281,7 @@ static bool discover(master *m, rill_status *s)
             rill__mbuf q = {0};
             rill__mbuf_u32(&q, RILL__RPC_GET_DEVICES);
             rill__reply rep = {0};
-            rill__channel *ch;
-            bool ok = call(m, t, NULL, &q, NULL, 0, &rep, &ch, s);
+            bool ok = call(m, t, NULL, &q, NULL, 0, &rep, s);
             rill__mbuf_free(&q);
             if (!ok) return false;
             rill__mread r = {.p = rep.meta, .n = rep.meta_len};
@@ -319,7 +300,6 @@ static bool discover(master *m, rill_status *s)
                 rill__free(type);
                 rill__free(key);
             }
-            channel_put(t, ch, true);
             if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
             if (r.bad) {
                 rill_status_set(s, RILL_DATA_LOSS, "task /job:%s/task:%d sent a bad device list",
@@ -336,55 +316,28 @@ static bool discover(master *m, rill_status *s)
     return true;
 }
 
-static int task_of(const master *m, const rill_node *n)
+static int task_of_dev(void *arg, const rill__device *d)
 {
-    rill__device *d = m->pl.assigned[n->id];
-    return d ? m->dev_task[d - m->devs] : m->self;
+    const master *m = arg;
+    return d >= m->devs && d < m->devs + m->ndevs ? m->dev_task[d - m->devs] : m->self;
+}
+
+static void task_name(void *arg, int t, const char **job, int *index)
+{
+    const master *m = arg;
+    *job = m->tasks[t].job;
+    *index = m->tasks[t].index;
+}
+
+/* The master's CPU:0: where the client's feeds enter and its fetches leave. */
+static rill__device *client_device(master *m)
+{
+    for (int i = 0; i < m->ndevs; i++)
+        if (m->dev_task[i] == m->self && strcmp(m->devs[i].type, "CPU") == 0) return &m->devs[i];
+    return m->ndevs ? &m->devs[0] : rill__cpu_device();
 }
 
 /* --- cutting a signature into pieces --- */
-
-static void io_add(io *x, const char *name, rill_output out, rill_node *node, int slot)
-{
-    if (x->n == x->cap) {
-        x->cap = x->cap ? x->cap * 2 : 8;
-        x->names = rill__realloc(x->names, (size_t)x->cap * sizeof *x->names);
-        x->outs = rill__realloc(x->outs, (size_t)x->cap * sizeof *x->outs);
-        x->nodes = rill__realloc(x->nodes, (size_t)x->cap * sizeof *x->nodes);
-        x->slot = rill__realloc(x->slot, (size_t)x->cap * sizeof *x->slot);
-        RILL_CHECK_ALLOC(x->names);
-        RILL_CHECK_ALLOC(x->outs);
-        RILL_CHECK_ALLOC(x->nodes);
-        RILL_CHECK_ALLOC(x->slot);
-    }
-    x->names[x->n] = rill__strdup(name ? name : "");
-    x->outs[x->n] = out;
-    x->nodes[x->n] = node;
-    x->slot[x->n] = slot;
-    x->n++;
-}
-
-static void io_free(io *x)
-{
-    for (int i = 0; i < x->n; i++) rill__free(x->names[i]);
-    rill__free(x->names);
-    rill__free(x->outs);
-    rill__free(x->nodes);
-    rill__free(x->slot);
-}
-
-static int val_slot(sig *sg, rill_node *src, int idx, int task, int user_feed)
-{
-    for (int i = 0; i < sg->nvals; i++)
-        if (sg->vals[i].src == src && sg->vals[i].idx == idx) return i;
-    if (sg->nvals == sg->capvals) {
-        sg->capvals = sg->capvals ? sg->capvals * 2 : 16;
-        sg->vals = rill__realloc(sg->vals, (size_t)sg->capvals * sizeof *sg->vals);
-        RILL_CHECK_ALLOC(sg->vals);
-    }
-    sg->vals[sg->nvals] = (xval){src, idx, task, user_feed, false};
-    return sg->nvals++;
-}
 
 static void sig_free(master *m, sig *sg)
 {
@@ -414,245 +367,53 @@ static void sig_free(master *m, sig *sg)
         }
         rill_session_free(p->sess);
         rill_graph_free(p->g);
-        io_free(&p->pre_fetch);
-        io_free(&p->post_feed);
-        io_free(&p->post_fetch);
-        io_free(&p->targets);
-        io_free(&p->tail_feed);
-        io_free(&p->tail_fetch);
-        io_free(&p->tail_targets);
+        for (int i = 0; i < p->ntargets; i++) rill__free(p->names ? p->names[i] : NULL);
+        rill__free(p->names);
+        rill__free(p->targets);
     }
-    rill__free(sg->order);
-    rill__free(sg->level);
-    rill__free(sg->vals);
     rill__free(sg->pieces);
-    rill__free(sg->user_fetch_slot);
+    rill__free(sg->feeds);
+    rill__free(sg->fetches);
     rill__free(sg->key);
     rill__free(sg);
 }
 
-static char *out_name(const rill_node *n, int idx)
+static void add_target(piece *p, rill_node *n)
 {
-    return rill__asprintf("%s:%d", n->name, idx);
+    for (int i = 0; i < p->ntargets; i++)
+        if (p->targets[i] == n) return;
+    p->targets = rill__realloc(p->targets, (size_t)(p->ntargets + 1) * sizeof *p->targets);
+    RILL_CHECK_ALLOC(p->targets);
+    p->targets[p->ntargets++] = n;
+    p->work = true;
 }
 
-/* Moves what of the master's piece needs a remote post value to step 4 (the tail): the
- * placeholders of post values and everything after them. Values the tail needs from the rest
- * of the piece are fetched in step 2 and fed in step 4 (bridges), so nothing runs twice; a
- * control edge into the tail from the rest is met by running its source in step 2. */
-static bool split_tail(master *m, sig *sg, rill_status *s)
-{
-    piece *lp = &sg->pieces[m->self];
-    int ln = rill_graph_num_nodes(lp->g);
-    char *tail = rill__calloc((size_t)ln + 1, 1);
-    RILL_CHECK_ALLOC(tail);
-    bool any = false;
-    for (int k = 0; k < lp->post_feed.n; k++) {
-        xval *v = &sg->vals[lp->post_feed.slot[k]];
-        if (v->task >= 0 && v->task != m->self && v->post)
-            tail[lp->post_feed.outs[k].node->id] = 1, any = true;
-    }
-    for (bool changed = any; changed;) { /* control edges may point forward: to a fixpoint */
-        changed = false;
-        for (int i = 0; i < ln; i++) {
-            rill_node *n = rill_graph_node(lp->g, i);
-            if (tail[i]) continue;
-            for (int k = 0; k < n->ninputs && !tail[i]; k++) tail[i] = tail[n->inputs[k].node->id];
-            for (int k = 0; k < n->ncontrol && !tail[i]; k++)
-                tail[i] = tail[n->control_inputs[k]->id];
-            changed |= tail[i];
-        }
-    }
-    if (!any) {
-        rill__free(tail);
-        return true;
-    }
-    /* Feeds: post values go to the tail; other placeholders that the tail reads go to both. */
-    io keep = {0};
-    for (int k = 0; k < lp->post_feed.n; k++) {
-        rill_node *ph = lp->post_feed.outs[k].node;
-        bool tail_reads = tail[ph->id];
-        for (int i = 0; i < ln && !tail_reads; i++) {
-            rill_node *n = rill_graph_node(lp->g, i);
-            for (int j = 0; tail[i] && j < n->ninputs; j++)
-                if (n->inputs[j].node == ph) tail_reads = true;
-        }
-        if (tail_reads) io_add(&lp->tail_feed, NULL, lp->post_feed.outs[k], NULL, lp->post_feed.slot[k]);
-        if (!tail[ph->id]) io_add(&keep, NULL, lp->post_feed.outs[k], NULL, lp->post_feed.slot[k]);
-    }
-    io_free(&lp->post_feed);
-    lp->post_feed = keep;
-    /* Fetches and targets of tail nodes move to step 4. */
-    io fk = {0}, tk = {0};
-    for (int k = 0; k < lp->post_fetch.n; k++) {
-        io *to = tail[lp->post_fetch.outs[k].node->id] ? &lp->tail_fetch : &fk;
-        io_add(to, NULL, lp->post_fetch.outs[k], NULL, lp->post_fetch.slot[k]);
-    }
-    for (int k = 0; k < lp->targets.n; k++) {
-        io *to = tail[lp->targets.nodes[k]->id] ? &lp->tail_targets : &tk;
-        io_add(to, lp->targets.names[k], (rill_output){NULL, 0}, lp->targets.nodes[k], -1);
-    }
-    io_free(&lp->post_fetch);
-    io_free(&lp->targets);
-    lp->post_fetch = fk;
-    lp->targets = tk;
-    /* Bridges and control sources. */
-    for (int i = 0; i < ln; i++) {
-        rill_node *n = rill_graph_node(lp->g, i);
-        if (!tail[i]) continue;
-        for (int k = 0; k < n->ninputs; k++) {
-            rill_output in = n->inputs[k];
-            bool ref = n->op->ref_inputs & (1u << k);
-            if (tail[in.node->id] || ref || strcmp(in.node->op->name, "VariableV2") == 0 ||
-                strcmp(in.node->op->name, "Placeholder") == 0)
-                continue;
-            int before = sg->nvals;
-            int slot = val_slot(sg, in.node, in.index, m->self, -1);
-            if (slot < before) continue;
-            io_add(&lp->post_fetch, NULL, in, NULL, slot);
-            io_add(&lp->tail_feed, NULL, in, NULL, slot);
-        }
-        int kept = 0;
-        for (int k = 0; k < n->ncontrol; k++) {
-            rill_node *c = n->control_inputs[k];
-            if (tail[c->id]) n->control_inputs[kept++] = c;
-            else io_add(&lp->targets, c->name, (rill_output){NULL, 0}, c, -1);
-        }
-        n->ncontrol = kept;
-    }
-    /* A remote task needing a tail value would need another round trip. */
-    for (int k = 0; k < lp->tail_fetch.n; k++) {
-        int slot = lp->tail_fetch.slot[k];
-        for (int t = 0; t < m->ntasks; t++) {
-            if (t == m->self) continue;
-            for (int j = 0; j < sg->pieces[t].post_feed.n; j++) {
-                if (sg->pieces[t].post_feed.slot[j] != slot) continue;
-                rill_status_set(s, RILL_UNIMPLEMENTED,
-                                "'%s:%d' needs values from the ps tasks' updates and is needed by "
-                                "/job:%s/task:%d in the same step: rill runs at most two round "
-                                "trips per task and step",
-                                sg->vals[slot].src->name, sg->vals[slot].idx, m->tasks[t].job,
-                                m->tasks[t].index);
-                rill__free(tail);
-                return false;
-            }
-        }
-    }
-    rill__free(tail);
-    return true;
-}
-
-/* The order of the remote runs: a task whose nodes others depend on through control edges
- * goes first (Kahn's algorithm over tasks; ties and cycles in task order). */
-static bool order_tasks(master *m, sig *sg, const char *need, rill_status *s)
-{
-    (void)s;
-    int nt = m->ntasks, nn = rill_graph_num_nodes(m->g);
-    char *edge = rill__calloc((size_t)nt * (size_t)nt + 1, 1);
-    int *indeg = rill__calloc((size_t)nt + 1, sizeof *indeg);
-    sg->order = rill__calloc((size_t)nt + 1, sizeof *sg->order);
-    char *done = rill__calloc((size_t)nt + 1, 1);
-    RILL_CHECK_ALLOC(edge);
-    RILL_CHECK_ALLOC(indeg);
-    RILL_CHECK_ALLOC(sg->order);
-    RILL_CHECK_ALLOC(done);
-    for (int i = 0; i < nn; i++) {
-        if (!need[i]) continue;
-        rill_node *n = rill_graph_node(m->g, i);
-        int to = task_of(m, n);
-        for (int k = 0; k < n->ncontrol; k++) {
-            int from = task_of(m, n->control_inputs[k]);
-            if (from == to || from == m->self || to == m->self || edge[from * nt + to]) continue;
-            edge[from * nt + to] = 1;
-            indeg[to]++;
-        }
-    }
-    sg->level = rill__calloc((size_t)nt + 1, sizeof *sg->level);
-    RILL_CHECK_ALLOC(sg->level);
-    for (int k = 0; k < nt; k++) {
-        int pick = -1;
-        for (int t = 0; t < nt && pick < 0; t++)
-            if (!done[t] && indeg[t] == 0) pick = t;
-        for (int t = 0; t < nt && pick < 0; t++) /* a cycle: task order */
-            if (!done[t]) pick = t;
-        done[pick] = 1;
-        sg->order[k] = pick;
-        for (int t = 0; t < nt; t++)
-            if (edge[pick * nt + t]) {
-                indeg[t]--;
-                /* t runs after pick: a level above it (a cycle keeps t where it is) */
-                if (!done[t] && sg->level[t] <= sg->level[pick]) sg->level[t] = sg->level[pick] + 1;
-            }
-    }
-    rill__free(edge);
-    rill__free(indeg);
-    rill__free(done);
-    return true;
-}
-
-/* Builds the pieces of one signature. */
+/* Builds the pieces of one signature: the partitioner cuts the placed graph per task (a
+ * _RemoteSend / _RemoteRecv pair on every edge between tasks), each task's nodes go into a graph
+ * of its own, registered with the task; the master's is run locally. */
 static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const rill_output *fetches,
                       int nfetches, rill_node *const *targets, int ntargets, rill_status *s)
 {
-    rill_graph *g = m->g;
-    int nn = rill_graph_num_nodes(g);
+    rill__partition_tasks tasks = {task_of_dev, task_name, client_device(m), m};
+    rill__xgraph xg;
+    if (!rill__partition(m->g, &m->pl, &tasks, feeds, nfeeds, fetches, nfetches, targets, ntargets,
+                         &xg, s))
+        return NULL;
     sig *sg = rill__calloc(1, sizeof *sg);
     RILL_CHECK_ALLOC(sg);
     sg->pieces = rill__calloc((size_t)m->ntasks, sizeof *sg->pieces);
-    sg->user_fetch_slot = rill__calloc((size_t)nfetches + 1, sizeof *sg->user_fetch_slot);
-    char *need = rill__calloc((size_t)nn + 1, 1);
-    int *stack = rill__malloc(((size_t)nn + 1) * sizeof *stack);
-    int *fed = rill__malloc(((size_t)nn + 1) * 8 * sizeof *fed); /* feed index per (node, out<8) */
-    rill_node **clone = rill__calloc((size_t)nn + 1, sizeof *clone);
     RILL_CHECK_ALLOC(sg->pieces);
-    RILL_CHECK_ALLOC(need);
-    RILL_CHECK_ALLOC(stack);
-    RILL_CHECK_ALLOC(fed);
+    int xn = rill_graph_num_nodes(xg.g);
+    rill_node **clone = rill__calloc((size_t)xn + 1, sizeof *clone);
+    int *owner = rill__calloc((size_t)xn + 1, sizeof *owner);
     RILL_CHECK_ALLOC(clone);
-    for (int i = 0; i < nn * 8; i++) fed[i] = -1;
-    for (int t = 0; t < m->ntasks; t++) sg->pieces[t].g = rill_graph_new();
+    RILL_CHECK_ALLOC(owner);
     bool ok = false;
-    for (int i = 0; i < nfeeds; i++) {
-        if (!feeds[i].node || feeds[i].node->graph != g || feeds[i].index >= 8) {
-            rill_status_set(s, RILL_INVALID_ARGUMENT, "Feed %d is not an output of this graph", i);
-            goto out;
-        }
-        fed[feeds[i].node->id * 8 + feeds[i].index] = i;
-    }
-    /* What is needed. */
-    int ns = 0;
-    for (int i = 0; i < nfetches; i++) {
-        if (!fetches[i].node || fetches[i].node->graph != g) {
-            rill_status_set(s, RILL_INVALID_ARGUMENT, "Fetch %d is not an output of this graph", i);
-            goto out;
-        }
-        if (fed[fetches[i].node->id * 8 + fetches[i].index] < 0 && !need[fetches[i].node->id])
-            need[fetches[i].node->id] = 1, stack[ns++] = fetches[i].node->id;
-    }
-    for (int i = 0; i < ntargets; i++) {
-        if (!targets[i] || targets[i]->graph != g) {
-            rill_status_set(s, RILL_INVALID_ARGUMENT, "Target %d is not a node of this graph", i);
-            goto out;
-        }
-        if (!need[targets[i]->id]) need[targets[i]->id] = 1, stack[ns++] = targets[i]->id;
-    }
-    while (ns) {
-        rill_node *n = rill_graph_node(g, stack[--ns]);
-        for (int k = 0; k < n->ninputs; k++) {
-            rill_output in = n->inputs[k];
-            bool ref = n->op->ref_inputs & (1u << k);
-            if (!ref && in.index < 8 && fed[in.node->id * 8 + in.index] >= 0) continue;
-            if (!need[in.node->id]) need[in.node->id] = 1, stack[ns++] = in.node->id;
-        }
-        for (int k = 0; k < n->ncontrol; k++)
-            if (!need[n->control_inputs[k]->id])
-                need[n->control_inputs[k]->id] = 1, stack[ns++] = n->control_inputs[k]->id;
-    }
-    /* Clone per task; cross-task inputs become placeholders fed by the master. */
-    for (int i = 0; i < nn; i++) {
-        if (!need[i]) continue;
-        rill_node *n = rill_graph_node(g, i);
-        int t = task_of(m, n);
+    for (int t = 0; t < m->ntasks; t++) sg->pieces[t].g = rill_graph_new();
+    for (int i = 0; i < xn; i++) {
+        rill_node *n = rill_graph_node(xg.g, i);
+        int t = task_of_dev(m, n->assigned);
+        owner[i] = t;
         piece *p = &sg->pieces[t];
         rill_output ins[64];
         if (n->ninputs > 64) {
@@ -661,56 +422,19 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
         }
         for (int k = 0; k < n->ninputs; k++) {
             rill_output in = n->inputs[k];
-            int fi = in.index < 8 ? fed[in.node->id * 8 + in.index] : -1;
-            bool ref = n->op->ref_inputs & (1u << k);
-            int src_task = fi >= 0 && !ref ? -1 : task_of(m, in.node);
-            if (src_task == t) {
-                ins[k] = (rill_output){clone[in.node->id], in.index};
-                continue;
+            if (owner[in.node->id] != t || !clone[in.node->id]) {
+                rill_status_set(s, RILL_INTERNAL, "the cut left an edge between tasks: '%s' -> '%s'",
+                                in.node->name, n->name);
+                goto out;
             }
-            /* A value from elsewhere: a placeholder here, named after what it carries. */
-            char *pname = rill__asprintf("_recv/%s/%d/", in.node->name, in.index);
-            char *exact_name = rill__strndup(pname, strlen(pname) - 1);
-            rill_node *ph = rill_graph_find_node(p->g, exact_name);
-            rill__free(exact_name);
-            if (!ph) {
-                rill_shape sh = in.node->out_shapes[in.index];
-                rill__attr a[] = {RILL__A_TYPE("dtype", in.node->out_dtypes[in.index]),
-                                  RILL__A_SHAPE("shape", sh)};
-                ph = rill__node_create(p->g, "Placeholder", pname, NULL, 0, a, 2);
-                if (!ph) {
-                    rill__free(pname);
-                    rill_status_copy(s, rill_graph_status(p->g));
-                    goto out;
-                }
-                rill__free(ph->requested_device);
-                ph->requested_device = rill__strdup("/device:CPU:0");
-                int slot = val_slot(sg, in.node, in.index, src_task, fi);
-                p->has_feeds = true;
-                if (t == m->self)
-                    io_add(&p->post_feed, NULL, (rill_output){ph, 0}, NULL, slot);
-                else
-                    io_add(&p->post_feed, ph->name, (rill_output){NULL, 0}, NULL, slot);
-                /* The producer hands the value over. */
-                if (src_task >= 0) {
-                    piece *pp = &sg->pieces[src_task];
-                    char *on = out_name(in.node, in.index);
-                    if (src_task == m->self)
-                        io_add(&pp->post_fetch, NULL, (rill_output){NULL, 0}, in.node, slot);
-                    else
-                        io_add(&pp->pre_fetch, on, (rill_output){NULL, 0}, NULL, slot);
-                    rill__free(on);
-                }
-            }
-            rill__free(pname);
-            ins[k] = (rill_output){ph, 0};
+            ins[k] = (rill_output){clone[in.node->id], in.index};
         }
         char exact[512];
         snprintf(exact, sizeof exact, "%s/", n->name);
         rill__attr attrs[64];
-        for (int k = 0; k < n->nattrs && k < 64; k++) attrs[k] = n->attrs[k];
-        rill_node *c = rill__node_create(p->g, n->op->name, exact, ins, n->ninputs, attrs,
-                                         n->nattrs < 64 ? n->nattrs : 64);
+        int na = n->nattrs < 64 ? n->nattrs : 64;
+        for (int k = 0; k < na; k++) attrs[k] = n->attrs[k];
+        rill_node *c = rill__node_create(p->g, n->op->name, exact, ins, n->ninputs, attrs, na);
         if (!c) {
             rill_status_copy(s, rill_graph_status(p->g));
             goto out;
@@ -718,113 +442,54 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
         c->seed = n->seed;
         c->seed2 = n->seed2;
         char spec[128];
-        rill__local_device_spec(m->pl.assigned[i]->name, spec, sizeof spec);
+        rill__local_device_spec(n->assigned ? n->assigned->name : "", spec, sizeof spec);
         rill__free(c->requested_device);
         c->requested_device = rill__strdup(spec);
         clone[i] = c;
+        /* What a task runs: every push to another task, and the user's targets there. */
+        if (strcmp(n->op->name, "_RemoteSend") == 0) add_target(p, c);
     }
-    /* Control edges: within a task as edges; across tasks the source becomes a target. */
-    for (int i = 0; i < nn; i++) {
-        if (!need[i]) continue;
-        rill_node *n = rill_graph_node(g, i);
+    /* Control edges, once every node has its clone (the cut adds a control edge's receive
+     * after the node that waits on it). */
+    for (int i = 0; i < xn; i++) {
+        rill_node *n = rill_graph_node(xg.g, i);
         for (int k = 0; k < n->ncontrol; k++) {
-            rill_node *c = n->control_inputs[k];
-            if (!clone[c->id]) continue;
-            if (task_of(m, c) == task_of(m, n)) {
-                rill_node_add_control_input(clone[i], clone[c->id]);
-            } else {
-                piece *pp = &sg->pieces[task_of(m, c)];
-                io_add(&pp->targets, c->name, (rill_output){NULL, 0}, clone[c->id], -1);
+            rill_node *cin = n->control_inputs[k];
+            if (owner[cin->id] != owner[i]) {
+                rill_status_set(s, RILL_INTERNAL, "the cut left a control edge between tasks: "
+                                "'%s' -> '%s'", cin->name, n->name);
+                goto out;
             }
+            rill_node_add_control_input(clone[i], clone[cin->id]);
         }
     }
-    for (int i = 0; i < ntargets; i++) {
-        piece *pp = &sg->pieces[task_of(m, targets[i])];
-        io_add(&pp->targets, targets[i]->name, (rill_output){NULL, 0}, clone[targets[i]->id], -1);
-    }
-    /* User fetches. */
-    for (int i = 0; i < nfetches; i++) {
-        rill_output f = fetches[i];
-        int fi = f.index < 8 ? fed[f.node->id * 8 + f.index] : -1;
-        if (fi >= 0) {
-            sg->user_fetch_slot[i] = val_slot(sg, f.node, f.index, -1, fi);
-            continue;
+    for (int i = 0; i < xg.ntargets; i++)
+        add_target(&sg->pieces[owner[xg.targets[i]->id]], clone[xg.targets[i]->id]);
+    /* The user's feeds and fetches are on the master's CPU:0. */
+    sg->nfeeds = xg.nfeeds;
+    sg->nfetches = xg.nfetches;
+    sg->feeds = rill__calloc((size_t)xg.nfeeds + 1, sizeof *sg->feeds);
+    sg->fetches = rill__calloc((size_t)xg.nfetches + 1, sizeof *sg->fetches);
+    RILL_CHECK_ALLOC(sg->feeds);
+    RILL_CHECK_ALLOC(sg->fetches);
+    for (int i = 0; i < xg.nfeeds; i++)
+        sg->feeds[i] = (rill_output){clone[xg.feeds[i].node->id], xg.feeds[i].index};
+    for (int i = 0; i < xg.nfetches; i++) {
+        rill_output f = xg.fetches[i];
+        if (owner[f.node->id] != m->self) {
+            rill_status_set(s, RILL_INTERNAL, "fetch %d is not on the master's task", i);
+            goto out;
         }
-        int t = task_of(m, f.node);
-        int before = sg->nvals;
-        int slot = val_slot(sg, f.node, f.index, t, -1);
-        sg->user_fetch_slot[i] = slot;
-        if (slot < before) continue; /* already handed over */
-        piece *pp = &sg->pieces[t];
-        if (t == m->self) {
-            io_add(&pp->post_fetch, NULL, (rill_output){NULL, 0}, f.node, slot);
-        } else {
-            char *on = out_name(f.node, f.index);
-            io_add(&pp->pre_fetch, on, (rill_output){NULL, 0}, NULL, slot);
-            rill__free(on);
-        }
+        sg->fetches[i] = (rill_output){clone[f.node->id], f.index};
     }
-    /* Local fetches name clones; remote fetches that depend on a placeholder move to post. */
+    if (xg.nfetches) sg->pieces[m->self].work = true;
+    /* Register the remote pieces; make the local one's session. */
     for (int t = 0; t < m->ntasks; t++) {
         piece *p = &sg->pieces[t];
         if (!rill_graph_ok(p->g)) {
             rill_status_copy(s, rill_graph_status(p->g));
             goto out;
         }
-        if (t == m->self) {
-            for (int k = 0; k < p->post_fetch.n; k++) {
-                xval *v = &sg->vals[p->post_fetch.slot[k]];
-                p->post_fetch.outs[k] = (rill_output){clone[v->src->id], v->idx};
-            }
-            continue;
-        }
-        int pn = rill_graph_num_nodes(p->g);
-        char *dep = rill__calloc((size_t)pn + 1, 1);
-        RILL_CHECK_ALLOC(dep);
-        for (int i = 0; i < pn; i++) {
-            rill_node *n = rill_graph_node(p->g, i);
-            if (strncmp(n->name, "_recv/", 6) == 0) dep[i] = 1;
-            for (int k = 0; k < n->ninputs && !dep[i]; k++) dep[i] = dep[n->inputs[k].node->id];
-        }
-        for (int i = 0; i < pn; i++) { /* control edges may point forward: iterate to a fixpoint */
-            rill_node *n = rill_graph_node(p->g, i);
-            for (int k = 0; k < n->ncontrol && !dep[i]; k++) dep[i] = dep[n->control_inputs[k]->id];
-        }
-        for (int k = 0; k < p->pre_fetch.n;) {
-            xval *v = &sg->vals[p->pre_fetch.slot[k]];
-            if (!dep[clone[v->src->id]->id]) {
-                k++;
-                continue;
-            }
-            v->post = true;
-            io_add(&p->post_fetch, p->pre_fetch.names[k], (rill_output){NULL, 0}, NULL, p->pre_fetch.slot[k]);
-            rill__free(p->pre_fetch.names[k]);
-            p->pre_fetch.n--;
-            p->pre_fetch.names[k] = p->pre_fetch.names[p->pre_fetch.n];
-            p->pre_fetch.slot[k] = p->pre_fetch.slot[p->pre_fetch.n];
-        }
-        rill__free(dep);
-    }
-    /* A value made in a post run that anyone but the user needs would need a third trip. */
-    for (int t = 0; t < m->ntasks; t++) {
-        piece *p = &sg->pieces[t];
-        for (int k = 0; k < p->post_feed.n; k++) {
-            xval *v = &sg->vals[p->post_feed.slot[k]];
-            if (t != m->self && v->task >= 0 && v->task != m->self && v->post) {
-                rill_status_set(s, RILL_UNIMPLEMENTED,
-                                "'%s:%d' on /job:%s/task:%d depends on this task's values and is "
-                                "needed by /job:%s/task:%d in the same step: rill runs at most "
-                                "two round trips per task and step",
-                                v->src->name, v->idx, m->tasks[v->task].job, m->tasks[v->task].index,
-                                m->tasks[t].job, m->tasks[t].index);
-                goto out;
-            }
-        }
-    }
-    if (!split_tail(m, sg, s) || !order_tasks(m, sg, need, s)) goto out;
-    /* Register the remote pieces; make the local one's session. */
-    for (int t = 0; t < m->ntasks; t++) {
-        piece *p = &sg->pieces[t];
         if (t == m->self) {
             rill_session_options o = m->opts;
             o.target[0] = 0;
@@ -833,7 +498,10 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
             if (!p->sess) goto out;
             continue;
         }
-        if (rill_graph_num_nodes(p->g) == 0) continue;
+        if (!p->work) continue;
+        p->names = rill__calloc((size_t)p->ntargets + 1, sizeof *p->names);
+        RILL_CHECK_ALLOC(p->names);
+        for (int i = 0; i < p->ntargets; i++) p->names[i] = rill__strdup(p->targets[i]->name);
         uint8_t *bytes;
         size_t len;
         if (!rill__graph_encode(p->g, &bytes, &len, s)) goto out;
@@ -842,22 +510,19 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
         rill__mbuf_u64(&q, m->owner);
         struct iovec iov = {bytes, len};
         rill__reply rep = {0};
-        rill__channel *ch;
-        bool okc = call(m, &m->tasks[t], NULL, &q, &iov, 1, &rep, &ch, s);
+        bool okc = call(m, &m->tasks[t], NULL, &q, &iov, 1, &rep, s);
         rill__mbuf_free(&q);
         rill__free(bytes);
         if (!okc) goto out;
         rill__mread r = {.p = rep.meta, .n = rep.meta_len};
         p->handle = rill__mread_u64(&r);
-        channel_put(&m->tasks[t], ch, true);
         if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
     }
     ok = true;
 out:
-    rill__free(need);
-    rill__free(stack);
-    rill__free(fed);
     rill__free(clone);
+    rill__free(owner);
+    rill__xgraph_free(&xg);
     if (!ok) {
         sig_free(m, sg);
         return NULL;
@@ -867,127 +532,94 @@ out:
 
 /* --- running --- */
 
-/* RUN on a remote task: feeds from slots, fetched values into slots. */
-static bool run_remote(master *m, sig *sg, mstep *st, int t, const io *feeds, const io *fetches,
-                       const io *targets, rill_status *s)
-{
-    rill__mbuf q = {0};
-    rill__mbuf_u32(&q, RILL__RPC_RUN);
-    rill__mbuf_u64(&q, sg->pieces[t].handle);
-    rill__mbuf_u32(&q, feeds ? (uint32_t)feeds->n : 0);
-    int nf = feeds ? feeds->n : 0;
-    struct iovec iovs[16];
-    rill__mbuf blob = {0};
-    rill_tensor **fv = rill__calloc((size_t)nf + 1, sizeof *fv);
-    RILL_CHECK_ALLOC(fv);
-    bool ok = false;
-    int niov = 0;
-    for (int i = 0; i < nf; i++) {
-        fv[i] = st->vals[feeds->slot[i]];
-        rill__mbuf_str(&q, feeds->names[i]);
-        if (!fv[i] || !rill__mbuf_tensor(&q, fv[i], s)) {
-            if (!fv[i]) rill_status_set(s, RILL_INTERNAL, "no value for '%s'", feeds->names[i]);
-            goto out;
-        }
-    }
-    niov = rill__payload_iovecs(fv, nf, iovs, 16, &blob);
-    rill__mbuf_u32(&q, fetches ? (uint32_t)fetches->n : 0);
-    for (int i = 0; fetches && i < fetches->n; i++) rill__mbuf_str(&q, fetches->names[i]);
-    rill__mbuf_u32(&q, targets ? (uint32_t)targets->n : 0);
-    for (int i = 0; targets && i < targets->n; i++) rill__mbuf_str(&q, targets->names[i]);
-    rill__reply rep = {0};
-    rill__channel *ch;
-    if (!call(m, &m->tasks[t], st, &q, iovs, niov, &rep, &ch, s)) goto out;
-    rill__mread r = {.p = rep.meta, .n = rep.meta_len};
-    uint32_t n = rill__mread_u32(&r);
-    uint64_t off = 0;
-    ok = !r.bad && fetches && n == (uint32_t)fetches->n;
-    /* The fetched tensors are views of the reply's payload (no copy). */
-    rill__buffer *pay = NULL;
-    if (rep.payload_owned) {
-        pay = rill__buffer_adopt(rep.payload, rep.payload_len);
-        rep.payload_owned = false;
-    } else if (rep.payload_len) {
-        ok = false;
-    }
-    for (uint32_t i = 0; ok && i < n; i++) {
-        rill_tensor *v = rill__mread_tensor(&r, pay, rep.payload_len, &off, s);
-        if (!v) {
-            ok = false;
-            break;
-        }
-        rill_tensor_free(st->vals[fetches->slot[i]]);
-        st->vals[fetches->slot[i]] = v;
-    }
-    /* A reply that did not parse leaves the stream in doubt: the connection is closed. */
-    channel_put(&m->tasks[t], ch, ok);
-    if (!ok && rill_status_ok(s))
-        rill_status_set(s, RILL_DATA_LOSS, "task /job:%s/task:%d sent a malformed RUN reply",
-                        m->tasks[t].job, m->tasks[t].index);
-    rill__buffer_unref(pay);
-out:
-    rill__mbuf_free(&q);
-    rill__mbuf_free(&blob);
-    rill__free(fv);
-    return ok;
-}
-
-/* Runs the master's piece with feeds from slots, fetched values into slots. */
-static rill_code run_local(mstep *st, piece *lp, const io *feeds, const io *fetches,
-                           const io *targets, rill_status *s)
-{
-    rill_tensor **fv = rill__calloc((size_t)feeds->n + 1, sizeof *fv);
-    rill_tensor **out = rill__calloc((size_t)fetches->n + 1, sizeof *out);
-    RILL_CHECK_ALLOC(fv);
-    RILL_CHECK_ALLOC(out);
-    for (int i = 0; i < feeds->n; i++) fv[i] = st->vals[feeds->slot[i]];
-    rill_code code = rill__session_run_until(lp->sess, st->dl, feeds->outs, fv, feeds->n,
-                                             fetches->outs, out, fetches->n, targets->nodes,
-                                             targets->n, s);
-    for (int i = 0; code == RILL_OK && i < fetches->n; i++) {
-        rill_tensor_free(st->vals[fetches->slot[i]]);
-        st->vals[fetches->slot[i]] = out[i];
-    }
-    rill__free(fv);
-    rill__free(out);
-    return code;
-}
-
-/* The remote runs of one phase (pre or post) of step st: level by level, the tasks of a level
- * at once (one on this thread, the others on the master's pool), so P ps tasks cost one round
- * trip's time, not P. The first failure in task order is the step's. */
-typedef struct phase_job {
+/* One step in flight over the pieces of sg. */
+typedef struct step_job {
     master *m;
     sig *sg;
     mstep *st;
-    bool post;
-    int tasks[256];
-    rill_status *status[256];
-} phase_job;
+    rill__deadline dl; /* with the step's master and number */
+    atomic_bool aborted;
+    rill_status *status[256]; /* per task */
+    /* the master's piece */
+    rill_tensor *const *feed_values;
+    rill_tensor **fetch_values;
+} step_job;
 
-static void run_one(phase_job *j, int k)
+static void abort_step(step_job *j);
+
+/* RUN of task t's piece for the step. */
+static void run_remote(step_job *j, int t)
 {
-    int t = j->tasks[k];
+    master *m = j->m;
     piece *p = &j->sg->pieces[t];
-    if (!j->post) {
-        bool all_now = !p->has_feeds;
-        run_remote(j->m, j->sg, j->st, t, NULL, &p->pre_fetch, all_now ? &p->targets : NULL,
-                   j->status[k]);
-    } else {
-        run_remote(j->m, j->sg, j->st, t, &p->post_feed, &p->post_fetch, &p->targets,
-                   j->status[k]);
+    rill_status *s = j->status[t];
+    rill__mbuf q = {0};
+    rill__mbuf_u32(&q, RILL__RPC_RUN);
+    rill__mbuf_u64(&q, p->handle);
+    rill__mbuf_u64(&q, j->dl.step_owner);
+    rill__mbuf_u64(&q, j->dl.step_id);
+    rill__mbuf_u32(&q, 0); /* feeds: none, the master pushes what a task needs */
+    rill__mbuf_u32(&q, 0); /* fetches: none, tasks push to the master */
+    rill__mbuf_u32(&q, (uint32_t)p->ntargets);
+    for (int i = 0; i < p->ntargets; i++) rill__mbuf_str(&q, p->names[i]);
+    rill__reply rep = {0};
+    bool ok = call(m, &m->tasks[t], j->st, &q, NULL, 0, &rep, s);
+    if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+    rill__mbuf_free(&q);
+    if (!ok) abort_step(j);
+}
+
+/* The master's own piece: the user's feeds in, fetches out. */
+static void run_local(step_job *j)
+{
+    sig *sg = j->sg;
+    piece *p = &sg->pieces[j->m->self];
+    rill_code c = rill__session_run_until(p->sess, j->dl, sg->feeds, j->feed_values, sg->nfeeds,
+                                          sg->fetches, j->fetch_values, sg->nfetches,
+                                          p->targets, p->ntargets, j->status[j->m->self]);
+    if (c != RILL_OK) abort_step(j);
+}
+
+static void run_one(step_job *j, int t)
+{
+    if (t == j->m->self)
+        run_local(j);
+    else
+        run_remote(j, t);
+}
+
+/* A part failed: every task drops the step (its waiting receives fail at once, not at their
+ * deadline). Once per step. */
+static void abort_step(step_job *j)
+{
+    if (atomic_exchange(&j->aborted, true)) return;
+    master *m = j->m;
+    rill__rendezvous_abort(rill__rendezvous_install((rill__local_task *)m->local_task),
+                           j->dl.step_owner, j->dl.step_id);
+    for (int t = 0; t < m->ntasks; t++) {
+        if (t == m->self || !j->sg->pieces[t].handle) continue;
+        rill__mbuf q = {0};
+        rill__mbuf_u32(&q, RILL__RPC_ABORT);
+        rill__mbuf_u64(&q, j->dl.step_owner);
+        rill__mbuf_u64(&q, j->dl.step_id);
+        rill__reply rep = {0};
+        rill_status *s = rill_status_new();
+        call(m, &m->tasks[t], NULL, &q, NULL, 0, &rep, s);
+        if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+        rill_status_free(s);
+        rill__mbuf_free(&q);
     }
 }
 
-/* A thread of the master's pool and the call it was given. */
+/* A thread of the master's pool and the part it was given. */
 typedef struct caller {
     struct caller *next; /* in the idle list */
     master *m;
     pthread_t th;
     pthread_cond_t cv;
-    phase_job *job; /* NULL: waiting */
-    int k;
-    int *left; /* calls of the level still running, under pool_mu; pool_cv when it reaches 0 */
+    step_job *job; /* NULL: waiting */
+    int t;
+    int *left; /* parts of the step still running, under pool_mu; pool_cv when it reaches 0 */
 } caller;
 
 static void *caller_main(void *arg)
@@ -998,10 +630,10 @@ static void *caller_main(void *arg)
     for (;;) {
         while (!c->job && !m->pool_stop) pthread_cond_wait(&c->cv, &m->pool_mu);
         if (!c->job) break;
-        phase_job *j = c->job;
-        int k = c->k;
+        step_job *j = c->job;
+        int t = c->t;
         pthread_mutex_unlock(&m->pool_mu);
-        run_one(j, k);
+        run_one(j, t);
         pthread_mutex_lock(&m->pool_mu);
         c->job = NULL;
         if (--*c->left == 0) pthread_cond_broadcast(&m->pool_cv);
@@ -1012,9 +644,9 @@ static void *caller_main(void *arg)
     return NULL;
 }
 
-/* Runs call k of j on a pool thread (under pool_mu). False when no thread could be made: the
- * caller then runs it itself. */
-static bool dispatch(master *m, phase_job *j, int k, int *left)
+/* Runs part t of j on a pool thread (under pool_mu): an idle one, or a new one, never a wait for
+ * a busy one (its part may be blocked on this step). False when no thread could be made. */
+static bool dispatch(master *m, step_job *j, int t, int *left)
 {
     caller *c = m->idle_callers;
     if (c) {
@@ -1032,7 +664,7 @@ static bool dispatch(master *m, phase_job *j, int k, int *left)
         m->ncallers++;
     }
     c->job = j;
-    c->k = k;
+    c->t = t;
     c->left = left;
     pthread_cond_signal(&c->cv);
     return true;
@@ -1058,88 +690,70 @@ static void pool_free(master *m)
     pthread_mutex_destroy(&m->pool_mu);
 }
 
-/* Whether task t has a remote run in this phase. */
-static bool has_run(const master *m, const sig *sg, int t, bool post)
+/* Whether an error is only the echo of another part's failure. */
+static bool echo_error(const rill_status *s)
 {
-    const piece *p = &sg->pieces[t];
-    if (t == m->self || !p->handle) return false;
-    if (post) return p->has_feeds;
-    return p->pre_fetch.n || (!p->has_feeds && p->targets.n);
+    return rill_status_code(s) == RILL_CANCELLED && strstr(rill_status_message(s), "aborted");
 }
 
-/* RILL_MASTER_SERIAL=1: call the tasks of a level one after another, as the master did before
- * (bench/bench_ps_bandwidth.sh measures both in one run). */
-static bool serial_calls(void)
+/* One message to every task with work, at once, the master's piece on this thread meanwhile;
+ * done when every part is. The first real error in task order is the step's. */
+static rill_code run_step(master *m, sig *sg, mstep *st, rill__deadline dl,
+                          rill_tensor *const *feed_values, rill_tensor **fetch_values,
+                          rill_status *s)
 {
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("RILL_MASTER_SERIAL");
-        v = e && *e == '1';
-    }
-    return v;
-}
-
-static rill_code run_phase(master *m, sig *sg, mstep *st, bool post, rill_status *s)
-{
-    static __thread phase_job j; /* 4 KiB: off the stack, one per thread; the task and status
-                                  * slots are written before they are read, so only these are set */
+    static __thread step_job j;
+    memset(&j, 0, sizeof j);
     j.m = m;
     j.sg = sg;
     j.st = st;
-    j.post = post;
-    int top = 0;
-    for (int t = 0; t < m->ntasks; t++)
-        if (sg->level[t] > top) top = sg->level[t];
-    for (int lv = 0; lv <= top; lv++) {
-        int n = 0;
-        for (int k = 0; k < m->ntasks && n < 256; k++) {
-            int t = sg->order[k];
-            if (sg->level[t] == lv && has_run(m, sg, t, post)) j.tasks[n++] = t;
+    j.dl = dl;
+    j.dl.step_owner = m->owner;
+    j.dl.step_id = atomic_fetch_add(&m->next_step, 1) + 1;
+    j.feed_values = feed_values;
+    j.fetch_values = fetch_values;
+    atomic_init(&j.aborted, false);
+    int parts[256], np = 0;
+    for (int t = 0; t < m->ntasks && t < 256; t++)
+        if (sg->pieces[t].work && (t == m->self || sg->pieces[t].handle)) {
+            parts[np++] = t;
+            j.status[t] = rill_status_new();
         }
-        if (n == 0) continue;
-        if (serial_calls()) { /* the benchmarks' baseline: one task after another */
-            for (int k = 0; k < n; k++) {
-                j.status[k] = s;
-                run_one(&j, k);
-                if (!rill_status_ok(s)) return rill_status_code(s);
-            }
+    /* The master's own piece runs here; the others go to the pool (or, one at a time for the
+     * benchmarks' baseline, RILL_MASTER_SERIAL=1, here too before it). */
+    int left = 0;
+    bool mine = false;
+    pthread_mutex_lock(&m->pool_mu);
+    for (int k = 0; k < np; k++) {
+        int t = parts[k];
+        if (t == m->self) {
+            mine = true;
             continue;
         }
-        if (n == 1) {
-            j.status[0] = s;
-            run_one(&j, 0);
-            if (!rill_status_ok(s)) return rill_status_code(s);
-            continue;
+        left++;
+        if (!dispatch(m, &j, t, &left)) {
+            left--;
+            pthread_mutex_unlock(&m->pool_mu);
+            run_one(&j, t);
+            pthread_mutex_lock(&m->pool_mu);
         }
-        for (int k = 0; k < n; k++) j.status[k] = rill_status_new();
-        /* Calls 1..n-1 on the pool, call 0 here, then wait for the others. */
-        int left = 0;
-        pthread_mutex_lock(&m->pool_mu);
-        for (int k = 1; k < n; k++) {
-            left++;
-            if (!dispatch(m, &j, k, &left)) {
-                left--;
-                pthread_mutex_unlock(&m->pool_mu);
-                run_one(&j, k);
-                pthread_mutex_lock(&m->pool_mu);
-            }
-        }
-        pthread_mutex_unlock(&m->pool_mu);
-        run_one(&j, 0);
-        pthread_mutex_lock(&m->pool_mu);
-        while (left > 0) pthread_cond_wait(&m->pool_cv, &m->pool_mu);
-        pthread_mutex_unlock(&m->pool_mu);
-        rill_code code = RILL_OK;
-        for (int k = 0; k < n; k++) {
-            if (code == RILL_OK && !rill_status_ok(j.status[k])) {
-                rill_status_copy(s, j.status[k]);
+    }
+    pthread_mutex_unlock(&m->pool_mu);
+    if (mine) run_local(&j);
+    pthread_mutex_lock(&m->pool_mu);
+    while (left > 0) pthread_cond_wait(&m->pool_cv, &m->pool_mu);
+    pthread_mutex_unlock(&m->pool_mu);
+    rill_code code = RILL_OK;
+    for (int pass = 0; pass < 2 && code == RILL_OK; pass++)
+        for (int k = 0; k < np && code == RILL_OK; k++) {
+            rill_status *ps = j.status[parts[k]];
+            if (!rill_status_ok(ps) && (pass == 1 || !echo_error(ps))) {
+                rill_status_copy(s, ps);
                 code = rill_status_code(s);
             }
-            rill_status_free(j.status[k]);
         }
-        if (code != RILL_OK) return code;
-    }
-    return RILL_OK;
+    for (int k = 0; k < np; k++) rill_status_free(j.status[parts[k]]);
+    return code;
 }
 
 static void master_cancel(void *mp);
@@ -1187,37 +801,14 @@ static rill_code master_run(void *mp, rill__deadline dl, const rill_output *feed
     }
     /* The step itself runs without the lock: a signature, once built, is only read. */
     pthread_mutex_unlock(&m->mu);
-    mstep step = {.dl = dl}, *st = &step;
-    st->vals = rill__calloc((size_t)sg->nvals + 1, sizeof *st->vals);
-    RILL_CHECK_ALLOC(st->vals);
-    rill_code code = RILL_OK;
-    for (int i = 0; i < sg->nvals; i++)
-        if (sg->vals[i].task < 0) st->vals[i] = rill_tensor_ref(feed_values[sg->vals[i].user_feed]);
-    /* 1. pre runs */
-    code = run_phase(m, sg, st, false, s);
-    /* 2. the master's own piece */
-    piece *lp = &sg->pieces[m->self];
-    if (code == RILL_OK && (lp->post_fetch.n || lp->targets.n))
-        code = run_local(st, lp, &lp->post_feed, &lp->post_fetch, &lp->targets, s);
-    /* 3. post runs */
-    if (code == RILL_OK) code = run_phase(m, sg, st, true, s);
-    /* 4. the master's tail */
-    if (code == RILL_OK && (lp->tail_fetch.n || lp->tail_targets.n))
-        code = run_local(st, lp, &lp->tail_feed, &lp->tail_fetch, &lp->tail_targets, s);
-    for (int i = 0; i < nfetches; i++) {
-        fetch_values[i] = code == RILL_OK ? rill_tensor_ref(st->vals[sg->user_fetch_slot[i]]) : NULL;
-        if (code == RILL_OK && !fetch_values[i]) {
-            rill_status_set(s, RILL_INTERNAL, "fetch %d was not produced", i);
-            code = RILL_INTERNAL;
-        }
-    }
+    mstep step = {.dl = dl};
+    for (int i = 0; i < nfetches; i++) fetch_values[i] = NULL;
+    rill_code code = run_step(m, sg, &step, dl, feed_values, fetch_values, s);
     if (code != RILL_OK)
         for (int i = 0; i < nfetches; i++) rill_tensor_free(fetch_values[i]), fetch_values[i] = NULL;
-    for (int i = 0; i < sg->nvals; i++) rill_tensor_free(st->vals[i]);
-    rill__free(st->vals);
     /* A task still running its part past the deadline is told to stop (TF cancels the step;
      * here every step of this master then running is cancelled with it). */
-    if (st->timed_out) master_cancel(m);
+    if (step.timed_out) master_cancel(m);
     return code;
 }
 

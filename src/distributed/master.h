@@ -31,6 +31,16 @@ void rill__master_add_task(rill__local_task *t);
 /* Withdraws t; sessions can no longer be opened on it. A no-op for a task not published. */
 void rill__master_remove_task(rill__local_task *t);
 
+/* The task's rendezvous of pushed tensors (rendezvous.c), made in t->rm on first call. */
+typedef struct rill__rendezvous rill__rendezvous;
+rill__rendezvous *rill__rendezvous_install(rill__local_task *t);
+/* Hands t (the caller's reference) to the step's _RemoteRecv of key; dropped when the step was
+ * aborted. */
+void rill__rendezvous_put(rill__rendezvous *rv, uint64_t owner, uint64_t step, const char *key,
+                          rill_tensor *t);
+/* The step failed: its tensors are freed, its receives fail, later tensors for it are dropped. */
+void rill__rendezvous_abort(rill__rendezvous *rv, uint64_t owner, uint64_t step);
+
 /* The transport options clients of t's cluster use (its secret, borrowed from t). */
 void rill__local_task_client_options(const rill__local_task *t, rill__tcp_options *o);
 /* This process's devices, renamed "/job:J/replica:0/task:T/device:TYPE:N" for task t, into out

@@ -4,10 +4,15 @@
  * Requests (meta starts with u32 op):
  *   GET_DEVICES                       -> u32 n, n x {str name, str type, str kernel_key}
  *   REGISTER  (payload: graph codec)  -> u64 handle
- *   RUN       u64 handle, tensors(feeds: str name each), u32 nfetch {str}, u32 ntarget {str}
+ *   RUN       u64 handle, u64 step_owner, u64 step_id, tensors(feeds: str name each),
+ *             u32 nfetch {str}, u32 ntarget {str}
  *                                     -> tensors(fetches)
  *   DEREGISTER u64 handle             -> (empty)
  *   CANCEL    u64 owner               -> (empty): cancels the running steps of owner's graphs
+ *   TENSOR    u64 step_owner, u64 step_id, str tensor_name, tensor_desc (payload: its bytes)
+ *                                     -> (empty): into the task's rendezvous (rendezvous.c)
+ *   ABORT     u64 step_owner, u64 step_id -> (empty): the step failed somewhere: drop its
+ *             tensors, fail its waiting receives
  * REGISTER's meta carries u64 owner after the op: the id of the master that registers.
  * "tensors" = u32 n, n x {str name (requests only), tensor_desc}; the bytes of the n tensors
  * follow each other in the payload. */
@@ -20,7 +25,7 @@
 #include <sys/uio.h>
 
 enum { RILL__RPC_GET_DEVICES = 1, RILL__RPC_REGISTER = 2, RILL__RPC_RUN = 3, RILL__RPC_DEREGISTER = 4,
-       RILL__RPC_CANCEL = 5 };
+       RILL__RPC_CANCEL = 5, RILL__RPC_TENSOR = 6, RILL__RPC_ABORT = 7 };
 
 typedef rill__pbw rill__mbuf; /* the core's growable byte buffer */
 void rill__mbuf_put(rill__mbuf *m, const void *d, size_t n);

@@ -34,6 +34,7 @@ struct rill_server {
     char address[256];
     char *secret; /* self.opts.secret */
     rill__tcp_server *tcp;
+    rill__rendezvous *rv; /* tensors other tasks push here (rendezvous.c), in self.rm */
     pthread_mutex_t mu;
     rill__vec graphs;
     uint64_t next_handle;
@@ -165,6 +166,9 @@ static void do_run(rill__tcp_request *req, rill__mread *r, reg_graph *rg, rill__
 {
     rill_status *s = rill_status_new();
     uint64_t h = rill__mread_u64(r);
+    rill__deadline step = {0};
+    step.step_owner = rill__mread_u64(r);
+    step.step_id = rill__mread_u64(r);
     uint32_t nf = rill__mread_u32(r);
     /* The feeds are views of the request's payload: take it over from the transport. */
     rill__buffer *pay = rill__buffer_adopt(req->payload, req->payload_len);
@@ -219,8 +223,8 @@ static void do_run(rill__tcp_request *req, rill__mread *r, reg_graph *rg, rill__
         if (!targets[i]) goto fail;
     }
     if (off != req->payload_len) goto bad;
-    if (rill_session_run(rg->sess, feeds, fv, (int)nf, fetches, outv, (int)nfetch, targets, (int)nt,
-                         s) != RILL_OK)
+    if (rill__session_run_until(rg->sess, step, feeds, fv, (int)nf, fetches, outv, (int)nfetch,
+                                targets, (int)nt, s) != RILL_OK)
         goto fail;
     {
         rill__mbuf m = {0};
@@ -414,6 +418,36 @@ static void do_cancel(rill_server *srv, rill__mread *r)
     pthread_mutex_unlock(&srv->mu);
 }
 
+/* TENSOR: a tensor another task pushed for one of its steps, into the rendezvous. The tensor
+ * is a view of the request's payload, which it takes over (received once, never copied). */
+static void do_tensor(rill_server *srv, rill__tcp_request *req, rill__mread *r,
+                      rill__tcp_response *resp)
+{
+    uint64_t owner = rill__mread_u64(r), step = rill__mread_u64(r);
+    char *key = rill__mread_str(r);
+    rill_status *s = rill_status_new();
+    rill__buffer *pay = req->payload ? rill__buffer_adopt(req->payload, req->payload_len) : NULL;
+    req->payload = NULL;
+    uint64_t off = 0;
+    rill_tensor *t = key && !r->bad ? rill__mread_tensor(r, pay, req->payload_len, &off, s) : NULL;
+    if (!t || off != req->payload_len) {
+        rill__tcp_response_set_error(resp, RILL_INVALID_ARGUMENT, "malformed TENSOR request from %s",
+                                     req->peer);
+        rill_tensor_free(t);
+    } else {
+        rill__rendezvous_put(srv->rv, owner, step, key, t);
+    }
+    rill__buffer_unref(pay);
+    rill__free(key);
+    rill_status_free(s);
+}
+
+static void do_abort(rill_server *srv, rill__mread *r)
+{
+    uint64_t owner = rill__mread_u64(r), step = rill__mread_u64(r);
+    if (!r->bad) rill__rendezvous_abort(srv->rv, owner, step);
+}
+
 static void do_deregister(rill_server *srv, rill__mread *r, rill__tcp_response *resp)
 {
     uint64_t h = rill__mread_u64(r);
@@ -450,6 +484,8 @@ static void handle(void *arg, rill__tcp_request *req, rill__tcp_response *resp)
         break;
     }
     case RILL__RPC_CANCEL: do_cancel(srv, &r); break;
+    case RILL__RPC_TENSOR: do_tensor(srv, req, &r, resp); break;
+    case RILL__RPC_ABORT: do_abort(srv, &r); break;
     case RILL__RPC_DEREGISTER: do_deregister(srv, &r, resp); break;
     default:
         rill__tcp_response_set_error(resp, RILL_UNIMPLEMENTED, "unknown request %u from %s", op,
@@ -486,6 +522,7 @@ rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, 
     pthread_cond_init(&srv->job_cv, NULL);
     pthread_cond_init(&srv->jcv, NULL);
     self->rm = rill__resource_mgr_new();
+    srv->rv = rill__rendezvous_install(self);
     /* Enumerate the devices here, on the caller's thread: OpenCL implementations (PoCL's LLVM)
      * may set up per-thread state such as an alternate signal stack on the first call, which the
      * transport thread must not own when it exits. */

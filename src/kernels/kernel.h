@@ -40,6 +40,7 @@ typedef struct rill__kctx {
     unsigned cancel_gen;           /* its value when the step began */
     double deadline;               /* the step's deadline (rill__now_seconds), 0: none */
     int64_t timeout_ms;            /* the timeout it came from, for messages */
+    uint64_t step_owner, step_id;  /* a cluster step's master and number (0: a local step) */
 } rill__kctx;
 
 /* True once the session was cancelled after this step began (rill_session_cancel): a kernel

@@ -34,6 +34,7 @@ typedef struct pnode {
     int nsucc;
     int npred;
     bool expensive;
+    bool own_thread;         /* waits for a peer: runs on a thread of its own (waiter_spawn) */
     bool is_variable;        /* its output may be NULL (uninitialised) without error */
     rill__var *var;          /* for VariableV2 nodes */
     rill__node_state *state; /* kernel state kept across steps (stable pointer) */
@@ -341,6 +342,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         p->inbuf_off[i] = p->inbuf_total;
         p->inbuf_total += n->ninputs;
         pn->expensive = is_expensive(n);
+        pn->own_thread = n->op->waits_for_peer;
         pn->is_variable = strcmp(n->op->name, "VariableV2") == 0;
         if (pn->is_variable) {
             const rill__attr *sa = rill__node_attr(n, "shape");
@@ -629,6 +631,8 @@ static void execute(step *st, int i)
             .cancel_gen = st->cancel_gen,
             .deadline = st->deadline.at,
             .timeout_ms = st->deadline.timeout_ms,
+            .step_owner = st->deadline.step_owner,
+            .step_id = st->deadline.step_id,
         };
         if (pn->kernel->state_free) {
             pthread_mutex_lock(&pn->state->mu);
@@ -678,6 +682,79 @@ static void pool_task(void *arg)
     run_loop(t->st, t->node, local, 64);
 }
 
+/* Threads for nodes that wait for a peer task (_RemoteRecv), process-wide: an idle one takes the
+ * node, or a new one is made; none ever waits for a busy one (it may be waiting for what this
+ * node's step is about to send). Each runs its node and what becomes ready after it. */
+typedef struct waiter {
+    struct waiter *next;
+    pthread_cond_t cv;
+    task *job;
+} waiter;
+
+static pthread_mutex_t waiters_mu = PTHREAD_MUTEX_INITIALIZER;
+static waiter *idle_waiters;
+
+static void *waiter_main(void *arg)
+{
+    waiter *w = arg;
+    pthread_mutex_lock(&waiters_mu);
+    for (;;) {
+        while (!w->job) pthread_cond_wait(&w->cv, &waiters_mu);
+        task *t = w->job;
+        pthread_mutex_unlock(&waiters_mu);
+        pool_task(t);
+        pthread_mutex_lock(&waiters_mu);
+        w->job = NULL;
+        w->next = idle_waiters;
+        idle_waiters = w;
+    }
+    return NULL;
+}
+
+/* A child of fork() has none of the parent's threads: its idle list is forgotten (the structs
+ * leak, once). */
+static void waiters_after_fork(void)
+{
+    pthread_mutex_init(&waiters_mu, NULL);
+    idle_waiters = NULL;
+}
+
+static pthread_once_t waiters_once = PTHREAD_ONCE_INIT;
+
+static void waiters_init(void)
+{
+    pthread_atfork(NULL, NULL, waiters_after_fork);
+}
+
+static void waiter_spawn(task *t)
+{
+    pthread_once(&waiters_once, waiters_init);
+    pthread_mutex_lock(&waiters_mu);
+    waiter *w = idle_waiters;
+    if (w) {
+        idle_waiters = w->next;
+    } else {
+        w = rill__calloc(1, sizeof *w);
+        RILL_CHECK_ALLOC(w);
+        pthread_cond_init(&w->cv, NULL);
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        pthread_t th;
+        if (pthread_create(&th, &at, waiter_main, w) != 0) {
+            pthread_attr_destroy(&at);
+            pthread_mutex_unlock(&waiters_mu);
+            rill__free(w);
+            pool_task(t); /* no thread to be had: here, and hope */
+            return;
+        }
+        pthread_attr_destroy(&at);
+    }
+    w->job = t;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&waiters_mu);
+}
+
 static void finish_one(step *st)
 {
     /* The caller waits for `done` under the lock, never for the counter alone: otherwise it
@@ -705,6 +782,11 @@ static void run_loop(step *st, int first, int *stack, int cap)
         for (int k = 0; k < pn->nsucc; k++) {
             int c = pn->succ[k];
             if (atomic_fetch_sub_explicit(&st->pending[c], 1, memory_order_acq_rel) != 1) continue;
+            if (p->nodes[c].own_thread) {
+                waiter_spawn(&st->tasks[c]);
+                newly++;
+                continue;
+            }
             bool offload = p->inter && p->nodes[c].expensive && (newly > 0 || n > 0);
             if (offload || n == cap) {
                 rill__threadpool_schedule(p->inter, pool_task, &st->tasks[c]);
@@ -788,14 +870,19 @@ rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_te
 
     if (p->n > 0) {
         /* Roots beyond the first expensive ones may go to the pool; the caller runs the rest. */
-        for (int r = 1; r < p->nroots; r++) {
+        int first = -1;
+        for (int r = 0; r < p->nroots; r++) {
             int c = p->roots[r];
-            if (p->inter && p->nodes[c].expensive)
+            if (p->nodes[c].own_thread)
+                waiter_spawn(&st->tasks[c]);
+            else if (first < 0)
+                first = c;
+            else if (p->inter && p->nodes[c].expensive)
                 rill__threadpool_schedule(p->inter, pool_task, &st->tasks[c]);
             else
                 run_loop(st, c, st->ready, p->n);
         }
-        run_loop(st, p->roots[0], st->ready, p->n);
+        if (first >= 0) run_loop(st, first, st->ready, p->n);
         pthread_mutex_lock(&st->mu);
         while (!st->done) pthread_cond_wait(&st->cv, &st->mu);
         pthread_mutex_unlock(&st->mu);

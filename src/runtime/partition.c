@@ -36,6 +36,7 @@ typedef struct xfer {
 typedef struct builder {
     rill_graph *g;
     const rill__placement *pl;
+    const rill__partition_tasks *tasks; /* a master's cut across tasks, or NULL */
     rill_graph *xg;
     rill_node **clone;     /* per original node id */
     rill_output *fed;      /* per original (id, output): feed node output, or {NULL} */
@@ -51,10 +52,16 @@ typedef struct builder {
 
 enum { FUSE_NONE, FUSE_ABSORBED, FUSE_FINAL, FUSE_HEAD, FUSE_REPLACED };
 
+/* Where the client lives: CPU:0 of this process, or the master's in a cut across tasks. */
+static rill__device *client_of(const builder *b)
+{
+    return b->tasks ? b->tasks->client : rill__cpu_device();
+}
+
 static rill__device *dev_of(const builder *b, const rill_node *n)
 {
     rill__device *d = b->pl->assigned[n->id];
-    return d ? d : rill__cpu_device();
+    return d ? d : client_of(b);
 }
 
 static bool host_device(const rill__device *d)
@@ -116,6 +123,65 @@ static rill_output transfer(builder *b, rill_output src, rill__device *src_dev, 
     return x->recv;
 }
 
+static int task_of(const builder *b, const rill__device *d)
+{
+    return b->tasks->task_of(b->tasks->arg, d);
+}
+
+/* The _RemoteSend / _RemoteRecv pair that carries src (or, src NULL, a control edge from node
+ * ctl) from its task to dst's; the receive's output (reused for the same tensor and device). */
+static rill_output remote_transfer(builder *b, rill_output src, rill__device *src_dev,
+                                   rill__device *dst, const char *origin_name, rill_node *ctl)
+{
+    for (int i = 0; src.node && i < b->xfers.n; i++) {
+        xfer *x = b->xfers.items[i];
+        if (x->src == src.node && x->index == src.index && x->dst == dst && !x->host)
+            return x->recv;
+    }
+    const char *sjob, *rjob;
+    int stask, rtask;
+    b->tasks->task_name(b->tasks->arg, task_of(b, src_dev), &sjob, &stask);
+    b->tasks->task_name(b->tasks->arg, task_of(b, dst), &rjob, &rtask);
+    char tensor_name[512], name[512];
+    snprintf(tensor_name, sizeof tensor_name, "edge_%d_%s", b->counter, origin_name);
+    if (!src.node) { /* a control edge: a scalar made once ctl has run */
+        snprintf(name, sizeof name, "%s/_%d/", origin_name, b->counter++);
+        rill_tensor *zero = rill_tensor_scalar_int32(0);
+        rill__attr ca[] = {RILL__A_TENSOR("value", zero), RILL__A_TYPE("dtype", RILL_INT32)};
+        rill_node *c = rill__node_create(b->xg, "Const", name, NULL, 0, ca, 2);
+        rill_tensor_free(zero);
+        if (!c) return (rill_output){NULL, 0};
+        c->assigned = src_dev;
+        rill_node_add_control_input(c, ctl);
+        src = (rill_output){c, 0};
+    }
+    rill_dtype dt = src.node->out_dtypes[src.index];
+    rill_shape sh = src.node->out_shapes[src.index];
+    snprintf(name, sizeof name, "%s/_%d/", origin_name, b->counter++);
+    rill__attr sa[] = {RILL__A_STRING("tensor_name", tensor_name), RILL__A_STRING("send_job", sjob),
+                       RILL__A_INT("send_task", stask), RILL__A_STRING("recv_job", rjob),
+                       RILL__A_INT("recv_task", rtask)};
+    rill_node *send = rill__node_create(b->xg, "_RemoteSend", name, &src, 1, sa, 5);
+    if (!send) return (rill_output){NULL, 0};
+    send->assigned = src_dev;
+    snprintf(name, sizeof name, "%s/_%d/", origin_name, b->counter++);
+    rill__attr ra[] = {RILL__A_STRING("tensor_name", tensor_name),
+                       RILL__A_TYPE("dtype", dt),
+                       RILL__A_SHAPE("shape", sh),
+                       RILL__A_STRING("send_job", sjob),
+                       RILL__A_INT("send_task", stask),
+                       RILL__A_STRING("recv_job", rjob),
+                       RILL__A_INT("recv_task", rtask)};
+    rill_node *recv = rill__node_create(b->xg, "_RemoteRecv", name, NULL, 0, ra, 7);
+    if (!recv) return (rill_output){NULL, 0};
+    recv->assigned = dst;
+    xfer *x = rill__malloc(sizeof *x);
+    RILL_CHECK_ALLOC(x);
+    *x = (xfer){ctl ? NULL : src.node, src.index, dst, false, {recv, 0}};
+    rill__vec_push(&b->xfers, x);
+    return x->recv;
+}
+
 /* The execution-graph output standing for original output o, as seen by a consumer on dst that
  * wants it in host memory (host) or device memory. */
 static rill_output source_for(builder *b, rill_output o, rill__device *dst, bool host)
@@ -126,13 +192,17 @@ static rill_output source_for(builder *b, rill_output o, rill__device *dst, bool
     bool src_host;
     if (fed.node) {
         src = fed;
-        src_dev = rill__cpu_device();
+        src_dev = client_of(b);
         src_host = true;
     } else {
         src = (rill_output){b->clone[o.node->id], o.index + b->shift[o.node->id]};
         src_dev = dev_of(b, o.node);
         src_host = out_host(b, o.node, o.index);
     }
+    if (b->tasks) /* across tasks only: each task's session cuts its own devices */
+        return task_of(b, src_dev) == task_of(b, dst)
+                   ? src
+                   : remote_transfer(b, src, src_dev, dst, o.node->name, NULL);
     bool same = src_host ? host : (!host && src_dev == dst);
     if (same) return src;
     return transfer(b, src, src_dev, dst, host, o.node->name);
@@ -296,13 +366,14 @@ static rill_node *make_fused(builder *b, rill_node *n)
 }
 
 
-bool rill__partition(rill_graph *g, const rill__placement *pl, const rill_output *feeds,
-                     int nfeeds, const rill_output *fetches, int nfetches,
-                     rill_node *const *targets, int ntargets, rill__xgraph *out, rill_status *s)
+bool rill__partition(rill_graph *g, const rill__placement *pl, const rill__partition_tasks *tasks,
+                     const rill_output *feeds, int nfeeds, const rill_output *fetches,
+                     int nfetches, rill_node *const *targets, int ntargets, rill__xgraph *out,
+                     rill_status *s)
 {
     memset(out, 0, sizeof *out);
     int nn = rill_graph_num_nodes(g);
-    builder b = {.g = g, .pl = pl, .s = s};
+    builder b = {.g = g, .pl = pl, .tasks = tasks, .s = s};
     b.clone = rill__calloc((size_t)nn + 1, sizeof *b.clone);
     b.fed_start = rill__calloc((size_t)nn + 1, sizeof *b.fed_start);
     RILL_CHECK_ALLOC(b.clone);
@@ -374,7 +445,7 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill_output
             rill_status_copy(s, rill_graph_status(b.xg));
             goto out;
         }
-        ph->assigned = rill__cpu_device();
+        ph->assigned = client_of(&b);
         ph->origin = is_ph ? f.node : NULL;
         *slot = (rill_output){ph, 0};
         out->feeds[i] = *slot;
@@ -404,7 +475,8 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill_output
     }
 
     const char *nofuse = getenv("RILL_NO_FUSION");
-    if (!nofuse || strcmp(nofuse, "1") != 0) find_fusions(&b, need, fetches, nfetches, targets, ntargets);
+    if (!tasks && (!nofuse || strcmp(nofuse, "1") != 0))
+        find_fusions(&b, need, fetches, nfetches, targets, ntargets);
 
     /* Clones in node order: every data input is older than its consumer. */
     for (int i = 0; i < nn; i++) {
@@ -464,16 +536,25 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill_output
     for (int i = 0; i < nn; i++) {
         if (!need[i] || b.role[i] == FUSE_ABSORBED || b.role[i] == FUSE_REPLACED) continue;
         rill_node *n = rill_graph_node(g, i);
-        for (int k = 0; k < n->ncontrol; k++)
-            if (b.clone[n->control_inputs[k]->id])
-                rill_node_add_control_input(b.clone[i], b.clone[n->control_inputs[k]->id]);
+        for (int k = 0; k < n->ncontrol; k++) {
+            rill_node *c = n->control_inputs[k];
+            if (!b.clone[c->id]) continue;
+            if (tasks && task_of(&b, dev_of(&b, c)) != task_of(&b, dev_of(&b, n))) {
+                rill_output r = remote_transfer(&b, (rill_output){NULL, 0}, dev_of(&b, c),
+                                                dev_of(&b, n), c->name, b.clone[c->id]);
+                if (!r.node) break;
+                rill_node_add_control_input(b.clone[i], r.node);
+            } else {
+                rill_node_add_control_input(b.clone[i], b.clone[c->id]);
+            }
+        }
     }
 
     out->nfetches = nfetches;
     out->fetches = rill__calloc((size_t)(nfetches ? nfetches : 1), sizeof *out->fetches);
     RILL_CHECK_ALLOC(out->fetches);
     for (int i = 0; i < nfetches; i++)
-        out->fetches[i] = source_for(&b, fetches[i], rill__cpu_device(), true);
+        out->fetches[i] = source_for(&b, fetches[i], client_of(&b), true);
     out->ntargets = ntargets;
     out->targets = rill__calloc((size_t)(ntargets ? ntargets : 1), sizeof *out->targets);
     RILL_CHECK_ALLOC(out->targets);

@@ -58,9 +58,23 @@ typedef struct rill__xgraph {
     rill_node **targets;
     int nfeeds, nfetches, ntargets;
 } rill__xgraph;
-bool rill__partition(rill_graph *g, const rill__placement *pl, const rill_output *feeds,
-                     int nfeeds, const rill_output *fetches, int nfetches,
-                     rill_node *const *targets, int ntargets, rill__xgraph *out, rill_status *s);
+/* The tasks of a cluster, for a master's cut (NULL in one process): which task a device belongs
+ * to, a task's job and index, and the client's device (the master's CPU:0), where feeds enter
+ * and fetches leave. In this mode an edge between two tasks becomes a _RemoteSend on the
+ * producer's device and a _RemoteRecv on the consumer's (a control edge: a scalar sent after
+ * its source ran); edges within a task stay direct, since each task's own session cuts its
+ * devices, and nothing is fused (each task's session fuses for its CPU). */
+typedef struct rill__partition_tasks {
+    int (*task_of)(void *arg, const rill__device *d);
+    void (*task_name)(void *arg, int task, const char **job, int *index);
+    rill__device *client;
+    void *arg;
+} rill__partition_tasks;
+
+bool rill__partition(rill_graph *g, const rill__placement *pl, const rill__partition_tasks *tasks,
+                     const rill_output *feeds, int nfeeds, const rill_output *fetches,
+                     int nfetches, rill_node *const *targets, int ntargets, rill__xgraph *out,
+                     rill_status *s);
 void rill__xgraph_free(rill__xgraph *x);
 /* Fused nodes made by rill__partition since the process started (tests see fusion happen). */
 extern atomic_int rill__fusions_made;
@@ -78,10 +92,13 @@ struct rill_session_options {
     int64_t operation_timeout_ms;
 };
 
-/* A step's deadline: at (rill__now_seconds; 0: none) and the timeout it came from (messages). */
+/* A step's deadline: at (rill__now_seconds; 0: none) and the timeout it came from (messages);
+ * and, for a step of a cluster, who runs it (the master's id) and its number there: the keys of
+ * the tensors its tasks push to each other (_RemoteSend / _RemoteRecv). */
 typedef struct rill__deadline {
     double at;
     int64_t timeout_ms;
+    uint64_t step_owner, step_id;
 } rill__deadline;
 
 /* rill_session_run under deadline d (not the session's operation timeout). */

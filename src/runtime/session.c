@@ -260,7 +260,7 @@ rill_code rill_session_run_with_options(rill_session *sess, const rill_run_optio
     int64_t ms = options && options->timeout_ms > 0 ? options->timeout_ms
                  : sess                              ? sess->opts.operation_timeout_ms
                                                      : 0;
-    rill__deadline d = {ms > 0 ? rill__now_seconds() + (double)ms / 1000.0 : 0, ms};
+    rill__deadline d = {ms > 0 ? rill__now_seconds() + (double)ms / 1000.0 : 0, ms, 0, 0};
     return rill__session_run_until(sess, d, feeds, feed_values, nfeeds, fetches, fetch_values,
                                    nfetches, targets, ntargets, s);
 }
@@ -321,7 +321,7 @@ rill_code rill__session_run_until(rill_session *sess, rill__deadline d, const ri
         rill__plan *p = NULL;
         if (rill__place(sess->graph, &sess->placement, sess->devs, sess->ndevs,
                         sess->opts.allow_soft_placement, sess->opts.log_device_placement, s) &&
-            rill__partition(sess->graph, &sess->placement, feeds, nfeeds, fetches, nfetches,
+            rill__partition(sess->graph, &sess->placement, NULL, feeds, nfeeds, fetches, nfetches,
                             targets, ntargets, &xg, s)) {
             rill__plan_args a = {
                 .graph = xg.g,

@@ -1237,7 +1237,7 @@ static void test_partition(void)
      * comes back to the CPU. */
     rill__xgraph x;
     rill_output fetches[] = {twice};
-    if (CHECK(rill__partition(g, &pl, NULL, 0, fetches, 1, NULL, 0, &x, s))) {
+    if (CHECK(rill__partition(g, &pl, NULL, NULL, 0, fetches, 1, NULL, 0, &x, s))) {
         CHECK_EQ_INT(count_op(&x, "_Send"), 3);
         CHECK_EQ_INT(count_op(&x, "_Recv"), 3);
         rill_node *send = xnode(&x, "a/_0"), *recv = xnode(&x, "a/_1");
@@ -1266,7 +1266,7 @@ static void test_partition(void)
 
     /* int32 "GPU" kernels keep their tensors in host memory: no transfers at all. */
     CHECK_EQ_STR(pl.assigned[i32.node->id]->name, GPU0);
-    if (CHECK(rill__partition(g, &pl, NULL, 0, &i32, 1, NULL, 0, &x, s))) {
+    if (CHECK(rill__partition(g, &pl, NULL, NULL, 0, &i32, 1, NULL, 0, &x, s))) {
         CHECK_EQ_INT(count_op(&x, "_Send"), 0);
         CHECK_EQ_INT(count_op(&x, "_Recv"), 0);
         rill__xgraph_free(&x);
@@ -1275,7 +1275,7 @@ static void test_partition(void)
     /* Feeds become host placeholders on CPU:0 named after what they replace; feeding the GPU
      * tensor c cuts a and b away. */
     rill_output feeds[] = {ph, c};
-    if (CHECK(rill__partition(g, &pl, feeds, 2, &use_ph, 1, NULL, 0, &x, s))) {
+    if (CHECK(rill__partition(g, &pl, NULL, feeds, 2, &use_ph, 1, NULL, 0, &x, s))) {
         CHECK_EQ_INT(x.nfeeds, 2);
         if (x.nfeeds == 2) {
             CHECK_EQ_STR(rill_node_name(x.feeds[0].node), "ph");

@@ -1,0 +1,324 @@
+/* rendezvous.c - tensors pushed between the tasks of a cluster: a task's rendezvous, and the
+ * _RemoteSend and _RemoteRecv kernels (graph/ops_sendrecv.c) that meet in it.
+ *
+ * Every server keeps one rendezvous in its resource manager, so every session on the task (the
+ * registered partitions, and the master's own piece on the master's task) finds it. An entry is
+ * keyed by (the master that runs the step, the step's number there, tensor_name). _RemoteSend
+ * pushes its input to the consuming task as soon as it has it — a TENSOR request over a
+ * connection of the sending task's own pool to that task, the bytes written from the tensor's
+ * buffer and received straight into the buffer the entry keeps (ps-lite's shape: the consumer
+ * never asks) — and _RemoteRecv takes it, waiting in 50 ms slices that check the step's
+ * deadline (or the server's step deadline), the session's cancellation and the step's abort.
+ * A step that failed anywhere is aborted on every task (ABORT request): its entries are freed,
+ * its waiting _RemoteRecvs fail at once, and a tensor that still arrives for it is dropped. The
+ * last 256 aborted steps are remembered for that. */
+#include "master.h"
+#include "rpc.h"
+
+#include <rill/cluster.h>
+
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct rv_item {
+    struct rv_item *next;
+    uint64_t owner, step;
+    char *key;
+    rill_tensor *t;
+} rv_item;
+
+#define ABORTED_KEPT 256
+#define PEER_IDLE 8
+
+typedef struct rv_peer {
+    char job[64];
+    int index;
+    rill__channel *idle[PEER_IDLE];
+    int nidle;
+} rv_peer;
+
+typedef struct rill__rendezvous {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    rv_item *items;
+    struct {
+        uint64_t owner, step;
+    } aborted[ABORTED_KEPT];
+    int nab, abnext;
+    const rill__local_task *task;
+    pthread_mutex_t pmu; /* the peers' connection pools */
+    rv_peer *peers;
+    int npeers, cappeers;
+} rill__rendezvous;
+
+static void *rv_create(void *arg)
+{
+    rill__rendezvous *rv = rill__calloc(1, sizeof *rv);
+    RILL_CHECK_ALLOC(rv);
+    pthread_mutex_init(&rv->mu, NULL);
+    pthread_cond_init(&rv->cv, NULL);
+    pthread_mutex_init(&rv->pmu, NULL);
+    rv->task = arg;
+    return rv;
+}
+
+static void rv_free(void *p)
+{
+    rill__rendezvous *rv = p;
+    for (rv_item *it = rv->items; it;) {
+        rv_item *nx = it->next;
+        rill_tensor_free(it->t);
+        rill__free(it->key);
+        rill__free(it);
+        it = nx;
+    }
+    for (int i = 0; i < rv->npeers; i++)
+        for (int k = 0; k < rv->peers[i].nidle; k++) rill__channel_close(rv->peers[i].idle[k]);
+    rill__free(rv->peers);
+    pthread_mutex_destroy(&rv->mu);
+    pthread_cond_destroy(&rv->cv);
+    pthread_mutex_destroy(&rv->pmu);
+    rill__free(rv);
+}
+
+static void *rv_none(void *arg)
+{
+    (void)arg;
+    return NULL;
+}
+
+rill__rendezvous *rill__rendezvous_install(rill__local_task *t)
+{
+    return rill__resource_lookup(t->rm, "rendezvous", "", rv_create, t, rv_free);
+}
+
+/* The rendezvous of the task whose resources rm holds; NULL outside a server. */
+static rill__rendezvous *rv_of(rill__resource_mgr *rm)
+{
+    return rm ? rill__resource_lookup(rm, "rendezvous", "", rv_none, NULL, NULL) : NULL;
+}
+
+static bool is_aborted(const rill__rendezvous *rv, uint64_t owner, uint64_t step)
+{
+    for (int i = 0; i < rv->nab; i++)
+        if (rv->aborted[i].owner == owner && rv->aborted[i].step == step) return true;
+    return false;
+}
+
+void rill__rendezvous_put(rill__rendezvous *rv, uint64_t owner, uint64_t step, const char *key,
+                          rill_tensor *t)
+{
+    pthread_mutex_lock(&rv->mu);
+    if (is_aborted(rv, owner, step)) {
+        pthread_mutex_unlock(&rv->mu);
+        rill_tensor_free(t);
+        return;
+    }
+    rv_item *it = rill__malloc(sizeof *it);
+    RILL_CHECK_ALLOC(it);
+    *it = (rv_item){rv->items, owner, step, rill__strdup(key), t};
+    rv->items = it;
+    pthread_cond_broadcast(&rv->cv);
+    pthread_mutex_unlock(&rv->mu);
+}
+
+void rill__rendezvous_abort(rill__rendezvous *rv, uint64_t owner, uint64_t step)
+{
+    rv_item *drop = NULL;
+    pthread_mutex_lock(&rv->mu);
+    if (!is_aborted(rv, owner, step)) {
+        rv->aborted[rv->abnext].owner = owner;
+        rv->aborted[rv->abnext].step = step;
+        rv->abnext = (rv->abnext + 1) % ABORTED_KEPT;
+        if (rv->nab < ABORTED_KEPT) rv->nab++;
+    }
+    for (rv_item **pp = &rv->items; *pp;) {
+        rv_item *it = *pp;
+        if (it->owner == owner && it->step == step) {
+            *pp = it->next;
+            it->next = drop;
+            drop = it;
+        } else {
+            pp = &it->next;
+        }
+    }
+    pthread_cond_broadcast(&rv->cv);
+    pthread_mutex_unlock(&rv->mu);
+    while (drop) {
+        rv_item *nx = drop->next;
+        rill_tensor_free(drop->t);
+        rill__free(drop->key);
+        rill__free(drop);
+        drop = nx;
+    }
+}
+
+/* The peer's connection pool entry (created on first use; under pmu). */
+static rv_peer *peer_of(rill__rendezvous *rv, const char *job, int index)
+{
+    for (int i = 0; i < rv->npeers; i++)
+        if (rv->peers[i].index == index && strcmp(rv->peers[i].job, job) == 0) return &rv->peers[i];
+    if (rv->npeers == rv->cappeers) {
+        rv->cappeers = rv->cappeers ? 2 * rv->cappeers : 8;
+        rv->peers = rill__realloc(rv->peers, (size_t)rv->cappeers * sizeof *rv->peers);
+        RILL_CHECK_ALLOC(rv->peers);
+    }
+    rv_peer *p = &rv->peers[rv->npeers++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->job, sizeof p->job, "%s", job);
+    p->index = index;
+    return p;
+}
+
+/* --- the kernels --- */
+
+static double slice_deadline(const rill__kctx *ctx, const rill__rendezvous *rv, double start)
+{
+    double d = start + rv->task->opts.step_deadline_s;
+    return ctx->deadline && ctx->deadline < d ? ctx->deadline : d;
+}
+
+static void remote_send_kernel(rill__kctx *ctx)
+{
+    const rill_node *n = ctx->node;
+    rill__rendezvous *rv = rv_of(ctx->rm);
+    const rill__attr *key = rill__node_attr(n, "tensor_name"), *job = rill__node_attr(n, "recv_job");
+    int index = (int)rill__attr_int(n, "recv_task", 0);
+    if (!rv || !key || !job) {
+        rill__kctx_fail(ctx, RILL_FAILED_PRECONDITION,
+                        "_RemoteSend '%s' runs only on a task of a cluster", n->name);
+        return;
+    }
+    const char *addr = rill_cluster_spec_task_address(rv->task->cluster, job->v.s, index, NULL);
+    if (!addr) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "_RemoteSend '%s': no task /job:%s/task:%d",
+                        n->name, job->v.s, index);
+        return;
+    }
+    rill_status *s = rill_status_new();
+    rill__mbuf q = {0}, blob = {0};
+    rill__mbuf_u32(&q, RILL__RPC_TENSOR);
+    rill__mbuf_u64(&q, ctx->step_owner);
+    rill__mbuf_u64(&q, ctx->step_id);
+    rill__mbuf_str(&q, key->v.s);
+    rill_tensor *t = ctx->inputs[0];
+    struct iovec iov[16];
+    int niov = 0;
+    bool ok = rill__mbuf_tensor(&q, t, s);
+    if (ok) niov = rill__payload_iovecs(&t, 1, iov, 16, &blob);
+    rill__channel *ch = NULL;
+    if (ok) {
+        pthread_mutex_lock(&rv->pmu);
+        rv_peer *p = peer_of(rv, job->v.s, index);
+        if (p->nidle) ch = p->idle[--p->nidle];
+        pthread_mutex_unlock(&rv->pmu);
+        if (!ch) {
+            rill__tcp_options o;
+            rill__local_task_client_options(rv->task, &o);
+            ch = rill__tcp_connect(addr, &o, rv->task->opts.connect_deadline_s, s);
+            ok = ch != NULL;
+        }
+    }
+    if (ok) {
+        double wait = slice_deadline(ctx, rv, rill__now_seconds()) - rill__now_seconds();
+        rill__reply rep = {0};
+        ok = wait > 0 && rill__channel_call(ch, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, iov, niov,
+                                            &rep, wait, s);
+        if (wait <= 0) rill_status_set(s, RILL_DEADLINE_EXCEEDED, "the step's deadline passed");
+        if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+        pthread_mutex_lock(&rv->pmu);
+        rv_peer *p = peer_of(rv, job->v.s, index);
+        if (ok && p->nidle < PEER_IDLE) {
+            p->idle[p->nidle++] = ch;
+            ch = NULL;
+        }
+        pthread_mutex_unlock(&rv->pmu);
+        rill__channel_close(ch);
+    }
+    if (!ok)
+        rill__kctx_fail(ctx, rill_status_code(s),
+                        "sending '%s' of step %llu to /job:%s/replica:0/task:%d (%s): %s",
+                        key->v.s, (unsigned long long)ctx->step_id, job->v.s, index, addr,
+                        rill_status_message(s));
+    rill__mbuf_free(&q);
+    rill__mbuf_free(&blob);
+    rill_status_free(s);
+}
+
+static void remote_recv_kernel(rill__kctx *ctx)
+{
+    const rill_node *n = ctx->node;
+    rill__rendezvous *rv = rv_of(ctx->rm);
+    const rill__attr *key = rill__node_attr(n, "tensor_name"), *job = rill__node_attr(n, "send_job");
+    int index = (int)rill__attr_int(n, "send_task", 0);
+    if (!rv || !key || !job) {
+        rill__kctx_fail(ctx, RILL_FAILED_PRECONDITION,
+                        "_RemoteRecv '%s' runs only on a task of a cluster", n->name);
+        return;
+    }
+    double start = rill__now_seconds(), deadline = slice_deadline(ctx, rv, start);
+    rill_tensor *got = NULL;
+    pthread_mutex_lock(&rv->mu);
+    for (;;) {
+        for (rv_item **pp = &rv->items; *pp && !got; pp = &(*pp)->next) {
+            rv_item *it = *pp;
+            if (it->owner == ctx->step_owner && it->step == ctx->step_id &&
+                strcmp(it->key, key->v.s) == 0) {
+                *pp = it->next;
+                got = it->t;
+                rill__free(it->key);
+                rill__free(it);
+                break;
+            }
+        }
+        if (got) break;
+        const char *why = is_aborted(rv, ctx->step_owner, ctx->step_id) ? "aborted"
+                          : rill__kctx_cancelled(ctx)                  ? "cancelled"
+                          : rill__now_seconds() >= deadline            ? "deadline"
+                                                                       : NULL;
+        if (why) {
+            pthread_mutex_unlock(&rv->mu);
+            if (why[0] == 'd')
+                rill__kctx_fail(ctx, RILL_DEADLINE_EXCEEDED,
+                                "Timed out waiting for notification: tensor '%s' of step %llu "
+                                "from /job:%s/replica:0/task:%d did not arrive within %.3g s",
+                                key->v.s, (unsigned long long)ctx->step_id, job->v.s, index,
+                                deadline - start);
+            else
+                rill__kctx_fail(ctx, RILL_CANCELLED,
+                                "step %llu was %s while waiting for tensor '%s' from "
+                                "/job:%s/replica:0/task:%d",
+                                (unsigned long long)ctx->step_id, why, key->v.s, job->v.s, index);
+            return;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        long ns = ts.tv_nsec + 50L * 1000 * 1000;
+        ts.tv_sec += ns / 1000000000L;
+        ts.tv_nsec = ns % 1000000000L;
+        pthread_cond_timedwait(&rv->cv, &rv->mu, &ts);
+    }
+    pthread_mutex_unlock(&rv->mu);
+    if (got->dtype != n->out_dtypes[0]) {
+        rill__kctx_fail(ctx, RILL_INTERNAL, "tensor '%s' from /job:%s/task:%d is %s, not %s",
+                        key->v.s, job->v.s, index, rill_dtype_name(got->dtype),
+                        rill_dtype_name(n->out_dtypes[0]));
+        rill_tensor_free(got);
+        return;
+    }
+    rill__kctx_set_output(ctx, 0, got);
+}
+
+#define ANY RILL_DT_INVALID
+const rill__kernel_def rill__remote_kernels[] = {
+    {.op = "_RemoteSend", .device_type = "CPU", .dtype = ANY, .fn = remote_send_kernel},
+    {.op = "_RemoteRecv", .device_type = "CPU", .dtype = ANY, .fn = remote_recv_kernel},
+#ifdef RILL_HAVE_OPENCL
+    {.op = "_RemoteSend", .device_type = "OPENCL", .dtype = ANY, .fn = remote_send_kernel,
+     .host_memory_inputs = ~0u},
+    {.op = "_RemoteRecv", .device_type = "OPENCL", .dtype = ANY, .fn = remote_recv_kernel,
+     .host_memory_outputs = ~0u},
+#endif
+    {0},
+};
