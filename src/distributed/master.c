@@ -598,16 +598,35 @@ static void abort_step(step_job *j)
                            j->dl.step_owner, j->dl.step_id);
     for (int t = 0; t < m->ntasks; t++) {
         if (t == m->self || !j->sg->pieces[t].handle) continue;
-        rill__mbuf q = {0};
-        rill__mbuf_u32(&q, RILL__RPC_ABORT);
-        rill__mbuf_u64(&q, j->dl.step_owner);
-        rill__mbuf_u64(&q, j->dl.step_id);
-        rill__reply rep = {0};
+        /* A task that could not be reached (its RUN failed in the transport) is not waited for:
+         * one attempt over an idle connection or a fresh one, with a short deadline. */
+        rill_status *ps = j->status[t];
+        rill_code pc = ps ? rill_status_code(ps) : RILL_OK;
+        if (pc == RILL_UNAVAILABLE || pc == RILL_DEADLINE_EXCEEDED || pc == RILL_DATA_LOSS) continue;
+        task *tk = &m->tasks[t];
         rill_status *s = rill_status_new();
-        call(m, &m->tasks[t], NULL, &q, NULL, 0, &rep, s);
-        if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+        rill__channel *ch = NULL;
+        pthread_mutex_lock(&tk->mu);
+        if (tk->nidle) ch = tk->idle[--tk->nidle].ch;
+        pthread_mutex_unlock(&tk->mu);
+        if (!ch) {
+            rill__tcp_options o;
+            rill__local_task_client_options(m->local_task, &o);
+            ch = rill__tcp_connect(tk->addr, &o, 1, s);
+        }
+        if (ch) {
+            rill__mbuf q = {0};
+            rill__mbuf_u32(&q, RILL__RPC_ABORT);
+            rill__mbuf_u64(&q, j->dl.step_owner);
+            rill__mbuf_u64(&q, j->dl.step_id);
+            rill__reply rep = {0};
+            bool ok = rill__channel_call(ch, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, NULL, 0, &rep,
+                                         2, s);
+            if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+            rill__mbuf_free(&q);
+            channel_put(tk, ch, ok);
+        }
         rill_status_free(s);
-        rill__mbuf_free(&q);
     }
 }
 

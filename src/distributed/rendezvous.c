@@ -38,10 +38,20 @@ typedef struct rv_peer {
     int nidle;
 } rv_peer;
 
+/* A _RemoteRecv waiting: woken alone when its tensor arrives (or its step is aborted). */
+typedef struct rv_waiter {
+    struct rv_waiter *next;
+    uint64_t owner, step;
+    const char *key;
+    pthread_cond_t cv;
+    rill_tensor *got;
+} rv_waiter;
+
 typedef struct rill__rendezvous {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     rv_item *items;
+    rv_waiter *waiters;
     struct {
         uint64_t owner, step;
     } aborted[ABORTED_KEPT];
@@ -115,11 +125,17 @@ void rill__rendezvous_put(rill__rendezvous *rv, uint64_t owner, uint64_t step, c
         rill_tensor_free(t);
         return;
     }
+    for (rv_waiter *w = rv->waiters; w; w = w->next)
+        if (!w->got && w->owner == owner && w->step == step && strcmp(w->key, key) == 0) {
+            w->got = t; /* straight to the receive that waits for it */
+            pthread_cond_signal(&w->cv);
+            pthread_mutex_unlock(&rv->mu);
+            return;
+        }
     rv_item *it = rill__malloc(sizeof *it);
     RILL_CHECK_ALLOC(it);
     *it = (rv_item){rv->items, owner, step, rill__strdup(key), t};
     rv->items = it;
-    pthread_cond_broadcast(&rv->cv);
     pthread_mutex_unlock(&rv->mu);
 }
 
@@ -143,7 +159,8 @@ void rill__rendezvous_abort(rill__rendezvous *rv, uint64_t owner, uint64_t step)
             pp = &it->next;
         }
     }
-    pthread_cond_broadcast(&rv->cv);
+    for (rv_waiter *w = rv->waiters; w; w = w->next)
+        if (w->owner == owner && w->step == step) pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&rv->mu);
     while (drop) {
         rv_item *nx = drop->next;
@@ -222,11 +239,9 @@ static void remote_send_kernel(rill__kctx *ctx)
     }
     if (ok) {
         double wait = slice_deadline(ctx, rv, rill__now_seconds()) - rill__now_seconds();
-        rill__reply rep = {0};
-        ok = wait > 0 && rill__channel_call(ch, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, iov, niov,
-                                            &rep, wait, s);
+        /* One way: the receiving task's _RemoteRecv reports a tensor that never came. */
+        ok = wait > 0 && rill__channel_push(ch, q.p, (uint32_t)q.n, iov, niov, wait, s);
         if (wait <= 0) rill_status_set(s, RILL_DEADLINE_EXCEEDED, "the step's deadline passed");
-        if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
         pthread_mutex_lock(&rv->pmu);
         rv_peer *p = peer_of(rv, job->v.s, index);
         if (ok && p->nidle < PEER_IDLE) {
@@ -260,25 +275,33 @@ static void remote_recv_kernel(rill__kctx *ctx)
     double start = rill__now_seconds(), deadline = slice_deadline(ctx, rv, start);
     rill_tensor *got = NULL;
     pthread_mutex_lock(&rv->mu);
-    for (;;) {
-        for (rv_item **pp = &rv->items; *pp && !got; pp = &(*pp)->next) {
-            rv_item *it = *pp;
-            if (it->owner == ctx->step_owner && it->step == ctx->step_id &&
-                strcmp(it->key, key->v.s) == 0) {
-                *pp = it->next;
-                got = it->t;
-                rill__free(it->key);
-                rill__free(it);
-                break;
-            }
+    for (rv_item **pp = &rv->items; *pp; pp = &(*pp)->next) {
+        rv_item *it = *pp;
+        if (it->owner == ctx->step_owner && it->step == ctx->step_id &&
+            strcmp(it->key, key->v.s) == 0) {
+            *pp = it->next;
+            got = it->t;
+            rill__free(it->key);
+            rill__free(it);
+            break;
         }
-        if (got) break;
+    }
+    rv_waiter me = {rv->waiters, ctx->step_owner, ctx->step_id, key->v.s, PTHREAD_COND_INITIALIZER,
+                    NULL};
+    if (!got) rv->waiters = &me;
+    while (!got && !me.got) {
         const char *why = is_aborted(rv, ctx->step_owner, ctx->step_id) ? "aborted"
                           : rill__kctx_cancelled(ctx)                  ? "cancelled"
                           : rill__now_seconds() >= deadline            ? "deadline"
                                                                        : NULL;
         if (why) {
+            for (rv_waiter **pp = &rv->waiters; *pp; pp = &(*pp)->next)
+                if (*pp == &me) {
+                    *pp = me.next;
+                    break;
+                }
             pthread_mutex_unlock(&rv->mu);
+            pthread_cond_destroy(&me.cv);
             if (why[0] == 'd')
                 rill__kctx_fail(ctx, RILL_DEADLINE_EXCEEDED,
                                 "Timed out waiting for notification: tensor '%s' of step %llu "
@@ -297,9 +320,18 @@ static void remote_recv_kernel(rill__kctx *ctx)
         long ns = ts.tv_nsec + 50L * 1000 * 1000;
         ts.tv_sec += ns / 1000000000L;
         ts.tv_nsec = ns % 1000000000L;
-        pthread_cond_timedwait(&rv->cv, &rv->mu, &ts);
+        pthread_cond_timedwait(&me.cv, &rv->mu, &ts);
+    }
+    if (!got) {
+        got = me.got;
+        for (rv_waiter **pp = &rv->waiters; *pp; pp = &(*pp)->next)
+            if (*pp == &me) {
+                *pp = me.next;
+                break;
+            }
     }
     pthread_mutex_unlock(&rv->mu);
+    pthread_cond_destroy(&me.cv);
     if (got->dtype != n->out_dtypes[0]) {
         rill__kctx_fail(ctx, RILL_INTERNAL, "tensor '%s' from /job:%s/task:%d is %s, not %s",
                         key->v.s, job->v.s, index, rill_dtype_name(got->dtype),

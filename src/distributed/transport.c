@@ -315,6 +315,45 @@ static void remote_error(tcp_channel *c, const rill__frame_header *h, bool in_ha
         rill_status_set(s, code, "%.*s", (int)len, msg);
 }
 
+/* Writes one PUSH frame (no answer comes) within deadline_s. */
+static bool tcp_push(tcp_channel *c, const void *meta, uint32_t meta_len,
+                     const struct iovec *payload, int npayload, double deadline_s, rill_status *s)
+{
+    if (c->broken) {
+        rill_status_set(s, RILL_UNAVAILABLE,
+                        "the connection to peer %s broke on an earlier error; reconnect", c->peer);
+        return false;
+    }
+    if (meta_len > RILL__WIRE_MAX_META || npayload < 0 || npayload > 16 || (meta_len && !meta)) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "bad push to peer %s", c->peer);
+        return false;
+    }
+    double t_end = deadline_s > 0 ? rill__now_seconds() + deadline_s : 0;
+    rill__frame_header h = {.version = RILL__WIRE_VERSION,
+                            .type = RILL__MSG_PUSH,
+                            .request_id = ++c->next_id,
+                            .meta_len = meta_len};
+    struct iovec iov[18];
+    for (int i = 0; i < npayload; i++) {
+        iov[2 + i] = payload[i];
+        h.payload_len += payload[i].iov_len;
+    }
+    uint8_t raw[RILL__WIRE_HEADER_SIZE];
+    rill__frame_header_encode(&h, raw);
+    iov[0] = (struct iovec){raw, sizeof raw};
+    iov[1] = (struct iovec){(void *)meta, meta_len};
+    if (cl_write(c, iov, npayload + 2, t_end, deadline_s, s)) return true;
+    c->broken = true;
+    return false;
+}
+
+bool rill__channel_push(rill__channel *ch, const void *meta, uint32_t meta_len,
+                        const struct iovec *payload, int npayload, double deadline_s,
+                        rill_status *s)
+{
+    return tcp_push((tcp_channel *)ch, meta, meta_len, payload, npayload, deadline_s, s);
+}
+
 static bool tcp_call(rill__channel *ch, int type, const void *meta, uint32_t meta_len,
                      const struct iovec *payload, int npayload, rill__reply *reply,
                      double deadline_s, rill_status *s)
@@ -906,6 +945,14 @@ static bool serve_request(rill__tcp_server *srv, conn *c)
     c->payload = NULL; /* the request owns it now */
     srv->handler(srv->arg, &req, &resp);
     if (req.payload) rill__aligned_free(req.payload, req.payload_len);
+    if (c->h.type == RILL__MSG_PUSH) { /* one-way: whatever the handler said stays here */
+        if (resp.err != RILL_OK)
+            rill__log(RILL_LOG_WARNING, "server %s: a push from %s failed: %s", srv->address,
+                      c->peer, resp.errmsg ? resp.errmsg : "");
+        if (resp.done) resp.done(resp.done_arg);
+        rill__free(resp.errmsg);
+        return !resp.deferred;
+    }
     if (resp.deferred) {
         /* Answered later from another thread; meanwhile only a hang-up is of interest. */
         if (resp.done) resp.done(resp.done_arg);
@@ -965,7 +1012,7 @@ static bool accept_header(rill__tcp_server *srv, conn *c)
     else if (c->h.type == RILL__MSG_HEARTBEAT)
         ok = c->h.meta_len == 0 && c->h.payload_len == 0;
     else
-        ok = c->h.type == RILL__MSG_REQUEST;
+        ok = c->h.type == RILL__MSG_REQUEST || c->h.type == RILL__MSG_PUSH;
     if (!ok) {
         rill__log(RILL_LOG_DEBUG, "server %s: dropped %s: unexpected %s frame", srv->address,
                   c->peer, rill__msg_type_name(c->h.type));

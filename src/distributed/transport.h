@@ -85,6 +85,12 @@ struct rill__channel {
 bool rill__channel_call(rill__channel *ch, int type, const void *meta, uint32_t meta_len,
                         const struct iovec *payload, int npayload, rill__reply *reply,
                         double deadline_s, rill_status *s);
+/* Sends one PUSH message (meta and payload as for a call) and returns once it is written: the
+ * peer serves it and answers nothing, so a failure there is only logged there. For tensors
+ * pushed into another task's rendezvous. TCP channels only. */
+bool rill__channel_push(rill__channel *ch, const void *meta, uint32_t meta_len,
+                        const struct iovec *payload, int npayload, double deadline_s,
+                        rill_status *s);
 /* A heartbeat round trip: true when the peer answered within deadline_s. */
 bool rill__channel_ping(rill__channel *ch, double deadline_s, rill_status *s);
 /* Closes and frees ch; NULL is a no-op. */

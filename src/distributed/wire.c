@@ -23,6 +23,8 @@ const char *rill__msg_type_name(int type)
         return "HEARTBEAT";
     case RILL__MSG_HEARTBEAT_ACK:
         return "HEARTBEAT_ACK";
+    case RILL__MSG_PUSH:
+        return "PUSH";
     default:
         return "UNKNOWN";
     }

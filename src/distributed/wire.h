@@ -45,8 +45,9 @@ typedef enum rill__msg_type {
     RILL__MSG_ERROR = 6,         /* either way: meta = u32 code + message text */
     RILL__MSG_HEARTBEAT = 7,     /* client -> server: answered by the transport itself */
     RILL__MSG_HEARTBEAT_ACK = 8, /* server -> client */
+    RILL__MSG_PUSH = 9,          /* client -> server: served by the handler, never answered */
 } rill__msg_type;
-#define RILL__MSG_TYPE_MAX 8
+#define RILL__MSG_TYPE_MAX 9
 
 typedef struct rill__frame_header {
     uint8_t version;
