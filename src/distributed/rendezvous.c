@@ -98,8 +98,11 @@ static void *rv_none(void *arg)
     return NULL;
 }
 
+static const rill__remote_tensor_ops remote_ops_impl;
+
 rill__rendezvous *rill__rendezvous_install(rill__local_task *t)
 {
+    rill__register_remote_tensors(&remote_ops_impl);
     return rill__resource_lookup(t->rm, "rendezvous", "", rv_create, t, rv_free);
 }
 
@@ -342,15 +345,4 @@ static void remote_recv_kernel(rill__kctx *ctx)
     rill__kctx_set_output(ctx, 0, got);
 }
 
-#define ANY RILL_DT_INVALID
-const rill__kernel_def rill__remote_kernels[] = {
-    {.op = "_RemoteSend", .device_type = "CPU", .dtype = ANY, .fn = remote_send_kernel},
-    {.op = "_RemoteRecv", .device_type = "CPU", .dtype = ANY, .fn = remote_recv_kernel},
-#ifdef RILL_HAVE_OPENCL
-    {.op = "_RemoteSend", .device_type = "OPENCL", .dtype = ANY, .fn = remote_send_kernel,
-     .host_memory_inputs = ~0u},
-    {.op = "_RemoteRecv", .device_type = "OPENCL", .dtype = ANY, .fn = remote_recv_kernel,
-     .host_memory_outputs = ~0u},
-#endif
-    {0},
-};
+static const rill__remote_tensor_ops remote_ops_impl = {remote_send_kernel, remote_recv_kernel};

@@ -3,6 +3,8 @@
  * device copy of its value in its per-session state, uploaded once). */
 #include "kernel.h"
 
+#include <stdatomic.h>
+
 #include <string.h>
 
 static void send_kernel(rill__kctx *ctx)
@@ -77,11 +79,44 @@ static void host_const_kernel(rill__kctx *ctx)
 }
 #endif
 
+static _Atomic(const rill__remote_tensor_ops *) remote_tensors;
+
+void rill__register_remote_tensors(const rill__remote_tensor_ops *ops)
+{
+    atomic_store(&remote_tensors, ops);
+}
+
+static void remote_send_kernel(rill__kctx *ctx)
+{
+    const rill__remote_tensor_ops *ops = atomic_load(&remote_tensors);
+    if (ops)
+        ops->send(ctx);
+    else
+        rill__kctx_fail(ctx, RILL_FAILED_PRECONDITION,
+                        "_RemoteSend '%s' runs only on a task of a cluster", ctx->node->name);
+}
+
+static void remote_recv_kernel(rill__kctx *ctx)
+{
+    const rill__remote_tensor_ops *ops = atomic_load(&remote_tensors);
+    if (ops)
+        ops->recv(ctx);
+    else
+        rill__kctx_fail(ctx, RILL_FAILED_PRECONDITION,
+                        "_RemoteRecv '%s' runs only on a task of a cluster", ctx->node->name);
+}
+
 #define ANY RILL_DT_INVALID
 const rill__kernel_def rill__generic_kernels[] = {
     {.op = "_Send", .device_type = "CPU", .dtype = ANY, .fn = send_kernel},
     {.op = "_Recv", .device_type = "CPU", .dtype = ANY, .fn = recv_kernel},
+    {.op = "_RemoteSend", .device_type = "CPU", .dtype = ANY, .fn = remote_send_kernel},
+    {.op = "_RemoteRecv", .device_type = "CPU", .dtype = ANY, .fn = remote_recv_kernel},
 #ifdef RILL_HAVE_OPENCL
+    {.op = "_RemoteSend", .device_type = "OPENCL", .dtype = ANY, .fn = remote_send_kernel,
+     .host_memory_inputs = ~0u},
+    {.op = "_RemoteRecv", .device_type = "OPENCL", .dtype = ANY, .fn = remote_recv_kernel,
+     .host_memory_outputs = ~0u},
     {.op = "_Send", .device_type = "OPENCL", .dtype = ANY, .fn = send_kernel},
     {.op = "_Recv", .device_type = "OPENCL", .dtype = ANY, .fn = recv_kernel},
     {.op = "NoOp", .device_type = "OPENCL", .dtype = ANY, .fn = noop_kernel},

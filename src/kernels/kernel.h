@@ -67,6 +67,14 @@ rill__var *rill__resource_mgr_var(rill__resource_mgr *rm, const char *name, rill
  * with the manager. NULL when create fails. */
 void *rill__resource_lookup(rill__resource_mgr *rm, const char *kind, const char *name,
                             void *(*create)(void *arg), void *arg, void (*free_fn)(void *));
+/* The kernels of _RemoteSend and _RemoteRecv (generic.c) call these, which the distributed
+ * layer (src/distributed/rendezvous.c) registers when a server starts; before that they fail. */
+typedef struct rill__remote_tensor_ops {
+    void (*send)(rill__kctx *ctx);
+    void (*recv)(rill__kctx *ctx);
+} rill__remote_tensor_ops;
+void rill__register_remote_tensors(const rill__remote_tensor_ops *ops);
+
 /* Frees a kernel's per-session state. */
 typedef void (*rill__state_free_fn)(void *state);
 
