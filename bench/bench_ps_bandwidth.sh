@@ -43,6 +43,8 @@ for i in 0 1 2 3; do
     ip -n "$n" addr add "10.77.$i.2/24" dev eth0
     ip -n "$n" link set eth0 up
     ip -n "$n" link set lo up
+    # ps tasks push to the worker (10.77.0.1, on link 0): through this link's root side
+    ip -n "$n" route add default via "10.77.$i.1"
     tc qdisc add dev "rbw$i" root tbf rate "$RATE" burst 256kb latency 50ms
     ip netns exec "$n" tc qdisc add dev eth0 root tbf rate "$RATE" burst 256kb latency 50ms
 done
