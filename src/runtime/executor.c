@@ -870,13 +870,17 @@ rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_te
 
     if (p->n > 0) {
         /* Roots beyond the first expensive ones may go to the pool; the caller runs the rest. */
-        int first = -1;
+        int first = -1, last_waiter = -1;
+        for (int r = 0; r < p->nroots; r++)
+            if (!p->nodes[p->roots[r]].own_thread) first = first < 0 ? p->roots[r] : first;
+            else last_waiter = p->roots[r];
+        /* Only waiting roots: the last of them waits on this thread (one hand-off less). */
+        if (first < 0) first = last_waiter;
         for (int r = 0; r < p->nroots; r++) {
             int c = p->roots[r];
+            if (c == first) continue;
             if (p->nodes[c].own_thread)
                 waiter_spawn(&st->tasks[c]);
-            else if (first < 0)
-                first = c;
             else if (p->inter && p->nodes[c].expensive)
                 rill__threadpool_schedule(p->inter, pool_task, &st->tasks[c]);
             else
