@@ -197,10 +197,13 @@ static void channel_put(task *t, rill__channel *ch, bool ok)
 }
 
 /* A call to task t within step st's deadline (st NULL: the server's step deadline only); a
- * transport failure names the task. */
+ * transport failure names the task. The reply's meta lives in the channel until its next call,
+ * so on success the caller holds the channel (*held) while it reads rep and then hands it back
+ * with channel_put(t, *held, true): another step must not take it and overwrite the meta. */
 static bool call(master *m, task *t, mstep *st, const rill__mbuf *meta, const struct iovec *iov,
-                 int niov, rill__reply *rep, rill_status *s)
+                 int niov, rill__reply *rep, rill__channel **held, rill_status *s)
 {
+    *held = NULL;
     const rill_server_options *so = &m->local_task->opts;
     /* The step's own deadline (RunOptions, operation timeout) bounds the call too. */
     double wait = so->step_deadline_s;
@@ -219,7 +222,7 @@ static bool call(master *m, task *t, mstep *st, const rill__mbuf *meta, const st
     if (!ch) return false;
     if (rill__channel_call(ch, RILL__MSG_REQUEST, meta->p, (uint32_t)meta->n, iov, niov, rep, wait,
                            s)) {
-        channel_put(t, ch, true);
+        *held = ch;
         return true;
     }
     rill_code c = rill_status_code(s);
@@ -281,7 +284,8 @@ static bool discover(master *m, rill_status *s)
             rill__mbuf q = {0};
             rill__mbuf_u32(&q, RILL__RPC_GET_DEVICES);
             rill__reply rep = {0};
-            bool ok = call(m, t, NULL, &q, NULL, 0, &rep, s);
+            rill__channel *ch;
+            bool ok = call(m, t, NULL, &q, NULL, 0, &rep, &ch, s);
             rill__mbuf_free(&q);
             if (!ok) return false;
             rill__mread r = {.p = rep.meta, .n = rep.meta_len};
@@ -300,6 +304,7 @@ static bool discover(master *m, rill_status *s)
                 rill__free(type);
                 rill__free(key);
             }
+            channel_put(t, ch, true);
             if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
             if (r.bad) {
                 rill_status_set(s, RILL_DATA_LOSS, "task /job:%s/task:%d sent a bad device list",
@@ -510,12 +515,14 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
         rill__mbuf_u64(&q, m->owner);
         struct iovec iov = {bytes, len};
         rill__reply rep = {0};
-        bool okc = call(m, &m->tasks[t], NULL, &q, &iov, 1, &rep, s);
+        rill__channel *ch;
+        bool okc = call(m, &m->tasks[t], NULL, &q, &iov, 1, &rep, &ch, s);
         rill__mbuf_free(&q);
         rill__free(bytes);
         if (!okc) goto out;
         rill__mread r = {.p = rep.meta, .n = rep.meta_len};
         p->handle = rill__mread_u64(&r);
+        channel_put(&m->tasks[t], ch, true);
         if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
     }
     ok = true;
@@ -563,7 +570,9 @@ static void run_remote(step_job *j, int t)
     rill__mbuf_u32(&q, (uint32_t)p->ntargets);
     for (int i = 0; i < p->ntargets; i++) rill__mbuf_str(&q, p->names[i]);
     rill__reply rep = {0};
-    bool ok = call(m, &m->tasks[t], j->st, &q, NULL, 0, &rep, s);
+    rill__channel *ch;
+    bool ok = call(m, &m->tasks[t], j->st, &q, NULL, 0, &rep, &ch, s);
+    channel_put(&m->tasks[t], ch, ok); /* the reply's meta is not read */
     if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
     rill__mbuf_free(&q);
     if (!ok) abort_step(j);
