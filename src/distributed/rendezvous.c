@@ -38,13 +38,17 @@ typedef struct rv_peer {
     int nidle;
 } rv_peer;
 
-/* A _RemoteRecv waiting: woken alone when its tensor arrives (or its step is aborted). */
+/* A parked _RemoteRecv: its tensor is put here when it arrives, and wake(wake_arg) has its
+ * step run the kernel again (which takes it); an aborted step wakes it too. The kernel removes
+ * the entry, whatever the outcome, so a step never ends with one left. */
 typedef struct rv_waiter {
     struct rv_waiter *next;
     uint64_t owner, step;
-    const char *key;
-    pthread_cond_t cv;
+    char *key;
     rill_tensor *got;
+    double since; /* when it parked: the server's step deadline counts from here */
+    void (*wake)(void *);
+    void *wake_arg;
 } rv_waiter;
 
 typedef struct rill__rendezvous {
@@ -131,7 +135,7 @@ void rill__rendezvous_put(rill__rendezvous *rv, uint64_t owner, uint64_t step, c
     for (rv_waiter *w = rv->waiters; w; w = w->next)
         if (!w->got && w->owner == owner && w->step == step && strcmp(w->key, key) == 0) {
             w->got = t; /* straight to the receive that waits for it */
-            pthread_cond_signal(&w->cv);
+            w->wake(w->wake_arg);
             pthread_mutex_unlock(&rv->mu);
             return;
         }
@@ -163,7 +167,7 @@ void rill__rendezvous_abort(rill__rendezvous *rv, uint64_t owner, uint64_t step)
         }
     }
     for (rv_waiter *w = rv->waiters; w; w = w->next)
-        if (w->owner == owner && w->step == step) pthread_cond_signal(&w->cv);
+        if (w->owner == owner && w->step == step) w->wake(w->wake_arg);
     pthread_mutex_unlock(&rv->mu);
     while (drop) {
         rv_item *nx = drop->next;
@@ -264,77 +268,88 @@ static void remote_send_kernel(rill__kctx *ctx)
     rill_status_free(s);
 }
 
+/* Takes the tensor of (ctx's step, key) if it arrived; otherwise parks (rill__kctx_park) with
+ * a waiter entry that the tensor's arrival or the step's abort wakes. Each run also checks the
+ * step's deadline (or the server's step deadline, from the first park), the session's
+ * cancellation and an abort; an abandoned run only drops the entry. */
 static void remote_recv_kernel(rill__kctx *ctx)
 {
     const rill_node *n = ctx->node;
     rill__rendezvous *rv = rv_of(ctx->rm);
     const rill__attr *key = rill__node_attr(n, "tensor_name"), *job = rill__node_attr(n, "send_job");
     int index = (int)rill__attr_int(n, "send_task", 0);
-    if (!rv || !key || !job) {
-        rill__kctx_fail(ctx, RILL_FAILED_PRECONDITION,
-                        "_RemoteRecv '%s' runs only on a task of a cluster", n->name);
+    if (!rv || !key || !job || !ctx->wake) {
+        if (!ctx->abandoned)
+            rill__kctx_fail(ctx, RILL_FAILED_PRECONDITION,
+                            "_RemoteRecv '%s' runs only on a task of a cluster", n->name);
         return;
     }
-    double start = rill__now_seconds(), deadline = slice_deadline(ctx, rv, start);
+    double now = rill__now_seconds();
     rill_tensor *got = NULL;
     pthread_mutex_lock(&rv->mu);
-    for (rv_item **pp = &rv->items; *pp; pp = &(*pp)->next) {
-        rv_item *it = *pp;
-        if (it->owner == ctx->step_owner && it->step == ctx->step_id &&
-            strcmp(it->key, key->v.s) == 0) {
-            *pp = it->next;
-            got = it->t;
-            rill__free(it->key);
-            rill__free(it);
-            break;
-        }
-    }
-    rv_waiter me = {rv->waiters, ctx->step_owner, ctx->step_id, key->v.s, PTHREAD_COND_INITIALIZER,
-                    NULL};
-    if (!got) rv->waiters = &me;
-    while (!got && !me.got) {
-        const char *why = is_aborted(rv, ctx->step_owner, ctx->step_id) ? "aborted"
-                          : rill__kctx_cancelled(ctx)                  ? "cancelled"
-                          : rill__now_seconds() >= deadline            ? "deadline"
-                                                                       : NULL;
-        if (why) {
-            for (rv_waiter **pp = &rv->waiters; *pp; pp = &(*pp)->next)
-                if (*pp == &me) {
-                    *pp = me.next;
-                    break;
-                }
-            pthread_mutex_unlock(&rv->mu);
-            pthread_cond_destroy(&me.cv);
-            if (why[0] == 'd')
-                rill__kctx_fail(ctx, RILL_DEADLINE_EXCEEDED,
-                                "Timed out waiting for notification: tensor '%s' of step %llu "
-                                "from /job:%s/replica:0/task:%d did not arrive within %.3g s",
-                                key->v.s, (unsigned long long)ctx->step_id, job->v.s, index,
-                                deadline - start);
-            else
-                rill__kctx_fail(ctx, RILL_CANCELLED,
-                                "step %llu was %s while waiting for tensor '%s' from "
-                                "/job:%s/replica:0/task:%d",
-                                (unsigned long long)ctx->step_id, why, key->v.s, job->v.s, index);
-            return;
-        }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        long ns = ts.tv_nsec + 50L * 1000 * 1000;
-        ts.tv_sec += ns / 1000000000L;
-        ts.tv_nsec = ns % 1000000000L;
-        pthread_cond_timedwait(&me.cv, &rv->mu, &ts);
-    }
-    if (!got) {
-        got = me.got;
-        for (rv_waiter **pp = &rv->waiters; *pp; pp = &(*pp)->next)
-            if (*pp == &me) {
-                *pp = me.next;
+    rv_waiter **wp = &rv->waiters;
+    while (*wp && !((*wp)->owner == ctx->step_owner && (*wp)->step == ctx->step_id &&
+                    strcmp((*wp)->key, key->v.s) == 0))
+        wp = &(*wp)->next;
+    rv_waiter *me = *wp;
+    if (!me) {
+        for (rv_item **pp = &rv->items; *pp; pp = &(*pp)->next) {
+            rv_item *it = *pp;
+            if (it->owner == ctx->step_owner && it->step == ctx->step_id &&
+                strcmp(it->key, key->v.s) == 0) {
+                *pp = it->next;
+                got = it->t;
+                rill__free(it->key);
+                rill__free(it);
                 break;
             }
+        }
+    } else {
+        got = me->got;
+    }
+    double since = me ? me->since : now, deadline = slice_deadline(ctx, rv, since);
+    const char *why = got || ctx->abandoned                      ? NULL
+                      : is_aborted(rv, ctx->step_owner, ctx->step_id) ? "aborted"
+                      : rill__kctx_cancelled(ctx)                  ? "cancelled"
+                      : now >= deadline                            ? "deadline"
+                                                                   : NULL;
+    if (!got && !why && !ctx->abandoned) {
+        if (!me) {
+            me = rill__malloc(sizeof *me);
+            RILL_CHECK_ALLOC(me);
+            *me = (rv_waiter){rv->waiters, ctx->step_owner, ctx->step_id, rill__strdup(key->v.s),
+                              NULL,           now,         ctx->wake,   ctx->wake_arg};
+            rv->waiters = me;
+        }
+        pthread_mutex_unlock(&rv->mu);
+        rill__kctx_park(ctx);
+        return;
+    }
+    if (me) {
+        *wp = me->next;
+        rill__free(me->key);
+        rill__free(me);
     }
     pthread_mutex_unlock(&rv->mu);
-    pthread_cond_destroy(&me.cv);
+    if (ctx->abandoned) {
+        rill_tensor_free(got);
+        return;
+    }
+    if (why && why[0] == 'd') {
+        rill__kctx_fail(ctx, RILL_DEADLINE_EXCEEDED,
+                        "Timed out waiting for notification: tensor '%s' of step %llu "
+                        "from /job:%s/replica:0/task:%d did not arrive within %.3g s",
+                        key->v.s, (unsigned long long)ctx->step_id, job->v.s, index,
+                        deadline - since);
+        return;
+    }
+    if (why) {
+        rill__kctx_fail(ctx, RILL_CANCELLED,
+                        "step %llu was %s while waiting for tensor '%s' from "
+                        "/job:%s/replica:0/task:%d",
+                        (unsigned long long)ctx->step_id, why, key->v.s, job->v.s, index);
+        return;
+    }
     if (got->dtype != n->out_dtypes[0]) {
         rill__kctx_fail(ctx, RILL_INTERNAL, "tensor '%s' from /job:%s/task:%d is %s, not %s",
                         key->v.s, job->v.s, index, rill_dtype_name(got->dtype),

@@ -41,7 +41,22 @@ typedef struct rill__kctx {
     double deadline;               /* the step's deadline (rill__now_seconds), 0: none */
     int64_t timeout_ms;            /* the timeout it came from, for messages */
     uint64_t step_owner, step_id;  /* a cluster step's master and number (0: a local step) */
+    /* Nodes whose op waits for a peer task (_RemoteRecv): a kernel that cannot finish yet calls
+     * rill__kctx_park and returns, and has wake(wake_arg) called (from any thread, once) when it
+     * can; the executor then runs the kernel again, on the step's own thread. It also runs it
+     * again every 50 ms meanwhile (to check the deadline, cancellation, an aborted step), and
+     * once with `abandoned` set when the step failed elsewhere: then the kernel only drops what
+     * it registered. No thread waits for a parked node. */
+    void (*wake)(void *wake_arg);
+    void *wake_arg;
+    bool parked;
+    bool abandoned;
 } rill__kctx;
+
+static inline void rill__kctx_park(rill__kctx *ctx)
+{
+    ctx->parked = true;
+}
 
 /* True once the session was cancelled after this step began (rill_session_cancel): a kernel
  * that waits checks it and fails with CANCELLED. */

@@ -16,9 +16,11 @@
  * every node has either run or, after an error, been skipped. */
 #include "runtime.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct pnode {
     rill_node *node;
@@ -34,7 +36,7 @@ typedef struct pnode {
     int nsucc;
     int npred;
     bool expensive;
-    bool own_thread;         /* waits for a peer: runs on a thread of its own (waiter_spawn) */
+    bool parks;              /* waits for a peer: its kernel may park (rill__kctx_park) */
     bool is_variable;        /* its output may be NULL (uninitialised) without error */
     rill__var *var;          /* for VariableV2 nodes */
     rill__node_state *state; /* kernel state kept across steps (stable pointer) */
@@ -59,7 +61,19 @@ typedef struct step {
     pthread_cond_t cv;
     bool done;          /* every node has finished (set under mu by the last one) */
     struct task *tasks; /* one per node, for the pool */
+    /* Parked nodes (under mu): per node PARK_* bits; the woken ones, for the step's thread. */
+    unsigned char *park;
+    int *woken;
+    int nwoken;
 } step;
+
+enum {
+    PARK_STATE = 3,   /* 0: not parked, PARK_PARKED, or PARK_QUEUED (in woken) */
+    PARK_PARKED = 1,
+    PARK_QUEUED = 2,
+    PARK_WAKE = 4,    /* woken while its kernel was still parking */
+    PARK_EVER = 8,    /* parked at least once this step (its kernel registered a wait) */
+};
 
 typedef struct task {
     step *st;
@@ -87,6 +101,7 @@ struct rill__plan {
     rill__threadpool *intra;
     rill__resource_mgr *rm;
     const atomic_uint *cancel;
+    bool parks;   /* some node's kernel may park: the step's thread wakes every 50 ms */
     pthread_mutex_t mu;
     step *cached; /* NULL while a step runs on it */
 };
@@ -342,7 +357,8 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         p->inbuf_off[i] = p->inbuf_total;
         p->inbuf_total += n->ninputs;
         pn->expensive = is_expensive(n);
-        pn->own_thread = n->op->waits_for_peer;
+        pn->parks = n->op->waits_for_peer;
+        if (pn->parks) p->parks = true;
         pn->is_variable = strcmp(n->op->name, "VariableV2") == 0;
         if (pn->is_variable) {
             const rill__attr *sa = rill__node_attr(n, "shape");
@@ -506,6 +522,10 @@ static step *step_new(rill__plan *p)
     st->ready = rill__calloc(nn, sizeof *st->ready);
     st->inbuf = rill__calloc((size_t)(p->inbuf_total ? p->inbuf_total : 1), sizeof *st->inbuf);
     st->tasks = rill__calloc(nn, sizeof *st->tasks);
+    st->park = rill__calloc(nn, 1);
+    st->woken = rill__calloc(nn, sizeof *st->woken);
+    RILL_CHECK_ALLOC(st->park);
+    RILL_CHECK_ALLOC(st->woken);
     RILL_CHECK_ALLOC(st->slots);
     RILL_CHECK_ALLOC(st->cache);
     RILL_CHECK_ALLOC(st->slot_refs);
@@ -534,6 +554,8 @@ static void step_free(step *st)
     rill__free(st->ready);
     rill__free(st->inbuf);
     rill__free(st->tasks);
+    rill__free(st->park);
+    rill__free(st->woken);
     rill_status_free(st->status);
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->cv);
@@ -560,13 +582,44 @@ static void release_slot(step *st, int slot)
     }
 }
 
-/* Runs node i's kernel (unless the step already failed) and releases its inputs. */
-static void execute(step *st, int i)
+static void step_wake(void *arg);
+
+/* The kernel's view of node i in step st. */
+static rill__kctx node_ctx(step *st, int i)
+{
+    rill__plan *p = st->plan;
+    pnode *pn = &p->nodes[i];
+    return (rill__kctx){
+        .node = pn->node,
+        .inputs = st->inbuf + p->inbuf_off[i],
+        .vars = pn->vars,
+        .var = pn->var,
+        .outputs = st->slots + pn->out_base,
+        .recycle = st->cache + pn->out_base,
+        .state = &pn->state->state,
+        .pool = p->intra,
+        .device = pn->device,
+        .host_memory_outputs = pn->kernel->host_memory_outputs,
+        .rm = p->rm,
+        .cancel = p->cancel,
+        .cancel_gen = st->cancel_gen,
+        .deadline = st->deadline.at,
+        .timeout_ms = st->deadline.timeout_ms,
+        .step_owner = st->deadline.step_owner,
+        .step_id = st->deadline.step_id,
+        .wake = step_wake,
+        .wake_arg = &st->tasks[i],
+    };
+}
+
+/* Runs node i's kernel (unless the step already failed) and releases its inputs. True when the
+ * kernel parked: the node is not done, and runs again when woken. */
+static bool execute(step *st, int i)
 {
     rill__plan *p = st->plan;
     pnode *pn = &p->nodes[i];
     rill_tensor **in = st->inbuf + p->inbuf_off[i];
-    if (atomic_load_explicit(&st->failed, memory_order_relaxed)) goto release;
+    if (atomic_load_explicit(&st->failed, memory_order_relaxed)) goto skip;
     if (st->deadline.at && rill__now_seconds() >= st->deadline.at) {
         rill_status *e = rill_status_new();
         rill_status_set(e, RILL_DEADLINE_EXCEEDED,
@@ -575,7 +628,7 @@ static void execute(step *st, int i)
                         (long long)st->deadline.timeout_ms, pn->node->name);
         step_fail(st, e, pn->node);
         rill_status_free(e);
-        goto release;
+        goto skip;
     }
     for (int k = 0; k < pn->ninputs; k++) {
         rill__var *rv = pn->reads[k];
@@ -614,26 +667,7 @@ static void execute(step *st, int i)
         }
     }
     {
-        rill__kctx ctx = {
-            .node = pn->node,
-            .inputs = in,
-            .vars = pn->vars,
-            .var = pn->var,
-            .outputs = st->slots + pn->out_base,
-            .recycle = st->cache + pn->out_base,
-            .state = &pn->state->state,
-            .status = NULL,
-            .pool = p->intra,
-            .device = pn->device,
-            .host_memory_outputs = pn->kernel->host_memory_outputs,
-            .rm = p->rm,
-            .cancel = p->cancel,
-            .cancel_gen = st->cancel_gen,
-            .deadline = st->deadline.at,
-            .timeout_ms = st->deadline.timeout_ms,
-            .step_owner = st->deadline.step_owner,
-            .step_id = st->deadline.step_id,
-        };
+        rill__kctx ctx = node_ctx(st, i);
         if (pn->kernel->state_free) {
             pthread_mutex_lock(&pn->state->mu);
             pn->kernel->fn(&ctx);
@@ -642,6 +676,7 @@ static void execute(step *st, int i)
         } else {
             pn->kernel->fn(&ctx);
         }
+        if (ctx.parked && !ctx.status) return true; /* inputs kept for the next try */
         if (!ctx.status && !pn->is_variable) {
             for (int o = 0; o < pn->noutputs; o++)
                 if (!ctx.outputs[o]) {
@@ -653,6 +688,15 @@ static void execute(step *st, int i)
             step_fail(st, ctx.status, pn->node);
             rill_status_free(ctx.status);
         }
+    }
+    goto release;
+skip:
+    /* A node that parked before the step failed drops its registered wait. */
+    if (pn->parks && (st->park[i] & PARK_EVER)) {
+        rill__kctx ctx = node_ctx(st, i);
+        ctx.abandoned = true;
+        pn->kernel->fn(&ctx);
+        rill_status_free(ctx.status);
     }
 release:
     /* Variable reads are dropped (and left NULL for the next step); slots are released. */
@@ -671,6 +715,7 @@ release:
             st->slots[slot] = NULL;
         }
     }
+    return false;
 }
 
 static void run_loop(step *st, int first, int *stack, int cap);
@@ -682,77 +727,37 @@ static void pool_task(void *arg)
     run_loop(t->st, t->node, local, 64);
 }
 
-/* Threads for nodes that wait for a peer task (_RemoteRecv), process-wide: an idle one takes the
- * node, or a new one is made; none ever waits for a busy one (it may be waiting for what this
- * node's step is about to send). Each runs its node and what becomes ready after it. */
-typedef struct waiter {
-    struct waiter *next;
-    pthread_cond_t cv;
-    task *job;
-} waiter;
-
-static pthread_mutex_t waiters_mu = PTHREAD_MUTEX_INITIALIZER;
-static waiter *idle_waiters;
-
-static void *waiter_main(void *arg)
+/* A parked node's kernel can go on (any thread): queue it for the step's thread. */
+static void step_wake(void *arg)
 {
-    waiter *w = arg;
-    pthread_mutex_lock(&waiters_mu);
-    for (;;) {
-        while (!w->job) pthread_cond_wait(&w->cv, &waiters_mu);
-        task *t = w->job;
-        pthread_mutex_unlock(&waiters_mu);
-        pool_task(t);
-        pthread_mutex_lock(&waiters_mu);
-        w->job = NULL;
-        w->next = idle_waiters;
-        idle_waiters = w;
+    task *t = arg;
+    step *st = t->st;
+    pthread_mutex_lock(&st->mu);
+    unsigned char c = st->park[t->node];
+    if ((c & PARK_STATE) == PARK_PARKED) {
+        st->park[t->node] = (unsigned char)((c & ~PARK_STATE) | PARK_QUEUED);
+        st->woken[st->nwoken++] = t->node;
+        pthread_cond_broadcast(&st->cv);
+    } else if ((c & PARK_STATE) == 0) {
+        st->park[t->node] = (unsigned char)(c | PARK_WAKE); /* still parking: see park_node */
     }
-    return NULL;
+    pthread_mutex_unlock(&st->mu);
 }
 
-/* A child of fork() has none of the parent's threads: its idle list is forgotten (the structs
- * leak, once). */
-static void waiters_after_fork(void)
+/* Node i's kernel parked: it waits (no thread does) until step_wake, or the 50 ms retry. */
+static void park_node(step *st, int i)
 {
-    pthread_mutex_init(&waiters_mu, NULL);
-    idle_waiters = NULL;
-}
-
-static pthread_once_t waiters_once = PTHREAD_ONCE_INIT;
-
-static void waiters_init(void)
-{
-    pthread_atfork(NULL, NULL, waiters_after_fork);
-}
-
-static void waiter_spawn(task *t)
-{
-    pthread_once(&waiters_once, waiters_init);
-    pthread_mutex_lock(&waiters_mu);
-    waiter *w = idle_waiters;
-    if (w) {
-        idle_waiters = w->next;
+    pthread_mutex_lock(&st->mu);
+    unsigned char c = (unsigned char)(st->park[i] | PARK_EVER);
+    if (c & PARK_WAKE) {
+        c = (unsigned char)((c & ~(PARK_WAKE | PARK_STATE)) | PARK_QUEUED);
+        st->woken[st->nwoken++] = i;
+        pthread_cond_broadcast(&st->cv);
     } else {
-        w = rill__calloc(1, sizeof *w);
-        RILL_CHECK_ALLOC(w);
-        pthread_cond_init(&w->cv, NULL);
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        pthread_t th;
-        if (pthread_create(&th, &at, waiter_main, w) != 0) {
-            pthread_attr_destroy(&at);
-            pthread_mutex_unlock(&waiters_mu);
-            rill__free(w);
-            pool_task(t); /* no thread to be had: here, and hope */
-            return;
-        }
-        pthread_attr_destroy(&at);
+        c = (unsigned char)((c & ~PARK_STATE) | PARK_PARKED);
     }
-    w->job = t;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&waiters_mu);
+    st->park[i] = c;
+    pthread_mutex_unlock(&st->mu);
 }
 
 static void finish_one(step *st)
@@ -776,17 +781,15 @@ static void run_loop(step *st, int first, int *stack, int cap)
     stack[n++] = first;
     while (n) {
         int i = stack[--n];
-        execute(st, i);
+        if (execute(st, i)) {
+            park_node(st, i);
+            continue;
+        }
         pnode *pn = &p->nodes[i];
         int newly = 0;
         for (int k = 0; k < pn->nsucc; k++) {
             int c = pn->succ[k];
             if (atomic_fetch_sub_explicit(&st->pending[c], 1, memory_order_acq_rel) != 1) continue;
-            if (p->nodes[c].own_thread) {
-                waiter_spawn(&st->tasks[c]);
-                newly++;
-                continue;
-            }
             bool offload = p->inter && p->nodes[c].expensive && (newly > 0 || n > 0);
             if (offload || n == cap) {
                 rill__threadpool_schedule(p->inter, pool_task, &st->tasks[c]);
@@ -867,28 +870,47 @@ rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_te
     }
     atomic_store(&st->remaining, p->n);
     st->done = false;
+    if (p->parks) memset(st->park, 0, (size_t)p->n);
+    st->nwoken = 0;
 
     if (p->n > 0) {
         /* Roots beyond the first expensive ones may go to the pool; the caller runs the rest. */
-        int first = -1, last_waiter = -1;
-        for (int r = 0; r < p->nroots; r++)
-            if (!p->nodes[p->roots[r]].own_thread) first = first < 0 ? p->roots[r] : first;
-            else last_waiter = p->roots[r];
-        /* Only waiting roots: the last of them waits on this thread (one hand-off less). */
-        if (first < 0) first = last_waiter;
-        for (int r = 0; r < p->nroots; r++) {
+        for (int r = 1; r < p->nroots; r++) {
             int c = p->roots[r];
-            if (c == first) continue;
-            if (p->nodes[c].own_thread)
-                waiter_spawn(&st->tasks[c]);
-            else if (p->inter && p->nodes[c].expensive)
+            if (p->inter && p->nodes[c].expensive)
                 rill__threadpool_schedule(p->inter, pool_task, &st->tasks[c]);
             else
                 run_loop(st, c, st->ready, p->n);
         }
-        if (first >= 0) run_loop(st, first, st->ready, p->n);
+        run_loop(st, p->roots[0], st->ready, p->n);
+        /* Wait for the rest, running the parked nodes that were woken (and every 50 ms all of
+         * them, to see a deadline, a cancellation or an aborted step). */
         pthread_mutex_lock(&st->mu);
-        while (!st->done) pthread_cond_wait(&st->cv, &st->mu);
+        while (!st->done) {
+            if (st->nwoken) {
+                int i = st->woken[--st->nwoken];
+                st->park[i] &= (unsigned char)~PARK_STATE;
+                pthread_mutex_unlock(&st->mu);
+                run_loop(st, i, st->ready, p->n);
+                pthread_mutex_lock(&st->mu);
+                continue;
+            }
+            if (!p->parks) {
+                pthread_cond_wait(&st->cv, &st->mu);
+                continue;
+            }
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            long ns = ts.tv_nsec + 50L * 1000 * 1000;
+            ts.tv_sec += ns / 1000000000L;
+            ts.tv_nsec = ns % 1000000000L;
+            if (pthread_cond_timedwait(&st->cv, &st->mu, &ts) != ETIMEDOUT) continue;
+            for (int i = 0; i < p->n; i++)
+                if ((st->park[i] & PARK_STATE) == PARK_PARKED) {
+                    st->park[i] = (unsigned char)((st->park[i] & ~PARK_STATE) | PARK_QUEUED);
+                    st->woken[st->nwoken++] = i;
+                }
+        }
         pthread_mutex_unlock(&st->mu);
     }
 
