@@ -36,6 +36,7 @@
 #include "graph_codec.h"
 #include "rpc.h"
 
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -99,14 +100,6 @@ typedef struct master {
     pthread_mutex_t sigs_mu; /* the list's links, for master_cancel */
     uint64_t owner;          /* this master's id on the servers (REGISTER, CANCEL, steps) */
     atomic_uint_fast64_t next_step;
-    /* Threads that make the calls of one level to several tasks at once: an idle one takes a
-     * call, or a new one is made (never a wait for a busy one: its call may be blocked on a
-     * step that needs this one to go on). */
-    pthread_mutex_t pool_mu;
-    pthread_cond_t pool_cv;
-    struct caller *idle_callers;
-    int ncallers;
-    bool pool_stop;
 } master;
 
 /* One step in flight: the values crossing tasks (per xval of its signature), its deadline. Steps
@@ -196,6 +189,15 @@ static void channel_put(task *t, rill__channel *ch, bool ok)
     if (ch) rill__channel_close(ch);
 }
 
+/* A transport failure's message, prefixed with the task it talked to. */
+static void status_name_task(rill_status *s, const task *t)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", rill_status_message(s));
+    rill_status_set(s, rill_status_code(s), "task /job:%s/replica:0/task:%d (%s): %s", t->job,
+                    t->index, t->addr, msg);
+}
+
 /* A call to task t within step st's deadline (st NULL: the server's step deadline only); a
  * transport failure names the task. The reply's meta lives in the channel until its next call,
  * so on success the caller holds the channel (*held) while it reads rep and then hands it back
@@ -236,12 +238,7 @@ static bool call(master *m, task *t, mstep *st, const rill__mbuf *meta, const st
         return false;
     }
     bool transport = c == RILL_UNAVAILABLE || c == RILL_DEADLINE_EXCEEDED || c == RILL_DATA_LOSS;
-    if (transport) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", rill_status_message(s));
-        rill_status_set(s, c, "task /job:%s/replica:0/task:%d (%s): %s", t->job, t->index, t->addr,
-                        msg);
-    }
+    if (transport) status_name_task(s, t);
     /* An error the task answered with leaves the connection good. */
     channel_put(t, ch, !transport);
     return false;
@@ -545,8 +542,11 @@ typedef struct step_job {
     sig *sg;
     mstep *st;
     rill__deadline dl; /* with the step's master and number */
-    atomic_bool aborted;
-    rill_status *status[256]; /* per task */
+    bool aborted;
+    rill_status *status[256];  /* per task */
+    rill__channel *ch[256];    /* per remote task: its RUN, written and not yet answered */
+    int nwait;                 /* how many */
+    double wait_until;         /* when the replies are given up (deadline or step deadline) */
     /* the master's piece */
     rill_tensor *const *feed_values;
     rill_tensor **fetch_values;
@@ -554,11 +554,12 @@ typedef struct step_job {
 
 static void abort_step(step_job *j);
 
-/* RUN of task t's piece for the step. */
-static void run_remote(step_job *j, int t)
+/* Writes the RUN of task t's piece for the step; its reply is read by take_reply. */
+static void send_run(step_job *j, int t)
 {
     master *m = j->m;
     piece *p = &j->sg->pieces[t];
+    task *tk = &m->tasks[t];
     rill_status *s = j->status[t];
     rill__mbuf q = {0};
     rill__mbuf_u32(&q, RILL__RPC_RUN);
@@ -569,13 +570,97 @@ static void run_remote(step_job *j, int t)
     rill__mbuf_u32(&q, 0); /* fetches: none, tasks push to the master */
     rill__mbuf_u32(&q, (uint32_t)p->ntargets);
     for (int i = 0; i < p->ntargets; i++) rill__mbuf_str(&q, p->names[i]);
-    rill__reply rep = {0};
-    rill__channel *ch;
-    bool ok = call(m, &m->tasks[t], j->st, &q, NULL, 0, &rep, &ch, s);
-    channel_put(&m->tasks[t], ch, ok); /* the reply's meta is not read */
-    if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+    rill__channel *ch = channel_get(m, tk, s);
+    double wait = j->wait_until - now();
+    if (ch && wait > 0 && rill__channel_send(ch, q.p, (uint32_t)q.n, NULL, 0, wait, s)) {
+        j->ch[t] = ch;
+        j->nwait++;
+    } else {
+        if (ch && rill_status_ok(s))
+            rill_status_set(s, RILL_DEADLINE_EXCEEDED,
+                            "Timed out waiting for notification: the step's %lld ms deadline "
+                            "passed before task /job:%s/replica:0/task:%d (%s) was called",
+                            (long long)j->dl.timeout_ms, tk->job, tk->index, tk->addr);
+        else if (ch)
+            status_name_task(s, tk);
+        channel_put(tk, ch, false);
+        abort_step(j);
+    }
     rill__mbuf_free(&q);
+}
+
+/* Reads task t's reply (it is there, or the wait ends at the step's end). */
+static void take_reply(step_job *j, int t)
+{
+    master *m = j->m;
+    task *tk = &m->tasks[t];
+    rill_status *s = j->status[t];
+    rill__channel *ch = j->ch[t];
+    j->ch[t] = NULL;
+    j->nwait--;
+    rill__reply rep = {0};
+    double wait = j->wait_until - now();
+    bool ok = rill__channel_reply(ch, &rep, wait > 0.001 ? wait : 0.001, s);
+    if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+    rill_code c = rill_status_code(s);
+    bool transport = !ok && (c == RILL_UNAVAILABLE || c == RILL_DEADLINE_EXCEEDED || c == RILL_DATA_LOSS);
+    if (transport) status_name_task(s, tk);
+    channel_put(tk, ch, ok || !transport); /* an error the task answered leaves it good */
     if (!ok) abort_step(j);
+}
+
+/* Reads the replies that came, waiting at most timeout_ms for one; past the step's end, the
+ * tasks still running are given up on (DEADLINE_EXCEEDED naming them) and the step aborted. */
+static void take_replies(step_job *j, int timeout_ms)
+{
+    master *m = j->m;
+    struct pollfd fds[256];
+    int who[256], n = 0;
+    bool ready = false;
+    for (int t = 0; t < m->ntasks && t < 256; t++) {
+        if (!j->ch[t]) continue;
+        int fd = rill__channel_fd(j->ch[t]);
+        if (fd < 0) ready = true;
+        fds[n] = (struct pollfd){.fd = fd, .events = POLLIN | POLLRDHUP};
+        who[n++] = t;
+    }
+    if (!n) return;
+    double left = j->wait_until - now();
+    if (left <= 0) {
+        for (int k = 0; k < n; k++) {
+            task *tk = &m->tasks[who[k]];
+            rill_status *s = j->status[who[k]];
+            if (j->st->dl.at && now() >= j->st->dl.at) {
+                rill_status_set(s, RILL_DEADLINE_EXCEEDED,
+                                "Timed out waiting for notification: the step's %lld ms deadline "
+                                "passed while task /job:%s/replica:0/task:%d (%s) ran its part "
+                                "of the step",
+                                (long long)j->st->dl.timeout_ms, tk->job, tk->index, tk->addr);
+                j->st->timed_out = true;
+            } else {
+                rill_status_set(s, RILL_DEADLINE_EXCEEDED,
+                                "task /job:%s/replica:0/task:%d (%s): no reply within the step "
+                                "deadline of %.0f s",
+                                tk->job, tk->index, tk->addr, m->local_task->opts.step_deadline_s);
+            }
+            channel_put(tk, j->ch[who[k]], false);
+            j->ch[who[k]] = NULL;
+            j->nwait--;
+        }
+        abort_step(j);
+        return;
+    }
+    if (left * 1000 < timeout_ms) timeout_ms = (int)(left * 1000) + 1;
+    if (!ready && poll(fds, (nfds_t)n, timeout_ms) <= 0) return;
+    for (int k = 0; k < n; k++)
+        if (fds[k].fd < 0 || fds[k].revents) take_reply(j, who[k]);
+}
+
+/* While the master's piece waits for a tensor (every 50 ms, on the step's thread): the replies
+ * that came, so that a task that failed or went away aborts the step at once. */
+static void watch_step(void *arg)
+{
+    take_replies(arg, 0);
 }
 
 /* The master's own piece: the user's feeds in, fetches out. */
@@ -589,19 +674,12 @@ static void run_local(step_job *j)
     if (c != RILL_OK) abort_step(j);
 }
 
-static void run_one(step_job *j, int t)
-{
-    if (t == j->m->self)
-        run_local(j);
-    else
-        run_remote(j, t);
-}
-
 /* A part failed: every task drops the step (its waiting receives fail at once, not at their
  * deadline). Once per step. */
 static void abort_step(step_job *j)
 {
-    if (atomic_exchange(&j->aborted, true)) return;
+    if (j->aborted) return;
+    j->aborted = true;
     master *m = j->m;
     rill__rendezvous_abort(rill__rendezvous_install((rill__local_task *)m->local_task),
                            j->dl.step_owner, j->dl.step_id);
@@ -639,93 +717,16 @@ static void abort_step(step_job *j)
     }
 }
 
-/* A thread of the master's pool and the part it was given. */
-typedef struct caller {
-    struct caller *next; /* in the idle list */
-    master *m;
-    pthread_t th;
-    pthread_cond_t cv;
-    step_job *job; /* NULL: waiting */
-    int t;
-    int *left; /* parts of the step still running, under pool_mu; pool_cv when it reaches 0 */
-} caller;
-
-static void *caller_main(void *arg)
-{
-    caller *c = arg;
-    master *m = c->m;
-    pthread_mutex_lock(&m->pool_mu);
-    for (;;) {
-        while (!c->job && !m->pool_stop) pthread_cond_wait(&c->cv, &m->pool_mu);
-        if (!c->job) break;
-        step_job *j = c->job;
-        int t = c->t;
-        pthread_mutex_unlock(&m->pool_mu);
-        run_one(j, t);
-        pthread_mutex_lock(&m->pool_mu);
-        c->job = NULL;
-        if (--*c->left == 0) pthread_cond_broadcast(&m->pool_cv);
-        c->next = m->idle_callers;
-        m->idle_callers = c;
-    }
-    pthread_mutex_unlock(&m->pool_mu);
-    return NULL;
-}
-
-/* Runs part t of j on a pool thread (under pool_mu): an idle one, or a new one, never a wait for
- * a busy one (its part may be blocked on this step). False when no thread could be made. */
-static bool dispatch(master *m, step_job *j, int t, int *left)
-{
-    caller *c = m->idle_callers;
-    if (c) {
-        m->idle_callers = c->next;
-    } else {
-        c = rill__calloc(1, sizeof *c);
-        RILL_CHECK_ALLOC(c);
-        c->m = m;
-        pthread_cond_init(&c->cv, NULL);
-        if (pthread_create(&c->th, NULL, caller_main, c) != 0) {
-            pthread_cond_destroy(&c->cv);
-            rill__free(c);
-            return false;
-        }
-        m->ncallers++;
-    }
-    c->job = j;
-    c->t = t;
-    c->left = left;
-    pthread_cond_signal(&c->cv);
-    return true;
-}
-
-/* Stops and frees the pool (every caller is idle: no step runs). */
-static void pool_free(master *m)
-{
-    pthread_mutex_lock(&m->pool_mu);
-    m->pool_stop = true;
-    caller *list = m->idle_callers;
-    for (caller *c = list; c; c = c->next) pthread_cond_signal(&c->cv);
-    m->idle_callers = NULL;
-    pthread_mutex_unlock(&m->pool_mu);
-    while (list) {
-        caller *nx = list->next;
-        pthread_join(list->th, NULL);
-        pthread_cond_destroy(&list->cv);
-        rill__free(list);
-        list = nx;
-    }
-    pthread_cond_destroy(&m->pool_cv);
-    pthread_mutex_destroy(&m->pool_mu);
-}
-
 /* Whether an error is only the echo of another part's failure. */
 static bool echo_error(const rill_status *s)
 {
     return rill_status_code(s) == RILL_CANCELLED && strstr(rill_status_message(s), "aborted");
 }
 
-/* One message to every task with work, at once, the master's piece on this thread meanwhile;
- * done when every part is. The first real error in task order is the step's. */
+/* One message to every task with work, written from this thread without waiting between them;
+ * then the master's piece runs here, and the step is done when every task has answered (the
+ * replies are read here too: no thread hand-off on the way). The first real error in task
+ * order is the step's. */
 static rill_code run_step(master *m, sig *sg, mstep *st, rill__deadline dl,
                           rill_tensor *const *feed_values, rill_tensor **fetch_values,
                           rill_status *s)
@@ -740,37 +741,25 @@ static rill_code run_step(master *m, sig *sg, mstep *st, rill__deadline dl,
     j.dl.step_id = atomic_fetch_add(&m->next_step, 1) + 1;
     j.feed_values = feed_values;
     j.fetch_values = fetch_values;
-    atomic_init(&j.aborted, false);
+    j.wait_until = now() + m->local_task->opts.step_deadline_s;
+    if (dl.at && dl.at < j.wait_until) j.wait_until = dl.at;
     int parts[256], np = 0;
+    bool mine = false;
     for (int t = 0; t < m->ntasks && t < 256; t++)
         if (sg->pieces[t].work && (t == m->self || sg->pieces[t].handle)) {
             parts[np++] = t;
             j.status[t] = rill_status_new();
+            mine |= t == m->self;
         }
-    /* The master's own piece runs here; the others go to the pool (or, one at a time for the
-     * benchmarks' baseline, RILL_MASTER_SERIAL=1, here too before it). */
-    int left = 0;
-    bool mine = false;
-    pthread_mutex_lock(&m->pool_mu);
-    for (int k = 0; k < np; k++) {
-        int t = parts[k];
-        if (t == m->self) {
-            mine = true;
-            continue;
-        }
-        left++;
-        if (!dispatch(m, &j, t, &left)) {
-            left--;
-            pthread_mutex_unlock(&m->pool_mu);
-            run_one(&j, t);
-            pthread_mutex_lock(&m->pool_mu);
-        }
+    for (int k = 0; k < np && !j.aborted; k++)
+        if (parts[k] != m->self) send_run(&j, parts[k]);
+    rill__rendezvous *rv = rill__rendezvous_install((rill__local_task *)m->local_task);
+    if (mine && !j.aborted) {
+        rill__rendezvous_watch(rv, j.dl.step_owner, j.dl.step_id, watch_step, &j);
+        run_local(&j);
+        rill__rendezvous_watch(rv, j.dl.step_owner, j.dl.step_id, NULL, NULL);
     }
-    pthread_mutex_unlock(&m->pool_mu);
-    if (mine) run_local(&j);
-    pthread_mutex_lock(&m->pool_mu);
-    while (left > 0) pthread_cond_wait(&m->pool_cv, &m->pool_mu);
-    pthread_mutex_unlock(&m->pool_mu);
+    while (j.nwait) take_replies(&j, 50);
     rill_code code = RILL_OK;
     for (int pass = 0; pass < 2 && code == RILL_OK; pass++)
         for (int k = 0; k < np && code == RILL_OK; k++) {
@@ -849,7 +838,6 @@ static void master_close(void *mp)
         sig_free(m, sg);
         sg = nx;
     }
-    pool_free(m);
     for (int t = 0; t < m->ntasks; t++) {
         for (int i = 0; i < m->tasks[t].nidle; i++) rill__channel_close(m->tasks[t].idle[i].ch);
         pthread_mutex_destroy(&m->tasks[t].mu);
@@ -883,8 +871,6 @@ static void *master_open(const char *target, rill_graph *g, const rill_session_o
     m->owner = rill__random_seed() ^ (uint64_t)(uintptr_t)m;
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->sigs_mu, NULL);
-    pthread_mutex_init(&m->pool_mu, NULL);
-    pthread_cond_init(&m->pool_cv, NULL);
     if (!discover(m, s)) {
         master_close(m);
         return NULL;

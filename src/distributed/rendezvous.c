@@ -51,8 +51,16 @@ typedef struct rv_waiter {
     void *wake_arg;
 } rv_waiter;
 
+typedef struct rv_watch {
+    struct rv_watch *next;
+    uint64_t owner, step;
+    void (*fn)(void *);
+    void *arg;
+} rv_watch;
+
 typedef struct rill__rendezvous {
     pthread_mutex_t mu;
+    rv_watch *watches;
     pthread_cond_t cv;
     rv_item *items;
     rv_waiter *waiters;
@@ -144,6 +152,28 @@ void rill__rendezvous_put(rill__rendezvous *rv, uint64_t owner, uint64_t step, c
     *it = (rv_item){rv->items, owner, step, rill__strdup(key), t};
     rv->items = it;
     pthread_mutex_unlock(&rv->mu);
+}
+
+void rill__rendezvous_watch(rill__rendezvous *rv, uint64_t owner, uint64_t step,
+                            void (*fn)(void *arg), void *arg)
+{
+    rv_watch *drop = NULL;
+    pthread_mutex_lock(&rv->mu);
+    if (fn) {
+        rv_watch *w = rill__malloc(sizeof *w);
+        RILL_CHECK_ALLOC(w);
+        *w = (rv_watch){rv->watches, owner, step, fn, arg};
+        rv->watches = w;
+    } else {
+        for (rv_watch **pp = &rv->watches; *pp; pp = &(*pp)->next)
+            if ((*pp)->owner == owner && (*pp)->step == step) {
+                drop = *pp;
+                *pp = drop->next;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&rv->mu);
+    rill__free(drop);
 }
 
 void rill__rendezvous_abort(rill__rendezvous *rv, uint64_t owner, uint64_t step)
@@ -286,12 +316,27 @@ static void remote_recv_kernel(rill__kctx *ctx)
     }
     double now = rill__now_seconds();
     rill_tensor *got = NULL;
+    bool watched = false;
     pthread_mutex_lock(&rv->mu);
+again:;
     rv_waiter **wp = &rv->waiters;
     while (*wp && !((*wp)->owner == ctx->step_owner && (*wp)->step == ctx->step_id &&
                     strcmp((*wp)->key, key->v.s) == 0))
         wp = &(*wp)->next;
     rv_waiter *me = *wp;
+    if (me && !me->got && !ctx->abandoned && !watched) {
+        /* A retry with nothing come: the master's watch of this step, if it runs here. */
+        watched = true;
+        for (rv_watch *w = rv->watches; w; w = w->next)
+            if (w->owner == ctx->step_owner && w->step == ctx->step_id) {
+                void (*fn)(void *) = w->fn;
+                void *arg = w->arg;
+                pthread_mutex_unlock(&rv->mu);
+                fn(arg);
+                pthread_mutex_lock(&rv->mu);
+                goto again;
+            }
+    }
     if (!me) {
         for (rv_item **pp = &rv->items; *pp; pp = &(*pp)->next) {
             rv_item *it = *pp;

@@ -157,6 +157,7 @@ typedef struct tcp_channel {
     bool broken;
     char peer[256];
     uint64_t next_id;
+    int pending_type;    /* the request sent and not yet answered (rill__channel_send); 0: none */
     uint64_t max_payload;
     double armed_s; /* SO_RCVTIMEO/SO_SNDTIMEO now set; 0: none */
     uint8_t *meta;
@@ -354,17 +355,10 @@ bool rill__channel_push(rill__channel *ch, const void *meta, uint32_t meta_len,
     return tcp_push((tcp_channel *)ch, meta, meta_len, payload, npayload, deadline_s, s);
 }
 
-static bool tcp_call(rill__channel *ch, int type, const void *meta, uint32_t meta_len,
-                     const struct iovec *payload, int npayload, rill__reply *reply,
-                     double deadline_s, rill_status *s)
+/* The first half of a call: writes the request. */
+static bool tcp_send(tcp_channel *c, int type, const void *meta, uint32_t meta_len,
+                     const struct iovec *payload, int npayload, double deadline_s, rill_status *s)
 {
-    tcp_channel *c = (tcp_channel *)ch;
-    reply->type = 0;
-    reply->meta = NULL;
-    reply->meta_len = 0;
-    reply->payload = NULL;
-    reply->payload_len = 0;
-    reply->payload_owned = false;
     if (c->broken) {
         rill_status_set(s, RILL_UNAVAILABLE,
                         "the connection to peer %s broke on an earlier error; reconnect", c->peer);
@@ -375,6 +369,11 @@ static bool tcp_call(rill__channel *ch, int type, const void *meta, uint32_t met
         rill_status_set(s, RILL_INVALID_ARGUMENT,
                         "bad call to peer %s: type %d, meta %u bytes, %d payload pieces", c->peer,
                         type, (unsigned)meta_len, npayload);
+        return false;
+    }
+    if (c->pending_type) {
+        rill_status_set(s, RILL_INTERNAL, "a call to peer %s is still waiting for its reply",
+                        c->peer);
         return false;
     }
     double t_end = deadline_s > 0 ? rill__now_seconds() + deadline_s : 0;
@@ -397,9 +396,31 @@ static bool tcp_call(rill__channel *ch, int type, const void *meta, uint32_t met
     iov[1] = (struct iovec){(void *)meta, meta_len};
     bool ok = cl_write(c, iov, npayload + 2, t_end, deadline_s, s);
     if (iov != small) rill__free(iov);
-    if (!ok) goto broken;
+    if (!ok) {
+        c->broken = true;
+        return false;
+    }
+    c->pending_type = type;
+    return true;
+}
 
-    rill__frame_header rh;
+/* The second half: waits for the reply to the request tcp_send wrote. */
+static bool tcp_reply(tcp_channel *c, rill__reply *reply, double deadline_s, rill_status *s)
+{
+    reply->type = 0;
+    reply->meta = NULL;
+    reply->meta_len = 0;
+    reply->payload = NULL;
+    reply->payload_len = 0;
+    reply->payload_owned = false;
+    int type = c->pending_type;
+    if (!type) {
+        rill_status_set(s, RILL_INTERNAL, "no call to peer %s waits for a reply", c->peer);
+        return false;
+    }
+    c->pending_type = 0;
+    double t_end = deadline_s > 0 ? rill__now_seconds() + deadline_s : 0;
+    rill__frame_header rh, h = {.request_id = c->next_id};
     if (!cl_read_head(c, &rh, t_end, deadline_s, s)) goto broken;
     int want = type == RILL__MSG_REQUEST ? RILL__MSG_RESPONSE : RILL__MSG_HEARTBEAT_ACK;
     if ((rh.type != want && rh.type != RILL__MSG_ERROR) || rh.request_id != h.request_id ||
@@ -442,6 +463,48 @@ static bool tcp_call(rill__channel *ch, int type, const void *meta, uint32_t met
 broken:
     c->broken = true;
     return false;
+}
+
+static bool tcp_call(rill__channel *ch, int type, const void *meta, uint32_t meta_len,
+                     const struct iovec *payload, int npayload, rill__reply *reply,
+                     double deadline_s, rill_status *s)
+{
+    tcp_channel *c = (tcp_channel *)ch;
+    double t0 = rill__now_seconds();
+    if (!tcp_send(c, type, meta, meta_len, payload, npayload, deadline_s, s)) {
+        *reply = (rill__reply){.payload_dst = reply->payload_dst, .payload_cap = reply->payload_cap};
+        return false;
+    }
+    double left = deadline_s > 0 ? deadline_s - (rill__now_seconds() - t0) : 0;
+    if (deadline_s > 0 && left <= 1e-6) left = 1e-6;
+    return tcp_reply(c, reply, left, s);
+}
+
+bool rill__channel_send(rill__channel *ch, const void *meta, uint32_t meta_len,
+                        const struct iovec *payload, int npayload, double deadline_s,
+                        rill_status *s)
+{
+    return tcp_send((tcp_channel *)ch, RILL__MSG_REQUEST, meta, meta_len, payload, npayload,
+                    deadline_s, s);
+}
+
+bool rill__channel_reply(rill__channel *ch, rill__reply *reply, double deadline_s, rill_status *s)
+{
+    return tcp_reply((tcp_channel *)ch, reply, deadline_s, s);
+}
+
+bool rill__channel_readable(rill__channel *ch, int timeout_ms)
+{
+    tcp_channel *c = (tcp_channel *)ch;
+    if (c->rpos < c->rlen || c->broken) return true;
+    struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
+    return poll(&p, 1, timeout_ms) > 0;
+}
+
+int rill__channel_fd(const rill__channel *ch)
+{
+    const tcp_channel *c = (const tcp_channel *)ch;
+    return c->rpos < c->rlen || c->broken ? -1 : c->fd;
 }
 
 static void tcp_close(rill__channel *ch)

@@ -91,6 +91,18 @@ bool rill__channel_call(rill__channel *ch, int type, const void *meta, uint32_t 
 bool rill__channel_push(rill__channel *ch, const void *meta, uint32_t meta_len,
                         const struct iovec *payload, int npayload, double deadline_s,
                         rill_status *s);
+/* A call in two halves, for a caller with other work meanwhile: rill__channel_send writes a
+ * REQUEST (as rill__channel_call does) and returns; rill__channel_reply waits for its reply
+ * (the same outcomes as rill__channel_call). One call at a time per channel. */
+bool rill__channel_send(rill__channel *ch, const void *meta, uint32_t meta_len,
+                        const struct iovec *payload, int npayload, double deadline_s,
+                        rill_status *s);
+bool rill__channel_reply(rill__channel *ch, rill__reply *reply, double deadline_s, rill_status *s);
+/* Whether reading ch would not block (bytes came, the peer closed, or the channel broke),
+ * waiting at most timeout_ms (0: a look). */
+bool rill__channel_readable(rill__channel *ch, int timeout_ms);
+/* The socket to poll(2) for ch's reply; -1 when one is already buffered (read it now). */
+int rill__channel_fd(const rill__channel *ch);
 /* A heartbeat round trip: true when the peer answered within deadline_s. */
 bool rill__channel_ping(rill__channel *ch, double deadline_s, rill_status *s);
 /* Closes and frees ch; NULL is a no-op. */
