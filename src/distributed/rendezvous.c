@@ -145,6 +145,7 @@ void rill__rendezvous_put(rill__rendezvous *rv, uint64_t owner, uint64_t step, c
             w->got = t; /* straight to the receive that waits for it */
             w->wake(w->wake_arg);
             pthread_mutex_unlock(&rv->mu);
+            rill__run_woken(); /* the receive and what follows it, on this thread */
             return;
         }
     rv_item *it = rill__malloc(sizeof *it);
@@ -199,6 +200,7 @@ void rill__rendezvous_abort(rill__rendezvous *rv, uint64_t owner, uint64_t step)
     for (rv_waiter *w = rv->waiters; w; w = w->next)
         if (w->owner == owner && w->step == step) w->wake(w->wake_arg);
     pthread_mutex_unlock(&rv->mu);
+    rill__run_woken();
     while (drop) {
         rv_item *nx = drop->next;
         rill_tensor_free(drop->t);

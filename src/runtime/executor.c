@@ -126,6 +126,11 @@ static bool is_expensive(const rill_node *n)
         if (e > numel) numel = e;
     }
     if (strcmp(op, "MatMul") == 0) return numel < 0 || numel >= 4096;
+    /* A push of a big tensor may block on the wire for long: never on a transport thread. */
+    if (strcmp(op, "_RemoteSend") == 0 && n->ninputs > 0) {
+        int64_t e = rill_shape_num_elements(&n->inputs[0].node->out_shapes[n->inputs[0].index]);
+        return e < 0 || e >= (1 << 16);
+    }
     return numel >= (1 << 16);
 }
 
@@ -727,7 +732,18 @@ static void pool_task(void *arg)
     run_loop(t->st, t->node, local, 64);
 }
 
-/* A parked node's kernel can go on (any thread): queue it for the step's thread. */
+/* The parked nodes this thread woke (under the waker's lock), for rill__run_woken; and whether
+ * it runs them now (then expensive nodes go to the pool: it may be a transport thread). */
+#define TL_WOKEN 64
+static __thread struct {
+    step *st;
+    int node;
+} tl_woken[TL_WOKEN];
+static __thread int tl_nwoken;
+static __thread bool tl_in_wake;
+
+/* A parked node's kernel can go on (any thread, under the waker's lock): the waking thread runs
+ * it once it lets go of that lock (rill__run_woken), or the step's thread does. */
 static void step_wake(void *arg)
 {
     task *t = arg;
@@ -736,28 +752,50 @@ static void step_wake(void *arg)
     unsigned char c = st->park[t->node];
     if ((c & PARK_STATE) == PARK_PARKED) {
         st->park[t->node] = (unsigned char)((c & ~PARK_STATE) | PARK_QUEUED);
-        st->woken[st->nwoken++] = t->node;
-        pthread_cond_broadcast(&st->cv);
+        if (tl_nwoken < TL_WOKEN) {
+            tl_woken[tl_nwoken].st = st;
+            tl_woken[tl_nwoken++].node = t->node;
+        } else {
+            st->woken[st->nwoken++] = t->node;
+            pthread_cond_broadcast(&st->cv);
+        }
     } else if ((c & PARK_STATE) == 0) {
         st->park[t->node] = (unsigned char)(c | PARK_WAKE); /* still parking: see park_node */
     }
     pthread_mutex_unlock(&st->mu);
 }
 
-/* Node i's kernel parked: it waits (no thread does) until step_wake, or the 50 ms retry. */
-static void park_node(step *st, int i)
+/* Node i's kernel parked: it waits (no thread does) until step_wake, or the 50 ms retry. True
+ * when it was woken meanwhile: run it again now. */
+static bool park_node(step *st, int i)
 {
     pthread_mutex_lock(&st->mu);
     unsigned char c = (unsigned char)(st->park[i] | PARK_EVER);
-    if (c & PARK_WAKE) {
-        c = (unsigned char)((c & ~(PARK_WAKE | PARK_STATE)) | PARK_QUEUED);
-        st->woken[st->nwoken++] = i;
-        pthread_cond_broadcast(&st->cv);
-    } else {
+    bool again = c & PARK_WAKE;
+    if (again)
+        c = (unsigned char)(c & ~(PARK_WAKE | PARK_STATE));
+    else
         c = (unsigned char)((c & ~PARK_STATE) | PARK_PARKED);
-    }
     st->park[i] = c;
     pthread_mutex_unlock(&st->mu);
+    return again;
+}
+
+
+void rill__run_woken(void)
+{
+    bool was = tl_in_wake;
+    tl_in_wake = true;
+    while (tl_nwoken) {
+        step *st = tl_woken[--tl_nwoken].st;
+        int i = tl_woken[tl_nwoken].node;
+        pthread_mutex_lock(&st->mu);
+        st->park[i] &= (unsigned char)~PARK_STATE;
+        pthread_mutex_unlock(&st->mu);
+        int local[64];
+        run_loop(st, i, local, 64);
+    }
+    tl_in_wake = was;
 }
 
 static void finish_one(step *st)
@@ -782,7 +820,7 @@ static void run_loop(step *st, int first, int *stack, int cap)
     while (n) {
         int i = stack[--n];
         if (execute(st, i)) {
-            park_node(st, i);
+            if (park_node(st, i)) stack[n++] = i;
             continue;
         }
         pnode *pn = &p->nodes[i];
@@ -790,7 +828,8 @@ static void run_loop(step *st, int first, int *stack, int cap)
         for (int k = 0; k < pn->nsucc; k++) {
             int c = pn->succ[k];
             if (atomic_fetch_sub_explicit(&st->pending[c], 1, memory_order_acq_rel) != 1) continue;
-            bool offload = p->inter && p->nodes[c].expensive && (newly > 0 || n > 0);
+            bool offload =
+                p->inter && p->nodes[c].expensive && (newly > 0 || n > 0 || tl_in_wake);
             if (offload || n == cap) {
                 rill__threadpool_schedule(p->inter, pool_task, &st->tasks[c]);
             } else {

@@ -158,6 +158,10 @@ typedef struct rill__plan_args {
 rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s);
 void rill__plan_free(rill__plan *p);
 /* Runs one step: feed_values borrowed, fetch_values receive new references. */
+/* Runs the parked nodes (rill__kctx_park) this thread woke through their wake callbacks, now
+ * that it holds no lock the kernels need: the waker of a parked node calls it after letting go
+ * of the lock it held while waking (the rendezvous). */
+void rill__run_woken(void);
 rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_tensor **fetch_values,
                          rill__deadline d, rill_status *s);
 int rill__plan_num_nodes(const rill__plan *p);
