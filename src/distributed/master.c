@@ -70,6 +70,9 @@ typedef struct piece {
     char **names;         /* remote: the nodes its RUN names as targets */
     rill_node **targets;  /* local: the same nodes */
     int ntargets;
+    char **fetch_names;   /* remote: the user's fetches its reply carries ("node:index") */
+    int *fetch_pos;       /* where each goes among the user's fetches */
+    int nfetch;
     bool work;            /* it has something to run */
 } piece;
 
@@ -79,8 +82,10 @@ typedef struct sig {
     int64_t *key;
     int nkey;
     piece *pieces; /* per task */
-    rill_output *feeds, *fetches;
+    rill_output *feeds, *fetches; /* the master's piece's */
     int nfeeds, nfetches;
+    int *fetch_pos; /* where each of the piece's fetches goes among the user's */
+    int nuser;      /* the user's fetches */
     struct sig *next;
 } sig;
 
@@ -95,6 +100,7 @@ typedef struct master {
     int *dev_task;
     int ndevs;
     rill__placement pl;
+    int settled; /* nodes [0, settled) had their free ops settled (settle_free_ops) */
     pthread_mutex_t mu;
     sig *sigs;
     pthread_mutex_t sigs_mu; /* the list's links, for master_cancel */
@@ -339,6 +345,71 @@ static rill__device *client_device(master *m)
     return m->ndevs ? &m->devs[0] : rill__cpu_device();
 }
 
+/* A task's CPU:0 (NULL if it has none). */
+static rill__device *task_cpu(master *m, int t)
+{
+    for (int i = 0; i < m->ndevs; i++)
+        if (m->dev_task[i] == t && strcmp(m->devs[i].type, "CPU") == 0) return &m->devs[i];
+    return NULL;
+}
+
+static bool free_op(const rill_node *n)
+{
+    return !n->colocate_with && (strcmp(n->op->name, "NoOp") == 0 || strcmp(n->op->name, "Const") == 0);
+}
+
+/* Free ops follow their edges: a NoOp or a Const (nothing to compute, no state) that the
+ * placement put on one task while more of its edges (data and control) go to another moves to
+ * that task's CPU. Else every step would bounce across the wire for nothing: the optimizer's
+ * learning-rate constants and its group op sit on the worker (replica_device_setter puts every
+ * non-variable op there) between updates that run on the ps and the ps's global-step
+ * increment, which would make the seed's step three round trips instead of two. Only the nodes
+ * new in this placement move (a signature built before keeps what it was cut with). */
+static void settle_free_ops(master *m)
+{
+    rill_graph *g = m->g;
+    int nn = m->pl.n, nt = m->ntasks;
+    if (m->settled >= nn || nt < 2) {
+        m->settled = nn;
+        return;
+    }
+    int *cnt = rill__malloc((size_t)nn * (size_t)nt * sizeof *cnt);
+    RILL_CHECK_ALLOC(cnt);
+    for (int pass = 0; pass < 4; pass++) {
+        memset(cnt, 0, (size_t)nn * (size_t)nt * sizeof *cnt);
+        for (int i = 0; i < nn; i++) {
+            rill_node *x = rill_graph_node(g, i);
+            int tx = task_of_dev(m, m->pl.assigned[i]);
+            for (int k = 0; k < x->ninputs + x->ncontrol; k++) {
+                rill_node *y = k < x->ninputs ? x->inputs[k].node : x->control_inputs[k - x->ninputs];
+                if (!y || y->id >= nn) continue;
+                int ty = task_of_dev(m, m->pl.assigned[y->id]);
+                if (i >= m->settled && free_op(x)) cnt[(size_t)i * nt + ty]++;
+                if (y->id >= m->settled && free_op(y)) cnt[(size_t)y->id * nt + tx]++;
+            }
+        }
+        bool moved = false;
+        for (int i = m->settled; i < nn; i++) {
+            rill_node *x = rill_graph_node(g, i);
+            if (!free_op(x)) continue;
+            int tx = task_of_dev(m, m->pl.assigned[i]), best = tx;
+            for (int t = 0; t < nt; t++)
+                if (cnt[(size_t)i * nt + t] > cnt[(size_t)i * nt + best]) best = t;
+            rill__device *cpu = best != tx ? task_cpu(m, best) : NULL;
+            if (!cpu) continue;
+            m->pl.assigned[i] = cpu;
+            moved = true;
+            if (m->opts.log_device_placement)
+                rill__log(RILL_LOG_INFO, "%s: (%s): %s (next to %d of its %d edges)", x->name,
+                          x->op->name, cpu->name, cnt[(size_t)i * nt + best],
+                          x->ninputs + x->ncontrol);
+        }
+        if (!moved) break;
+    }
+    rill__free(cnt);
+    m->settled = nn;
+}
+
 /* --- cutting a signature into pieces --- */
 
 static void sig_free(master *m, sig *sg)
@@ -372,10 +443,14 @@ static void sig_free(master *m, sig *sg)
         for (int i = 0; i < p->ntargets; i++) rill__free(p->names ? p->names[i] : NULL);
         rill__free(p->names);
         rill__free(p->targets);
+        for (int i = 0; i < p->nfetch; i++) rill__free(p->fetch_names[i]);
+        rill__free(p->fetch_names);
+        rill__free(p->fetch_pos);
     }
     rill__free(sg->pieces);
     rill__free(sg->feeds);
     rill__free(sg->fetches);
+    rill__free(sg->fetch_pos);
     rill__free(sg->key);
     rill__free(sg);
 }
@@ -388,6 +463,41 @@ static void add_target(piece *p, rill_node *n)
     RILL_CHECK_ALLOC(p->targets);
     p->targets[p->ntargets++] = n;
     p->work = true;
+}
+
+/* The fetches of the cut xg that come straight from a remote task's part: the master's piece
+ * receives them (a _RemoteRecv) for the fetch alone. For each, its receive and the task's send
+ * are skipped (skip[id]) and reply_src[i] / reply_task[i] say what the task's reply carries. */
+static void find_reply_fetches(master *m, const rill__xgraph *xg, char *skip, rill_output *reply_src,
+                               int *reply_task)
+{
+    int xn = rill_graph_num_nodes(xg->g);
+    for (int i = 0; i < xg->nfetches; i++) {
+        rill_node *r = xg->fetches[i].node;
+        if (strcmp(r->op->name, "_RemoteRecv") != 0 || task_of_dev(m, r->assigned) != m->self)
+            continue;
+        const rill__attr *key = rill__node_attr(r, "tensor_name");
+        bool used = !key;
+        for (int k = 0; k < xg->nfetches && !used; k++)
+            used = k != i && xg->fetches[k].node == r;
+        rill_node *send = NULL;
+        for (int j = 0; j < xn && !used; j++) {
+            rill_node *x = rill_graph_node(xg->g, j);
+            for (int k = 0; k < x->ninputs && !used; k++) used = x->inputs[k].node == r;
+            for (int k = 0; k < x->ncontrol && !used; k++) used = x->control_inputs[k] == r;
+            const rill__attr *xk = strcmp(x->op->name, "_RemoteSend") == 0
+                                       ? rill__node_attr(x, "tensor_name")
+                                       : NULL;
+            if (xk && strcmp(xk->v.s, key->v.s) == 0) send = x;
+        }
+        if (used || !send || send->ncontrol || task_of_dev(m, send->assigned) == m->self) continue;
+        int t = task_of_dev(m, send->assigned);
+        if (!m->tasks[t].local && !r->ncontrol) {
+            skip[r->id] = skip[send->id] = 1;
+            reply_src[i] = send->inputs[0];
+            reply_task[i] = t;
+        }
+    }
 }
 
 /* Builds the pieces of one signature: the partitioner cuts the placed graph per task (a
@@ -411,11 +521,22 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
     RILL_CHECK_ALLOC(clone);
     RILL_CHECK_ALLOC(owner);
     bool ok = false;
+    /* A fetch that another task computes and nothing of the master's piece uses comes back in
+     * that task's RUN reply (read by the step's thread), not pushed into the master's
+     * rendezvous (read by its server's thread, then handed over): one hand-off less. */
+    char *skip = rill__calloc((size_t)xn + 1, 1);
+    rill_output *reply_src = rill__calloc((size_t)xg.nfetches + 1, sizeof *reply_src);
+    int *reply_task = rill__calloc((size_t)xg.nfetches + 1, sizeof *reply_task);
+    RILL_CHECK_ALLOC(skip);
+    RILL_CHECK_ALLOC(reply_src);
+    RILL_CHECK_ALLOC(reply_task);
+    find_reply_fetches(m, &xg, skip, reply_src, reply_task);
     for (int t = 0; t < m->ntasks; t++) sg->pieces[t].g = rill_graph_new();
     for (int i = 0; i < xn; i++) {
         rill_node *n = rill_graph_node(xg.g, i);
         int t = task_of_dev(m, n->assigned);
         owner[i] = t;
+        if (skip[i]) continue;
         piece *p = &sg->pieces[t];
         rill_output ins[64];
         if (n->ninputs > 64) {
@@ -455,6 +576,7 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
      * after the node that waits on it). */
     for (int i = 0; i < xn; i++) {
         rill_node *n = rill_graph_node(xg.g, i);
+        if (skip[i]) continue;
         for (int k = 0; k < n->ncontrol; k++) {
             rill_node *cin = n->control_inputs[k];
             if (owner[cin->id] != owner[i]) {
@@ -467,24 +589,40 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
     }
     for (int i = 0; i < xg.ntargets; i++)
         add_target(&sg->pieces[owner[xg.targets[i]->id]], clone[xg.targets[i]->id]);
-    /* The user's feeds and fetches are on the master's CPU:0. */
+    /* The user's feeds and fetches are on the master's CPU:0, but for those that come in a
+     * reply. */
     sg->nfeeds = xg.nfeeds;
-    sg->nfetches = xg.nfetches;
+    sg->nuser = xg.nfetches;
     sg->feeds = rill__calloc((size_t)xg.nfeeds + 1, sizeof *sg->feeds);
     sg->fetches = rill__calloc((size_t)xg.nfetches + 1, sizeof *sg->fetches);
+    sg->fetch_pos = rill__calloc((size_t)xg.nfetches + 1, sizeof *sg->fetch_pos);
     RILL_CHECK_ALLOC(sg->feeds);
     RILL_CHECK_ALLOC(sg->fetches);
+    RILL_CHECK_ALLOC(sg->fetch_pos);
     for (int i = 0; i < xg.nfeeds; i++)
         sg->feeds[i] = (rill_output){clone[xg.feeds[i].node->id], xg.feeds[i].index};
     for (int i = 0; i < xg.nfetches; i++) {
         rill_output f = xg.fetches[i];
+        if (reply_src[i].node) {
+            piece *p = &sg->pieces[reply_task[i]];
+            p->fetch_names = rill__realloc(p->fetch_names, (size_t)(p->nfetch + 1) * sizeof(char *));
+            p->fetch_pos = rill__realloc(p->fetch_pos, (size_t)(p->nfetch + 1) * sizeof(int));
+            RILL_CHECK_ALLOC(p->fetch_names);
+            RILL_CHECK_ALLOC(p->fetch_pos);
+            p->fetch_names[p->nfetch] = rill__asprintf("%s:%d", clone[reply_src[i].node->id]->name,
+                                                       reply_src[i].index);
+            p->fetch_pos[p->nfetch++] = i;
+            p->work = true;
+            continue;
+        }
         if (owner[f.node->id] != m->self) {
             rill_status_set(s, RILL_INTERNAL, "fetch %d is not on the master's task", i);
             goto out;
         }
-        sg->fetches[i] = (rill_output){clone[f.node->id], f.index};
+        sg->fetch_pos[sg->nfetches] = i;
+        sg->fetches[sg->nfetches++] = (rill_output){clone[f.node->id], f.index};
     }
-    if (xg.nfetches) sg->pieces[m->self].work = true;
+    if (sg->nfetches) sg->pieces[m->self].work = true;
     /* Register the remote pieces; make the local one's session. */
     for (int t = 0; t < m->ntasks; t++) {
         piece *p = &sg->pieces[t];
@@ -526,6 +664,9 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
 out:
     rill__free(clone);
     rill__free(owner);
+    rill__free(skip);
+    rill__free(reply_src);
+    rill__free(reply_task);
     rill__xgraph_free(&xg);
     if (!ok) {
         sig_free(m, sg);
@@ -567,7 +708,8 @@ static void send_run(step_job *j, int t)
     rill__mbuf_u64(&q, j->dl.step_owner);
     rill__mbuf_u64(&q, j->dl.step_id);
     rill__mbuf_u32(&q, 0); /* feeds: none, the master pushes what a task needs */
-    rill__mbuf_u32(&q, 0); /* fetches: none, tasks push to the master */
+    rill__mbuf_u32(&q, (uint32_t)p->nfetch); /* the user's fetches it makes */
+    for (int i = 0; i < p->nfetch; i++) rill__mbuf_str(&q, p->fetch_names[i]);
     rill__mbuf_u32(&q, (uint32_t)p->ntargets);
     for (int i = 0; i < p->ntargets; i++) rill__mbuf_str(&q, p->names[i]);
     rill__channel *ch = channel_get(m, tk, s);
@@ -601,6 +743,32 @@ static void take_reply(step_job *j, int t)
     rill__reply rep = {0};
     double wait = j->wait_until - now();
     bool ok = rill__channel_reply(ch, &rep, wait > 0.001 ? wait : 0.001, s);
+    if (ok) {
+        /* The fetches it carries are views of the reply's payload (no copy). */
+        piece *p = &j->sg->pieces[t];
+        rill__mread r = {.p = rep.meta, .n = rep.meta_len};
+        uint32_t n = rill__mread_u32(&r);
+        uint64_t off = 0;
+        rill__buffer *pay = NULL;
+        if (rep.payload_owned) {
+            pay = rill__buffer_adopt(rep.payload, rep.payload_len);
+            rep.payload_owned = false;
+        }
+        ok = !r.bad && n == (uint32_t)p->nfetch && (pay || !rep.payload_len);
+        for (uint32_t i = 0; ok && i < n; i++) {
+            rill_tensor *v = rill__mread_tensor(&r, pay, rep.payload_len, &off, s);
+            ok = v != NULL;
+            if (ok) j->fetch_values[p->fetch_pos[i]] = v;
+        }
+        rill__buffer_unref(pay);
+        if (!ok) {
+            rill_status_set(s, RILL_DATA_LOSS, "task /job:%s/task:%d sent a malformed RUN reply",
+                            tk->job, tk->index);
+            channel_put(tk, ch, false);
+            abort_step(j);
+            return;
+        }
+    }
     if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
     rill_code c = rill_status_code(s);
     bool transport = !ok && (c == RILL_UNAVAILABLE || c == RILL_DEADLINE_EXCEEDED || c == RILL_DATA_LOSS);
@@ -668,9 +836,13 @@ static void run_local(step_job *j)
 {
     sig *sg = j->sg;
     piece *p = &sg->pieces[j->m->self];
+    rill_tensor *mine[64], **out = sg->nfetches > 64 ? rill__calloc((size_t)sg->nfetches, sizeof *out) : mine;
+    RILL_CHECK_ALLOC(out);
     rill_code c = rill__session_run_until(p->sess, j->dl, sg->feeds, j->feed_values, sg->nfeeds,
-                                          sg->fetches, j->fetch_values, sg->nfetches,
-                                          p->targets, p->ntargets, j->status[j->m->self]);
+                                          sg->fetches, out, sg->nfetches, p->targets, p->ntargets,
+                                          j->status[j->m->self]);
+    for (int i = 0; c == RILL_OK && i < sg->nfetches; i++) j->fetch_values[sg->fetch_pos[i]] = out[i];
+    if (out != mine) rill__free(out);
     if (c != RILL_OK) abort_step(j);
 }
 
@@ -787,6 +959,7 @@ static rill_code master_run(void *mp, rill__deadline dl, const rill_output *feed
         pthread_mutex_unlock(&m->mu);
         return rill_status_code(s);
     }
+    settle_free_ops(m);
     /* The signature key: node ids and output indices, in order. */
     int nkey = 3 + 2 * nfeeds + 2 * nfetches + ntargets;
     int64_t *key = rill__malloc((size_t)nkey * sizeof *key);

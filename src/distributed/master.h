@@ -34,12 +34,15 @@ void rill__master_remove_task(rill__local_task *t);
 /* The task's rendezvous of pushed tensors (rendezvous.c), made in t->rm on first call. */
 typedef struct rill__rendezvous rill__rendezvous;
 rill__rendezvous *rill__rendezvous_install(rill__local_task *t);
-/* Hands t (the caller's reference) to the step's _RemoteRecv of key; dropped when the step was
- * aborted. */
-void rill__rendezvous_put(rill__rendezvous *rv, uint64_t owner, uint64_t step, const char *key,
-                          rill_tensor *t);
+/* Hands ts[i] (the caller's references; set to NULL) to the step's _RemoteRecv of keys[i] (a
+ * key kept is taken over: set to NULL); dropped when the step was aborted. The receives that
+ * were waiting run on this thread, after the rendezvous let go of its lock. */
+void rill__rendezvous_put(rill__rendezvous *rv, uint64_t owner, uint64_t step, char **keys,
+                          rill_tensor **ts, int n);
 /* The step failed: its tensors are freed, its receives fail, later tensors for it are dropped. */
 void rill__rendezvous_abort(rill__rendezvous *rv, uint64_t owner, uint64_t step);
+/* Has the parked receives of owner's steps (0: every step) look again: after a cancellation. */
+void rill__rendezvous_wake_owner(rill__rendezvous *rv, uint64_t owner);
 /* While the master's own piece of step (owner, step) runs on this task: a parked _RemoteRecv of
  * that step calls fn(arg) on each of its 50 ms retries, on the step's thread (the master reads
  * the replies of its tasks there, so that one that failed aborts the step at once). fn NULL

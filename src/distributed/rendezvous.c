@@ -131,28 +131,44 @@ static bool is_aborted(const rill__rendezvous *rv, uint64_t owner, uint64_t step
     return false;
 }
 
-void rill__rendezvous_put(rill__rendezvous *rv, uint64_t owner, uint64_t step, const char *key,
-                          rill_tensor *t)
+void rill__rendezvous_put(rill__rendezvous *rv, uint64_t owner, uint64_t step, char **keys,
+                          rill_tensor **ts, int n)
 {
     pthread_mutex_lock(&rv->mu);
-    if (is_aborted(rv, owner, step)) {
-        pthread_mutex_unlock(&rv->mu);
-        rill_tensor_free(t);
-        return;
-    }
-    for (rv_waiter *w = rv->waiters; w; w = w->next)
-        if (!w->got && w->owner == owner && w->step == step && strcmp(w->key, key) == 0) {
+    bool aborted = is_aborted(rv, owner, step);
+    for (int i = 0; i < n; i++) {
+        rill_tensor *t = ts[i];
+        ts[i] = NULL;
+        if (aborted) {
+            rill_tensor_free(t);
+            continue;
+        }
+        rv_waiter *w = rv->waiters;
+        while (w && !(!w->got && w->owner == owner && w->step == step && strcmp(w->key, keys[i]) == 0))
+            w = w->next;
+        if (w) {
             w->got = t; /* straight to the receive that waits for it */
             w->wake(w->wake_arg);
-            pthread_mutex_unlock(&rv->mu);
-            rill__run_woken(); /* the receive and what follows it, on this thread */
-            return;
+            continue;
         }
-    rv_item *it = rill__malloc(sizeof *it);
-    RILL_CHECK_ALLOC(it);
-    *it = (rv_item){rv->items, owner, step, rill__strdup(key), t};
-    rv->items = it;
+        rv_item *it = rill__malloc(sizeof *it);
+        RILL_CHECK_ALLOC(it);
+        *it = (rv_item){rv->items, owner, step, keys[i], t};
+        keys[i] = NULL;
+        rv->items = it;
+    }
     pthread_mutex_unlock(&rv->mu);
+    rill__run_woken(); /* the receives and what follows them, on this thread */
+}
+
+void rill__rendezvous_wake_owner(rill__rendezvous *rv, uint64_t owner)
+{
+    if (!rv) return;
+    pthread_mutex_lock(&rv->mu);
+    for (rv_waiter *w = rv->waiters; w; w = w->next)
+        if (!owner || w->owner == owner) w->wake(w->wake_arg);
+    pthread_mutex_unlock(&rv->mu);
+    rill__run_woken();
 }
 
 void rill__rendezvous_watch(rill__rendezvous *rv, uint64_t owner, uint64_t step,
@@ -235,6 +251,113 @@ static double slice_deadline(const rill__kctx *ctx, const rill__rendezvous *rv, 
     return ctx->deadline && ctx->deadline < d ? ctx->deadline : d;
 }
 
+/* A pushed tensor waiting for its thread's flush (push_flush). */
+typedef struct push_item {
+    rill__rendezvous *rv;
+    const char *job, *key, *addr; /* borrowed from the node and the cluster */
+    int index;
+    uint64_t owner, step;
+    double deadline;
+    rill_tensor *t;
+} push_item;
+
+/* Pushes items[from, to) (one step, one task) in one TENSOR message from their own buffers. */
+static void push_group(push_item **items, int from, int to, rill_status **errors)
+{
+    push_item *a = items[from];
+    rill__rendezvous *rv = a->rv;
+    int n = to - from;
+    rill_status *s = rill_status_new();
+    rill__mbuf q = {0}, blob = {0};
+    rill__mbuf_u32(&q, RILL__RPC_TENSOR);
+    rill__mbuf_u64(&q, a->owner);
+    rill__mbuf_u64(&q, a->step);
+    rill__mbuf_u32(&q, (uint32_t)n);
+    rill_tensor *ts[64];
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++) {
+        ts[i] = items[from + i]->t;
+        rill__mbuf_str(&q, items[from + i]->key);
+        ok = rill__mbuf_tensor(&q, ts[i], s);
+    }
+    struct iovec iov[16];
+    int niov = ok ? rill__payload_iovecs(ts, n, iov, 16, &blob) : 0;
+    rill__channel *ch = NULL;
+    if (ok) {
+        pthread_mutex_lock(&rv->pmu);
+        rv_peer *p = peer_of(rv, a->job, a->index);
+        if (p->nidle) ch = p->idle[--p->nidle];
+        pthread_mutex_unlock(&rv->pmu);
+        if (!ch) {
+            rill__tcp_options o;
+            rill__local_task_client_options(rv->task, &o);
+            ch = rill__tcp_connect(a->addr, &o, rv->task->opts.connect_deadline_s, s);
+            ok = ch != NULL;
+        }
+    }
+    if (ok) {
+        double wait = a->deadline - rill__now_seconds();
+        /* One way: the receiving task's _RemoteRecv reports a tensor that never came. */
+        ok = wait > 0 && rill__channel_push(ch, q.p, (uint32_t)q.n, iov, niov, wait, s);
+        if (wait <= 0) rill_status_set(s, RILL_DEADLINE_EXCEEDED, "the step's deadline passed");
+        pthread_mutex_lock(&rv->pmu);
+        rv_peer *p = peer_of(rv, a->job, a->index);
+        if (ok && p->nidle < PEER_IDLE) {
+            p->idle[p->nidle++] = ch;
+            ch = NULL;
+        }
+        pthread_mutex_unlock(&rv->pmu);
+        rill__channel_close(ch);
+    }
+    for (int i = 0; !ok && i < n; i++) {
+        errors[from + i] = rill_status_new();
+        rill_status_set(errors[from + i], rill_status_code(s),
+                        "sending '%s' of step %llu to /job:%s/replica:0/task:%d (%s): %s",
+                        items[from + i]->key, (unsigned long long)a->step, a->job, a->index,
+                        a->addr, rill_status_message(s));
+    }
+    rill__mbuf_free(&q);
+    rill__mbuf_free(&blob);
+    rill_status_free(s);
+}
+
+static bool same_group(const push_item *a, const push_item *b)
+{
+    return a->rv == b->rv && a->owner == b->owner && a->step == b->step && a->index == b->index &&
+           strcmp(a->job, b->job) == 0;
+}
+
+/* The pushes a thread gathered: one message per (step, task), up to 64 tensors each. */
+static void push_flush(void **vitems, int n, rill_status **errors)
+{
+    push_item **items = (push_item **)vitems;
+    /* Order them by group, keeping each group's order (a stable insertion sort: n is small). */
+    for (int i = 1; i < n; i++) {
+        int j = i;
+        while (j > 0 && !same_group(items[j - 1], items[i])) j--;
+        if (j == i || j == 0) continue;
+        push_item *x = items[i];
+        rill_status *e = errors[i];
+        memmove(items + j + 1, items + j, (size_t)(i - j) * sizeof *items);
+        memmove(errors + j + 1, errors + j, (size_t)(i - j) * sizeof *errors);
+        items[j] = x;
+        errors[j] = e;
+    }
+    for (int i = 0; i < n;) {
+        int j = i + 1;
+        while (j < n && j - i < 64 && same_group(items[i], items[j])) j++;
+        push_group(items, i, j, errors);
+        i = j;
+    }
+    for (int i = 0; i < n; i++) {
+        rill_tensor_free(items[i]->t);
+        rill__free(items[i]);
+    }
+}
+
+/* Pushes its input to the consuming task, gathered with the other pushes this thread makes to
+ * that task for the step before it runs out of work (rill__kctx_defer): one message, written
+ * from the tensors' own buffers. */
 static void remote_send_kernel(rill__kctx *ctx)
 {
     const rill_node *n = ctx->node;
@@ -252,52 +375,18 @@ static void remote_send_kernel(rill__kctx *ctx)
                         n->name, job->v.s, index);
         return;
     }
-    rill_status *s = rill_status_new();
-    rill__mbuf q = {0}, blob = {0};
-    rill__mbuf_u32(&q, RILL__RPC_TENSOR);
-    rill__mbuf_u64(&q, ctx->step_owner);
-    rill__mbuf_u64(&q, ctx->step_id);
-    rill__mbuf_str(&q, key->v.s);
-    rill_tensor *t = ctx->inputs[0];
-    struct iovec iov[16];
-    int niov = 0;
-    bool ok = rill__mbuf_tensor(&q, t, s);
-    if (ok) niov = rill__payload_iovecs(&t, 1, iov, 16, &blob);
-    rill__channel *ch = NULL;
-    if (ok) {
-        pthread_mutex_lock(&rv->pmu);
-        rv_peer *p = peer_of(rv, job->v.s, index);
-        if (p->nidle) ch = p->idle[--p->nidle];
-        pthread_mutex_unlock(&rv->pmu);
-        if (!ch) {
-            rill__tcp_options o;
-            rill__local_task_client_options(rv->task, &o);
-            ch = rill__tcp_connect(addr, &o, rv->task->opts.connect_deadline_s, s);
-            ok = ch != NULL;
-        }
-    }
-    if (ok) {
-        double wait = slice_deadline(ctx, rv, rill__now_seconds()) - rill__now_seconds();
-        /* One way: the receiving task's _RemoteRecv reports a tensor that never came. */
-        ok = wait > 0 && rill__channel_push(ch, q.p, (uint32_t)q.n, iov, niov, wait, s);
-        if (wait <= 0) rill_status_set(s, RILL_DEADLINE_EXCEEDED, "the step's deadline passed");
-        pthread_mutex_lock(&rv->pmu);
-        rv_peer *p = peer_of(rv, job->v.s, index);
-        if (ok && p->nidle < PEER_IDLE) {
-            p->idle[p->nidle++] = ch;
-            ch = NULL;
-        }
-        pthread_mutex_unlock(&rv->pmu);
-        rill__channel_close(ch);
-    }
-    if (!ok)
-        rill__kctx_fail(ctx, rill_status_code(s),
-                        "sending '%s' of step %llu to /job:%s/replica:0/task:%d (%s): %s",
-                        key->v.s, (unsigned long long)ctx->step_id, job->v.s, index, addr,
-                        rill_status_message(s));
-    rill__mbuf_free(&q);
-    rill__mbuf_free(&blob);
-    rill_status_free(s);
+    push_item *it = rill__malloc(sizeof *it);
+    RILL_CHECK_ALLOC(it);
+    *it = (push_item){rv,
+                      job->v.s,
+                      key->v.s,
+                      addr,
+                      index,
+                      ctx->step_owner,
+                      ctx->step_id,
+                      slice_deadline(ctx, rv, rill__now_seconds()),
+                      rill_tensor_ref(ctx->inputs[0])};
+    rill__kctx_defer(ctx, it, push_flush);
 }
 
 /* Takes the tensor of (ctx's step, key) if it arrived; otherwise parks (rill__kctx_park) with

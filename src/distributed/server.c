@@ -25,7 +25,8 @@ typedef struct reg_graph {
     uint64_t owner; /* the master that registered it */
     rill_graph *g;
     rill_session *sess;
-    bool blocking; /* holds an op that may wait: run off the transport thread */
+    bool blocking; /* holds an op that may wait on other steps: run off the transport thread */
+    bool parks;    /* holds a _RemoteRecv: run asynchronously (it parks, no thread waits) */
     atomic_int refs;
 } reg_graph;
 
@@ -135,6 +136,7 @@ static void do_register(rill_server *srv, rill__tcp_request *req, rill__mread *r
     atomic_init(&r->refs, 1);
     for (int i = 0; i < rill_graph_num_nodes(g); i++)
         if (rill_graph_node(g, i)->op->blocking) r->blocking = true;
+        else if (rill_graph_node(g, i)->op->waits_for_peer) r->parks = true;
     pthread_mutex_lock(&srv->mu);
     r->handle = ++srv->next_handle;
     rill__vec_push(&srv->graphs, r);
@@ -161,109 +163,208 @@ static void free_sent(void *arg)
     rill__free(x);
 }
 
-/* RUN of rg (borrowed; NULL when the handle is not registered). */
-static void do_run(rill__tcp_request *req, rill__mread *r, reg_graph *rg, rill__tcp_response *resp)
+/* One RUN: what it names, read from the request (the feeds are views of its payload). */
+typedef struct run_call {
+    rill_server *srv;
+    reg_graph *rg; /* borrowed */
+    rill__tcp_deferred *d; /* an asynchronous run's response */
+    rill__deadline step;
+    rill__buffer *pay;
+    rill_output *feeds, *fetches;
+    rill_tensor **fv, **outv;
+    rill_node **targets;
+    uint32_t nf, nfetch, nt;
+    rill_status *s;
+} run_call;
+
+static void run_call_free(run_call *rc)
 {
-    rill_status *s = rill_status_new();
+    for (uint32_t i = 0; rc->fv && i < rc->nf; i++) rill_tensor_free(rc->fv[i]);
+    for (uint32_t i = 0; rc->outv && i < rc->nfetch; i++) rill_tensor_free(rc->outv[i]);
+    rill__free(rc->feeds);
+    rill__free(rc->fv);
+    rill__free(rc->fetches);
+    rill__free(rc->outv);
+    rill__free(rc->targets);
+    rill__buffer_unref(rc->pay);
+    rill_status_free(rc->s);
+}
+
+/* Reads the RUN request of rg (NULL when the handle is not registered) into rc; false, with the
+ * error answered in resp, when it is bad. */
+static bool run_parse(run_call *rc, rill__tcp_request *req, rill__mread *r, reg_graph *rg,
+                      rill__tcp_response *resp)
+{
+    rc->rg = rg;
+    rc->s = rill_status_new();
+    rill_status *s = rc->s;
     uint64_t h = rill__mread_u64(r);
-    rill__deadline step = {0};
-    step.step_owner = rill__mread_u64(r);
-    step.step_id = rill__mread_u64(r);
+    rc->step.step_owner = rill__mread_u64(r);
+    rc->step.step_id = rill__mread_u64(r);
     uint32_t nf = rill__mread_u32(r);
     /* The feeds are views of the request's payload: take it over from the transport. */
-    rill__buffer *pay = rill__buffer_adopt(req->payload, req->payload_len);
+    rc->pay = rill__buffer_adopt(req->payload, req->payload_len);
     req->payload = NULL;
-    rill_output *feeds = NULL, *fetches = NULL;
-    rill_tensor **fv = NULL, **outv = NULL;
-    rill_node **targets = NULL;
-    uint32_t nfetch = 0, nt = 0;
     uint64_t off = 0;
     if (!rg) {
         rill__tcp_response_set_error(resp, RILL_NOT_FOUND, "graph handle %llu is not registered",
                                      (unsigned long long)h);
-        goto out;
+        return false;
     }
     if (r->bad || nf > 4096) goto bad;
-    feeds = rill__calloc(nf + 1, sizeof *feeds);
-    fv = rill__calloc(nf + 1, sizeof *fv);
-    RILL_CHECK_ALLOC(feeds);
-    RILL_CHECK_ALLOC(fv);
+    rc->feeds = rill__calloc(nf + 1, sizeof *rc->feeds);
+    rc->fv = rill__calloc(nf + 1, sizeof *rc->fv);
+    RILL_CHECK_ALLOC(rc->feeds);
+    RILL_CHECK_ALLOC(rc->fv);
+    rc->nf = nf;
     for (uint32_t i = 0; i < nf; i++) {
         char *name = rill__mread_str(r);
         if (!name) goto bad;
-        feeds[i] = rill_graph_find_output(rg->g, name, s);
+        rc->feeds[i] = rill_graph_find_output(rg->g, name, s);
         rill__free(name);
-        if (!feeds[i].node) goto fail;
-        fv[i] = rill__mread_tensor(r, pay, req->payload_len, &off, s);
-        if (!fv[i]) goto bad;
+        if (!rc->feeds[i].node) goto fail;
+        rc->fv[i] = rill__mread_tensor(r, rc->pay, req->payload_len, &off, s);
+        if (!rc->fv[i]) goto bad;
     }
-    nfetch = rill__mread_u32(r);
+    uint32_t nfetch = rill__mread_u32(r);
     if (r->bad || nfetch > 4096) goto bad;
-    fetches = rill__calloc(nfetch + 1, sizeof *fetches);
-    outv = rill__calloc(nfetch + 1, sizeof *outv);
-    RILL_CHECK_ALLOC(fetches);
-    RILL_CHECK_ALLOC(outv);
+    rc->fetches = rill__calloc(nfetch + 1, sizeof *rc->fetches);
+    rc->outv = rill__calloc(nfetch + 1, sizeof *rc->outv);
+    RILL_CHECK_ALLOC(rc->fetches);
+    RILL_CHECK_ALLOC(rc->outv);
+    rc->nfetch = nfetch;
     for (uint32_t i = 0; i < nfetch; i++) {
         char *name = rill__mread_str(r);
         if (!name) goto bad;
-        fetches[i] = rill_graph_find_output(rg->g, name, s);
+        rc->fetches[i] = rill_graph_find_output(rg->g, name, s);
         rill__free(name);
-        if (!fetches[i].node) goto fail;
+        if (!rc->fetches[i].node) goto fail;
     }
-    nt = rill__mread_u32(r);
+    uint32_t nt = rill__mread_u32(r);
     if (r->bad || nt > 4096) goto bad;
-    targets = rill__calloc(nt + 1, sizeof *targets);
-    RILL_CHECK_ALLOC(targets);
+    rc->targets = rill__calloc(nt + 1, sizeof *rc->targets);
+    RILL_CHECK_ALLOC(rc->targets);
+    rc->nt = nt;
     for (uint32_t i = 0; i < nt; i++) {
         char *name = rill__mread_str(r);
         if (!name) goto bad;
-        targets[i] = rill_graph_find_node(rg->g, name);
-        if (!targets[i]) rill_status_set(s, RILL_NOT_FOUND, "no node '%s' in the registered graph", name);
+        rc->targets[i] = rill_graph_find_node(rg->g, name);
+        if (!rc->targets[i])
+            rill_status_set(s, RILL_NOT_FOUND, "no node '%s' in the registered graph", name);
         rill__free(name);
-        if (!targets[i]) goto fail;
+        if (!rc->targets[i]) goto fail;
     }
     if (off != req->payload_len) goto bad;
-    if (rill__session_run_until(rg->sess, step, feeds, fv, (int)nf, fetches, outv, (int)nfetch,
-                                targets, (int)nt, s) != RILL_OK)
-        goto fail;
-    {
-        rill__mbuf m = {0};
-        rill__mbuf_u32(&m, nfetch);
-        for (uint32_t i = 0; i < nfetch; i++)
-            if (!rill__mbuf_tensor(&m, outv[i], s)) {
-                rill__mbuf_free(&m);
-                goto fail;
-            }
-        /* The fetched tensors are sent from their own buffers (gathered only past 16 pieces);
-         * they live until the transport has sent them. */
-        sent *x = rill__calloc(1, sizeof *x);
-        RILL_CHECK_ALLOC(x);
-        x->t = outv;
-        x->n = (int)nfetch;
-        outv = NULL;
-        struct iovec iov[16];
-        int niov = rill__payload_iovecs(x->t, x->n, iov, 16, &x->blob);
-        rill__tcp_response_set_payload(resp, iov, niov, free_sent, x);
-        rill__tcp_response_set_meta(resp, m.p, (uint32_t)m.n);
-        rill__mbuf_free(&m);
-    }
-    goto out;
+    return true;
 bad:
     rill__tcp_response_set_error(resp, RILL_INVALID_ARGUMENT, "malformed RUN request from %s",
                                  req->peer);
-    goto out;
+    return false;
 fail:
     rill__tcp_response_set_error(resp, rill_status_code(s), "%s", rill_status_message(s));
-out:
-    for (uint32_t i = 0; fv && i < nf; i++) rill_tensor_free(fv[i]);
-    for (uint32_t i = 0; outv && i < nfetch; i++) rill_tensor_free(outv[i]);
-    rill__free(feeds);
-    rill__free(fv);
-    rill__free(fetches);
-    rill__free(outv);
-    rill__free(targets);
-    rill__buffer_unref(pay);
-    rill_status_free(s);
+    return false;
+}
+
+
+/* Answers rc's run, which ended with code: its fetches, or its error. */
+static void run_respond(run_call *rc, rill_code code, rill__tcp_response *resp)
+{
+    rill_status *s = rc->s;
+    if (code == RILL_OK) {
+        rill__mbuf m = {0};
+        rill__mbuf_u32(&m, rc->nfetch);
+        for (uint32_t i = 0; i < rc->nfetch && code == RILL_OK; i++)
+            if (!rill__mbuf_tensor(&m, rc->outv[i], s)) code = rill_status_code(s);
+        if (code == RILL_OK) {
+            /* The fetched tensors are sent from their own buffers (gathered only past 16
+             * pieces); they live until the transport has sent them. */
+            sent *x = rill__calloc(1, sizeof *x);
+            RILL_CHECK_ALLOC(x);
+            x->t = rc->outv;
+            x->n = (int)rc->nfetch;
+            rc->outv = NULL;
+            struct iovec iov[16];
+            int niov = rill__payload_iovecs(x->t, x->n, iov, 16, &x->blob);
+            rill__tcp_response_set_payload(resp, iov, niov, free_sent, x);
+            rill__tcp_response_set_meta(resp, m.p, (uint32_t)m.n);
+        }
+        rill__mbuf_free(&m);
+        if (code == RILL_OK) return;
+    }
+    rill__tcp_response_set_error(resp, rill_status_code(s), "%s", rill_status_message(s));
+}
+
+/* RUN of rg (borrowed; NULL when the handle is not registered), here and now. */
+static void do_run(rill__tcp_request *req, rill__mread *r, reg_graph *rg, rill__tcp_response *resp)
+{
+    run_call rc = {0};
+    if (run_parse(&rc, req, r, rg, resp)) {
+        rill_code code = rill__session_run_until(rg->sess, rc.step, rc.feeds, rc.fv, (int)rc.nf,
+                                                 rc.fetches, rc.outv, (int)rc.nfetch, rc.targets,
+                                                 (int)rc.nt, rc.s);
+        run_respond(&rc, code, resp);
+    }
+    run_call_free(&rc);
+}
+
+/* --- runs that wait for peers: started here, answered when their last node is done --- */
+
+static void async_done(void *arg, rill_code code)
+{
+    run_call *rc = arg;
+    rill_server *srv = rc->srv;
+    run_respond(rc, code, rill__tcp_deferred_response(rc->d));
+    rill__tcp_deferred_finish(rc->d); /* rc is released on the server thread after this */
+    pthread_mutex_lock(&srv->mu);
+    srv->running--;
+    pthread_cond_broadcast(&srv->run_cv);
+    pthread_mutex_unlock(&srv->mu);
+}
+
+/* The client hung up: the step is cancelled, its parked receives woken to see it. */
+static void async_hangup(void *arg)
+{
+    run_call *rc = arg;
+    rill_session_cancel(rc->rg->sess);
+    rill__rendezvous_abort(rc->srv->rv, rc->step.step_owner, rc->step.step_id);
+}
+
+static void async_release(void *arg)
+{
+    run_call *rc = arg;
+    graph_unref(rc->rg);
+    run_call_free(rc);
+    rill__free(rc);
+}
+
+/* A RUN of a graph whose waits are for other tasks' tensors (_RemoteRecv parks: no thread waits
+ * for it) starts on this thread and is answered by the thread that ends it: usually this one,
+ * when the tensor it waited for arrives here (no hand-off on the way). Takes over the reference
+ * to rg. */
+static void run_async(rill_server *srv, rill__tcp_request *req, rill__mread *r, reg_graph *rg,
+                      rill__tcp_response *resp)
+{
+    run_call *rc = rill__calloc(1, sizeof *rc);
+    RILL_CHECK_ALLOC(rc);
+    rc->srv = srv;
+    bool ok = run_parse(rc, req, r, rg, resp);
+    pthread_mutex_lock(&srv->mu);
+    if (ok && srv->pool_stop) {
+        rill__tcp_response_set_error(resp, RILL_UNAVAILABLE, "server %s is shutting down",
+                                     srv->address);
+        ok = false;
+    }
+    if (ok) srv->running++;
+    pthread_mutex_unlock(&srv->mu);
+    if (!ok) {
+        async_release(rc);
+        return;
+    }
+    rc->d = rill__tcp_response_defer(resp, async_hangup, async_release, rc);
+    if (!rill__session_run_async(rg->sess, rc->step, rc->feeds, rc->fv, (int)rc->nf, rc->fetches,
+                                 rc->outv, (int)rc->nfetch, rc->targets, (int)rc->nt, rc->s,
+                                 async_done, rc))
+        async_done(rc, rill_status_code(rc->s));
 }
 
 /* --- runs that may block: a thread each, answered through a deferred response --- */
@@ -416,29 +517,39 @@ static void do_cancel(rill_server *srv, rill__mread *r)
         if (rg->owner == owner) rill_session_cancel(rg->sess);
     }
     pthread_mutex_unlock(&srv->mu);
+    /* Its parked receives look again, and see the cancellation. */
+    rill__rendezvous_wake_owner(srv->rv, owner);
 }
 
-/* TENSOR: a tensor another task pushed for one of its steps, into the rendezvous. The tensor
- * is a view of the request's payload, which it takes over (received once, never copied). */
+/* TENSOR: tensors another task pushed for one of its steps, into the rendezvous. The tensors
+ * are views of the request's payload, which they take over (received once, never copied). */
 static void do_tensor(rill_server *srv, rill__tcp_request *req, rill__mread *r,
                       rill__tcp_response *resp)
 {
     uint64_t owner = rill__mread_u64(r), step = rill__mread_u64(r);
-    char *key = rill__mread_str(r);
+    uint32_t n = rill__mread_u32(r);
     rill_status *s = rill_status_new();
     rill__buffer *pay = req->payload ? rill__buffer_adopt(req->payload, req->payload_len) : NULL;
     req->payload = NULL;
     uint64_t off = 0;
-    rill_tensor *t = key && !r->bad ? rill__mread_tensor(r, pay, req->payload_len, &off, s) : NULL;
-    if (!t || off != req->payload_len) {
+    char *keys[64] = {0};
+    rill_tensor *ts[64] = {0};
+    bool ok = !r->bad && n >= 1 && n <= 64;
+    for (uint32_t i = 0; ok && i < n; i++) {
+        keys[i] = rill__mread_str(r);
+        ts[i] = keys[i] && !r->bad ? rill__mread_tensor(r, pay, req->payload_len, &off, s) : NULL;
+        ok = ts[i] != NULL;
+    }
+    if (!ok || off != req->payload_len)
         rill__tcp_response_set_error(resp, RILL_INVALID_ARGUMENT, "malformed TENSOR request from %s",
                                      req->peer);
-        rill_tensor_free(t);
-    } else {
-        rill__rendezvous_put(srv->rv, owner, step, key, t);
+    else
+        rill__rendezvous_put(srv->rv, owner, step, keys, ts, (int)n);
+    for (int i = 0; i < 64; i++) {
+        rill_tensor_free(ts[i]);
+        rill__free(keys[i]);
     }
     rill__buffer_unref(pay);
-    rill__free(key);
     rill_status_free(s);
 }
 
@@ -477,6 +588,8 @@ static void handle(void *arg, rill__tcp_request *req, rill__tcp_response *resp)
         reg_graph *rg = find_graph(srv, rill__mread_u64(&peek));
         if (rg && rg->blocking) {
             run_off_thread(srv, req, rg, resp);
+        } else if (rg && rg->parks) {
+            run_async(srv, req, &r, rg, resp);
         } else {
             do_run(req, &r, rg, resp);
             graph_unref(rg);
@@ -630,6 +743,9 @@ void rill_server_free(rill_server *srv)
     while (srv->running > 0 || srv->nthreads > 0) {
         for (int i = 0; i < srv->graphs.n; i++)
             rill_session_cancel(((reg_graph *)srv->graphs.items[i])->sess);
+        pthread_mutex_unlock(&srv->mu);
+        rill__rendezvous_wake_owner(srv->rv, 0); /* parked receives see it */
+        pthread_mutex_lock(&srv->mu);
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 50 * 1000 * 1000;

@@ -404,8 +404,10 @@ static bool tcp_send(tcp_channel *c, int type, const void *meta, uint32_t meta_l
     return true;
 }
 
-/* The second half: waits for the reply to the request tcp_send wrote. */
-static bool tcp_reply(tcp_channel *c, rill__reply *reply, double deadline_s, rill_status *s)
+/* The second half: waits until t_end (0: no end; deadline_s names it in errors) for the reply
+ * to the request tcp_send wrote. */
+static bool tcp_reply(tcp_channel *c, rill__reply *reply, double t_end, double deadline_s,
+                      rill_status *s)
 {
     reply->type = 0;
     reply->meta = NULL;
@@ -419,7 +421,6 @@ static bool tcp_reply(tcp_channel *c, rill__reply *reply, double deadline_s, ril
         return false;
     }
     c->pending_type = 0;
-    double t_end = deadline_s > 0 ? rill__now_seconds() + deadline_s : 0;
     rill__frame_header rh, h = {.request_id = c->next_id};
     if (!cl_read_head(c, &rh, t_end, deadline_s, s)) goto broken;
     int want = type == RILL__MSG_REQUEST ? RILL__MSG_RESPONSE : RILL__MSG_HEARTBEAT_ACK;
@@ -470,14 +471,12 @@ static bool tcp_call(rill__channel *ch, int type, const void *meta, uint32_t met
                      double deadline_s, rill_status *s)
 {
     tcp_channel *c = (tcp_channel *)ch;
-    double t0 = rill__now_seconds();
+    double t_end = deadline_s > 0 ? rill__now_seconds() + deadline_s : 0;
     if (!tcp_send(c, type, meta, meta_len, payload, npayload, deadline_s, s)) {
         *reply = (rill__reply){.payload_dst = reply->payload_dst, .payload_cap = reply->payload_cap};
         return false;
     }
-    double left = deadline_s > 0 ? deadline_s - (rill__now_seconds() - t0) : 0;
-    if (deadline_s > 0 && left <= 1e-6) left = 1e-6;
-    return tcp_reply(c, reply, left, s);
+    return tcp_reply(c, reply, t_end, deadline_s, s);
 }
 
 bool rill__channel_send(rill__channel *ch, const void *meta, uint32_t meta_len,
@@ -490,7 +489,8 @@ bool rill__channel_send(rill__channel *ch, const void *meta, uint32_t meta_len,
 
 bool rill__channel_reply(rill__channel *ch, rill__reply *reply, double deadline_s, rill_status *s)
 {
-    return tcp_reply((tcp_channel *)ch, reply, deadline_s, s);
+    double t_end = deadline_s > 0 ? rill__now_seconds() + deadline_s : 0;
+    return tcp_reply((tcp_channel *)ch, reply, t_end, deadline_s, s);
 }
 
 bool rill__channel_readable(rill__channel *ch, int timeout_ms)

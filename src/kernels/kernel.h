@@ -51,7 +51,25 @@ typedef struct rill__kctx {
     void *wake_arg;
     bool parked;
     bool abandoned;
+    /* Set by rill__kctx_defer. */
+    void *deferred;
+    void (*flush)(void **items, int n, rill_status **errors);
 } rill__kctx;
+
+/* Does the deferred work of n nodes at once; errors[i] (NULL on entry) gets a status the
+ * executor fails node i's step with and frees. */
+typedef void (*rill__flush_fn)(void **items, int n, rill_status **errors);
+
+/* Leaves the node's work for later: the executor calls flush once for every item deferred with
+ * it on this thread, when the thread runs out of ready nodes or before it runs one that may
+ * block, and only then counts the node done. A _RemoteSend gathers the pushes of a step to one
+ * task into one message so. The kernel's inputs are released as usual: item holds its own
+ * references. */
+static inline void rill__kctx_defer(rill__kctx *ctx, void *item, rill__flush_fn flush)
+{
+    ctx->deferred = item;
+    ctx->flush = flush;
+}
 
 static inline void rill__kctx_park(rill__kctx *ctx)
 {

@@ -65,6 +65,11 @@ typedef struct step {
     unsigned char *park;
     int *woken;
     int nwoken;
+    /* An asynchronous step (rill__plan_run_async): where its end goes. */
+    void (*async_done)(void *arg, rill_code code);
+    void *async_arg;
+    rill_tensor **async_fetches;
+    rill_status *async_status;
 } step;
 
 enum {
@@ -102,6 +107,8 @@ struct rill__plan {
     rill__resource_mgr *rm;
     const atomic_uint *cancel;
     bool parks;   /* some node's kernel may park: the step's thread wakes every 50 ms */
+    bool blocks;  /* some node may wait on other steps (a queue): a woken node never runs on
+                   * its waker's thread (a transport thread must not wait on a queue) */
     pthread_mutex_t mu;
     step *cached; /* NULL while a step runs on it */
 };
@@ -364,6 +371,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         pn->expensive = is_expensive(n);
         pn->parks = n->op->waits_for_peer;
         if (pn->parks) p->parks = true;
+        if (n->op->blocking) p->blocks = true;
         pn->is_variable = strcmp(n->op->name, "VariableV2") == 0;
         if (pn->is_variable) {
             const rill__attr *sa = rill__node_attr(n, "shape");
@@ -617,9 +625,12 @@ static rill__kctx node_ctx(step *st, int i)
     };
 }
 
-/* Runs node i's kernel (unless the step already failed) and releases its inputs. True when the
- * kernel parked: the node is not done, and runs again when woken. */
-static bool execute(step *st, int i)
+enum { RAN_DONE, RAN_PARKED, RAN_DEFERRED };
+
+/* Runs node i's kernel (unless the step already failed) and releases its inputs. RAN_PARKED:
+ * the kernel parked, the node is not done and runs again when woken. RAN_DEFERRED: it left its
+ * work to *flush(*item) (rill__kctx_defer), after which the node is done. */
+static int execute(step *st, int i, void **item, rill__flush_fn *flush)
 {
     rill__plan *p = st->plan;
     pnode *pn = &p->nodes[i];
@@ -681,7 +692,11 @@ static bool execute(step *st, int i)
         } else {
             pn->kernel->fn(&ctx);
         }
-        if (ctx.parked && !ctx.status) return true; /* inputs kept for the next try */
+        if (ctx.parked && !ctx.status) return RAN_PARKED; /* inputs kept for the next try */
+        if (ctx.deferred && !ctx.status) {
+            *item = ctx.deferred;
+            *flush = ctx.flush;
+        }
         if (!ctx.status && !pn->is_variable) {
             for (int o = 0; o < pn->noutputs; o++)
                 if (!ctx.outputs[o]) {
@@ -720,10 +735,11 @@ release:
             st->slots[slot] = NULL;
         }
     }
-    return false;
+    return *item ? RAN_DEFERRED : RAN_DONE;
 }
 
 static void run_loop(step *st, int first, int *stack, int cap);
+static void drain(step *st, int *stack, int n, int cap);
 
 static void pool_task(void *arg)
 {
@@ -752,7 +768,7 @@ static void step_wake(void *arg)
     unsigned char c = st->park[t->node];
     if ((c & PARK_STATE) == PARK_PARKED) {
         st->park[t->node] = (unsigned char)((c & ~PARK_STATE) | PARK_QUEUED);
-        if (tl_nwoken < TL_WOKEN) {
+        if (tl_nwoken < TL_WOKEN && !st->plan->blocks) {
             tl_woken[tl_nwoken].st = st;
             tl_woken[tl_nwoken++].node = t->node;
         } else {
@@ -787,23 +803,37 @@ void rill__run_woken(void)
     bool was = tl_in_wake;
     tl_in_wake = true;
     while (tl_nwoken) {
-        step *st = tl_woken[--tl_nwoken].st;
-        int i = tl_woken[tl_nwoken].node;
+        /* The woken nodes of one step run from one stack, so that what they push to a task
+         * goes out together. */
+        step *st = tl_woken[tl_nwoken - 1].st;
+        int local[64], n = 0;
         pthread_mutex_lock(&st->mu);
-        st->park[i] &= (unsigned char)~PARK_STATE;
+        while (tl_nwoken && tl_woken[tl_nwoken - 1].st == st && n < 32) {
+            int i = tl_woken[--tl_nwoken].node;
+            st->park[i] &= (unsigned char)~PARK_STATE;
+            local[n++] = i;
+        }
         pthread_mutex_unlock(&st->mu);
-        int local[64];
-        run_loop(st, i, local, 64);
+        drain(st, local, n, 64);
     }
     tl_in_wake = was;
 }
+
+static rill_code step_end(step *st, rill_tensor **fetch_values, rill_status *s);
 
 static void finish_one(step *st)
 {
     /* The caller waits for `done` under the lock, never for the counter alone: otherwise it
      * could finish the step and free it (a concurrent run's extra step is freed) while this
-     * thread is still about to lock st->mu. */
+     * thread is still about to lock st->mu. An asynchronous step ends here. */
     if (atomic_fetch_sub_explicit(&st->remaining, 1, memory_order_acq_rel) == 1) {
+        if (st->async_done) {
+            void (*done)(void *, rill_code) = st->async_done;
+            void *arg = st->async_arg;
+            rill_code code = step_end(st, st->async_fetches, st->async_status);
+            done(arg, code);
+            return;
+        }
         pthread_mutex_lock(&st->mu);
         st->done = true;
         pthread_cond_broadcast(&st->cv);
@@ -812,33 +842,122 @@ static void finish_one(step *st)
 }
 
 /* Runs `first` and then whatever becomes ready, depth first. */
-static void run_loop(step *st, int first, int *stack, int cap)
+/* The nodes whose kernels deferred their work (rill__kctx_defer) on this thread: done together
+ * when the thread runs out of ready nodes, or before it runs one that may block. */
+#define TL_DEFERRED 64
+static __thread struct {
+    step *st;
+    int node;
+    void *item;
+    rill__flush_fn flush;
+} tl_def[TL_DEFERRED];
+static __thread int tl_ndef;
+
+/* Node i is done: what became ready goes on the stack (or to the pool), and it counts. */
+static void complete(step *st, int i, int *stack, int *np, int cap)
 {
     rill__plan *p = st->plan;
-    int n = 0;
-    stack[n++] = first;
-    while (n) {
+    pnode *pn = &p->nodes[i];
+    int n = *np, newly = 0;
+    for (int k = 0; k < pn->nsucc; k++) {
+        int c = pn->succ[k];
+        if (atomic_fetch_sub_explicit(&st->pending[c], 1, memory_order_acq_rel) != 1) continue;
+        bool offload = p->inter && p->nodes[c].expensive && (newly > 0 || n > 0 || tl_in_wake);
+        if (offload || n == cap) {
+            rill__threadpool_schedule(p->inter, pool_task, &st->tasks[c]);
+        } else {
+            stack[n++] = c;
+        }
+        newly++;
+    }
+    *np = n;
+    finish_one(st);
+}
+
+/* Does the deferred work of this thread, each flush function once for all its items, and
+ * completes those nodes: st's onto the stack, another step's on a stack of its own. */
+static void flush_deferred(step *st, int *stack, int *np, int cap)
+{
+    while (tl_ndef) {
+        int n = tl_ndef;
+        struct {
+            step *st;
+            int node;
+        } done[TL_DEFERRED];
+        void *items[TL_DEFERRED];
+        rill_status *err[TL_DEFERRED];
+        rill__flush_fn fn = tl_def[0].flush;
+        int m = 0, keep = 0;
+        for (int k = 0; k < n; k++) {
+            if (tl_def[k].flush == fn) {
+                done[m].st = tl_def[k].st;
+                done[m].node = tl_def[k].node;
+                items[m] = tl_def[k].item;
+                err[m++] = NULL;
+            } else {
+                tl_def[keep++] = tl_def[k];
+            }
+        }
+        tl_ndef = keep;
+        fn(items, m, err);
+        for (int k = 0; k < m; k++) {
+            step *ds = done[k].st;
+            if (err[k]) {
+                step_fail(ds, err[k], ds->plan->nodes[done[k].node].node);
+                rill_status_free(err[k]);
+            }
+            if (ds == st) {
+                complete(st, done[k].node, stack, np, cap);
+            } else {
+                int local[64], ln = 0;
+                complete(ds, done[k].node, local, &ln, 64);
+                drain(ds, local, ln, 64);
+            }
+        }
+    }
+}
+
+/* Runs what is on the stack and whatever becomes ready, depth first. */
+static void drain(step *st, int *stack, int n, int cap)
+{
+    rill__plan *p = st->plan;
+    for (;;) {
+        if (!n) {
+            if (!tl_ndef) break;
+            flush_deferred(st, stack, &n, cap);
+            continue;
+        }
         int i = stack[--n];
-        if (execute(st, i)) {
+        pnode *pn = &p->nodes[i];
+        /* Deferred writes go out before anything that may wait for them. */
+        if (tl_ndef && pn->node->op->blocking) {
+            stack[n++] = i;
+            flush_deferred(st, stack, &n, cap);
+            continue;
+        }
+        void *item = NULL;
+        rill__flush_fn flush = NULL;
+        int r = execute(st, i, &item, &flush);
+        if (r == RAN_PARKED) {
             if (park_node(st, i)) stack[n++] = i;
             continue;
         }
-        pnode *pn = &p->nodes[i];
-        int newly = 0;
-        for (int k = 0; k < pn->nsucc; k++) {
-            int c = pn->succ[k];
-            if (atomic_fetch_sub_explicit(&st->pending[c], 1, memory_order_acq_rel) != 1) continue;
-            bool offload =
-                p->inter && p->nodes[c].expensive && (newly > 0 || n > 0 || tl_in_wake);
-            if (offload || n == cap) {
-                rill__threadpool_schedule(p->inter, pool_task, &st->tasks[c]);
-            } else {
-                stack[n++] = c;
-            }
-            newly++;
+        if (r == RAN_DEFERRED) {
+            if (tl_ndef == TL_DEFERRED) flush_deferred(st, stack, &n, cap);
+            tl_def[tl_ndef].st = st;
+            tl_def[tl_ndef].node = i;
+            tl_def[tl_ndef].item = item;
+            tl_def[tl_ndef++].flush = flush;
+            continue;
         }
-        finish_one(st);
+        complete(st, i, stack, &n, cap);
     }
+}
+
+static void run_loop(step *st, int first, int *stack, int cap)
+{
+    stack[0] = first;
+    drain(st, stack, 1, cap);
 }
 
 static pnode *slot_producer(rill__plan *p, int slot)
@@ -882,12 +1001,13 @@ static bool check_feed(const rill__plan *p, int i, const rill_tensor *t, rill_st
     return true;
 }
 
-rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_tensor **fetch_values,
-                         rill__deadline d, rill_status *s)
+/* A step of p with these feeds, ready to start; NULL (s set) when a feed is bad. */
+static step *step_begin(rill__plan *p, rill_tensor *const *feed_values, rill_tensor **fetch_values,
+                        rill__deadline d, rill_status *s)
 {
     for (int i = 0; i < p->nfetches; i++) fetch_values[i] = NULL;
     for (int i = 0; i < p->nfeeds; i++)
-        if (!check_feed(p, i, feed_values[i], s)) return rill_status_code(s);
+        if (!check_feed(p, i, feed_values[i], s)) return NULL;
 
     pthread_mutex_lock(&p->mu);
     step *st = p->cached;
@@ -911,17 +1031,56 @@ rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_te
     st->done = false;
     if (p->parks) memset(st->park, 0, (size_t)p->n);
     st->nwoken = 0;
+    st->async_done = NULL;
+    return st;
+}
 
+/* Runs the roots and what follows them on this thread (the first expensive ones beyond the
+ * first root go to the pool). */
+static void step_start(step *st)
+{
+    rill__plan *p = st->plan;
+    int n = 0;
+    st->ready[n++] = p->roots[0]; /* runs last */
+    for (int r = 1; r < p->nroots; r++) {
+        int c = p->roots[r];
+        if (p->inter && p->nodes[c].expensive)
+            rill__threadpool_schedule(p->inter, pool_task, &st->tasks[c]);
+        else
+            st->ready[n++] = c;
+    }
+    drain(st, st->ready, n, p->n);
+}
+
+bool rill__plan_run_async(rill__plan *p, rill_tensor *const *feed_values, rill_tensor **fetch_values,
+                          rill__deadline d, rill_status *s, void (*done)(void *arg, rill_code code),
+                          void *arg)
+{
+    step *st = step_begin(p, feed_values, fetch_values, d, s);
+    if (!st) return false;
+    st->async_done = done;
+    st->async_arg = arg;
+    st->async_fetches = fetch_values;
+    st->async_status = s;
+    if (p->n == 0) {
+        done(arg, step_end(st, fetch_values, s));
+        return true;
+    }
+    /* This may be a transport thread: expensive nodes go to the pool. */
+    bool was = tl_in_wake;
+    tl_in_wake = true;
+    step_start(st);
+    tl_in_wake = was;
+    return true;
+}
+
+rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_tensor **fetch_values,
+                         rill__deadline d, rill_status *s)
+{
+    step *st = step_begin(p, feed_values, fetch_values, d, s);
+    if (!st) return rill_status_code(s);
     if (p->n > 0) {
-        /* Roots beyond the first expensive ones may go to the pool; the caller runs the rest. */
-        for (int r = 1; r < p->nroots; r++) {
-            int c = p->roots[r];
-            if (p->inter && p->nodes[c].expensive)
-                rill__threadpool_schedule(p->inter, pool_task, &st->tasks[c]);
-            else
-                run_loop(st, c, st->ready, p->n);
-        }
-        run_loop(st, p->roots[0], st->ready, p->n);
+        step_start(st);
         /* Wait for the rest, running the parked nodes that were woken (and every 50 ms all of
          * them, to see a deadline, a cancellation or an aborted step). */
         pthread_mutex_lock(&st->mu);
@@ -953,6 +1112,13 @@ rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_te
         pthread_mutex_unlock(&st->mu);
     }
 
+    return step_end(st, fetch_values, s);
+}
+
+/* The step's fetches into fetch_values, its status into s; st goes back to the plan's cache. */
+static rill_code step_end(step *st, rill_tensor **fetch_values, rill_status *s)
+{
+    rill__plan *p = st->plan;
     rill_code code = rill_status_code(st->status);
     for (int i = 0; i < p->nfetches; i++) {
         int slot = p->fetch_slot[i];

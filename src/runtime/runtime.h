@@ -107,6 +107,14 @@ rill_code rill__session_run_until(rill_session *sess, rill__deadline d, const ri
                                   const rill_output *fetches, rill_tensor **fetch_values,
                                   int nfetches, rill_node *const *targets, int ntargets,
                                   rill_status *s);
+/* The same without waiting (rill__plan_run_async): done(arg, code) runs once the step ended,
+ * on the thread that ended it, with fetch_values and s filled. False (s set, done never called)
+ * when it could not start. A local session only. */
+bool rill__session_run_async(rill_session *sess, rill__deadline d, const rill_output *feeds,
+                             rill_tensor *const *feed_values, int nfeeds,
+                             const rill_output *fetches, rill_tensor **fetch_values, int nfetches,
+                             rill_node *const *targets, int ntargets, rill_status *s,
+                             void (*done)(void *arg, rill_code code), void *arg);
 
 /* A local session whose variables live in rm (borrowed; e.g. a server's, shared by every
  * session it runs). rm NULL: the session owns a new one. */
@@ -158,6 +166,14 @@ typedef struct rill__plan_args {
 rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s);
 void rill__plan_free(rill__plan *p);
 /* Runs one step: feed_values borrowed, fetch_values receive new references. */
+/* rill__plan_run without waiting: the step starts on this thread and ends on whichever thread
+ * finishes its last node, which fills fetch_values (kept by the caller until then) and s, and
+ * then calls done(arg, code). No thread looks at a parked node meanwhile: a deadline, a
+ * cancellation or an abort reaches it only through its wake (the caller sees to that). False,
+ * with s set and done never called, when a feed is bad. */
+bool rill__plan_run_async(rill__plan *p, rill_tensor *const *feed_values, rill_tensor **fetch_values,
+                          rill__deadline d, rill_status *s, void (*done)(void *arg, rill_code code),
+                          void *arg);
 /* Runs the parked nodes (rill__kctx_park) this thread woke through their wake callbacks, now
  * that it holds no lock the kernels need: the waker of a parked node calls it after letting go
  * of the lock it held while waking (the rendezvous). */

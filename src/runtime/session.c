@@ -265,6 +265,10 @@ rill_code rill_session_run_with_options(rill_session *sess, const rill_run_optio
                                    nfetches, targets, ntargets, s);
 }
 
+static rill__plan *session_plan(rill_session *sess, const rill_output *feeds, int nfeeds,
+                                const rill_output *fetches, int nfetches,
+                                rill_node *const *targets, int ntargets, rill_status *s);
+
 rill_code rill__session_run_until(rill_session *sess, rill__deadline d, const rill_output *feeds,
                                   rill_tensor *const *feed_values, int nfeeds,
                                   const rill_output *fetches, rill_tensor **fetch_values,
@@ -298,7 +302,32 @@ rill_code rill__session_run_until(rill_session *sess, rill__deadline d, const ri
     if (sess->remote)
         return remote_ops->run(sess->remote, d, feeds, feed_values, nfeeds, fetches,
                                fetch_values, nfetches, targets, ntargets, s);
+    rill__plan *p = session_plan(sess, feeds, nfeeds, fetches, nfetches, targets, ntargets, s);
+    if (!p) return rill_status_code(s);
+    return rill__plan_run(p, feed_values, fetch_values, d, s);
+}
 
+bool rill__session_run_async(rill_session *sess, rill__deadline d, const rill_output *feeds,
+                             rill_tensor *const *feed_values, int nfeeds,
+                             const rill_output *fetches, rill_tensor **fetch_values, int nfetches,
+                             rill_node *const *targets, int ntargets, rill_status *s,
+                             void (*done)(void *arg, rill_code code), void *arg)
+{
+    rill_status_clear(s);
+    for (int i = 0; i < nfetches; i++) fetch_values[i] = NULL;
+    if (sess->remote || nfetches + ntargets == 0) {
+        rill_status_set(s, RILL_INTERNAL, "an asynchronous run needs a local session and work");
+        return false;
+    }
+    rill__plan *p = session_plan(sess, feeds, nfeeds, fetches, nfetches, targets, ntargets, s);
+    return p && rill__plan_run_async(p, feed_values, fetch_values, d, s, done, arg);
+}
+
+/* The plan of this (feeds, fetches, targets), made and cached on first use; NULL with s set. */
+static rill__plan *session_plan(rill_session *sess, const rill_output *feeds, int nfeeds,
+                                const rill_output *fetches, int nfetches,
+                                rill_node *const *targets, int ntargets, rill_status *s)
+{
     int64_t kbuf[64];
     int nkey = make_key(feeds, nfeeds, fetches, nfetches, targets, ntargets, kbuf, 64);
     int64_t *key = kbuf;
@@ -345,8 +374,7 @@ rill_code rill__session_run_until(rill_session *sess, rill__deadline d, const ri
         if (!p) {
             pthread_mutex_unlock(&sess->mu);
             if (key != kbuf) rill__free(key);
-            for (int i = 0; i < nfetches; i++) fetch_values[i] = NULL;
-            return rill_status_code(s);
+            return NULL;
         }
         c = rill__calloc(1, sizeof *c);
         RILL_CHECK_ALLOC(c);
@@ -363,7 +391,7 @@ rill_code rill__session_run_until(rill_session *sess, rill__deadline d, const ri
     }
     pthread_mutex_unlock(&sess->mu);
     if (key != kbuf) rill__free(key);
-    return rill__plan_run(c->plan, feed_values, fetch_values, d, s);
+    return c->plan;
 }
 
 rill_code rill_session_run_targets(rill_session *sess, rill_node *const *targets, int n,
