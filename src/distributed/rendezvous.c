@@ -481,9 +481,10 @@ again:;
     }
     if (why) {
         rill__kctx_fail(ctx, RILL_CANCELLED,
-                        "step %llu was %s while waiting for tensor '%s' from "
-                        "/job:%s/replica:0/task:%d",
-                        (unsigned long long)ctx->step_id, why, key->v.s, job->v.s, index);
+                        "step %llu was %s on /job:%s/replica:0/task:%d while waiting for "
+                        "tensor '%s' from /job:%s/replica:0/task:%d",
+                        (unsigned long long)ctx->step_id, why, rv->task->job, rv->task->index,
+                        key->v.s, job->v.s, index);
         return;
     }
     if (got->dtype != n->out_dtypes[0]) {

@@ -1018,6 +1018,52 @@ static void test_free_server_with_blocking_run(void)
     cluster_stop(&c);
 }
 
+/* A ps freed while its part of a step is parked on its transport thread, waiting for a tensor
+ * the worker has not sent (the worker's own part is blocked on a dequeue): the server frees at
+ * once (the parked receive is woken and sees the cancellation), and the step, released, fails
+ * naming what it lost instead of hanging. */
+static void test_free_server_with_parked_run(void)
+{
+    cluster c;
+    if (!cluster_start(&c, 1)) {
+        cluster_stop(&c);
+        return;
+    }
+    rill_status *s = rill_status_new();
+    queue_graph q;
+    build_queues(&q, 120 * 1000);
+    rill_graph_push_device(q.g, "/job:ps/task:0");
+    rill_output on_ps = rill_identity(q.g, q.local_deq, "on_ps");
+    rill_graph_pop_device(q.g);
+    rill_session *a = session_on(c.w, q.g, s), *b = session_on(c.w, q.g, s);
+    if (CHECK(a && b)) {
+        float one = 1, got;
+        CHECK(enqueue(b, q.vals, q.local_enq, &one, 1));
+        CHECK(fetch_floats(a, NULL, NULL, 0, &on_ps, &got, 1) && got == 1);
+        dequeuer d;
+        pthread_t th;
+        start_dequeue(&d, a, on_ps, &th);
+        CHECK(!atomic_load(&d.done));
+        double t0 = mono_now();
+        rill_server_free(c.ps[0]);
+        c.ps[0] = NULL;
+        double took = mono_now() - t0;
+        CHECK(took < 10);
+        CHECK(enqueue(b, q.vals, q.local_enq, &one, 1));
+        CHECK(wait_done(&d, 60));
+        pthread_join(th, NULL);
+        if (!CHECK(d.code == RILL_CANCELLED || d.code == RILL_UNAVAILABLE))
+            fprintf(stderr, "  %s: %s\n", rill_code_name(d.code), d.msg);
+        CHECK(strstr(d.msg, "ps") != NULL);
+        printf("the ps was freed in %.2f s under a parked part of a step: %s\n", took, d.msg);
+    }
+    rill_session_free(a);
+    rill_session_free(b);
+    rill_graph_free(q.g);
+    rill_status_free(s);
+    cluster_stop(&c);
+}
+
 /* A ps that answers with only an empty tensor (no payload at all) or with strings and an empty
  * tensor. */
 static void test_empty_and_string_fetches(void)
@@ -1175,6 +1221,7 @@ int main(void)
     test_blocking_queue();
     test_step_deadline();
     test_free_server_with_blocking_run();
+    test_free_server_with_parked_run();
     test_free_server_under_blocking_runs();
     TEST_MAIN_END();
 }
