@@ -90,10 +90,8 @@ int main(int argc, char **argv)
             if (dt < best) best = dt;
         }
     }
-    const char *serial = getenv("RILL_MASTER_SERIAL");
-    printf("RESULT ps_bandwidth_mib=%ld ps_tasks=%d serial=%d step_s=%.4f mean_s=%.4f "
-           "gbit_s=%.3f\n",
-           mib, P, serial && *serial == '1', best, total / (double)steps,
+    printf("RESULT ps_bandwidth_mib=%ld ps_tasks=%d step_s=%.4f mean_s=%.4f gbit_s=%.3f\n",
+           mib, P, best, total / (double)steps,
            2.0 * (double)mib * 8 * 1.048576e6 / 1e9 / best);
     rill_session_free(sess);
     rill_session_options_free(o);

@@ -358,13 +358,14 @@ static bool free_op(const rill_node *n)
     return !n->colocate_with && (strcmp(n->op->name, "NoOp") == 0 || strcmp(n->op->name, "Const") == 0);
 }
 
-/* Free ops follow their edges: a NoOp or a Const (nothing to compute, no state) that the
- * placement put on one task while more of its edges (data and control) go to another moves to
- * that task's CPU. Else every step would bounce across the wire for nothing: the optimizer's
- * learning-rate constants and its group op sit on the worker (replica_device_setter puts every
- * non-variable op there) between updates that run on the ps and the ps's global-step
- * increment, which would make the seed's step three round trips instead of two. Only the nodes
- * new in this placement move (a signature built before keeps what it was cut with). */
+/* Free ops go where they are used: a NoOp or a Const (nothing to compute, no state) whose
+ * consumers (data and control) all sit on one other task moves to that task's CPU. What it
+ * waited for now goes straight there, so no message gets longer and one hop goes away: the
+ * optimizer's learning-rate constants and its group op sit on the worker (replica_device_setter
+ * puts every non-variable op there) between updates that run on the ps and the ps's
+ * global-step increment, which would make the seed's step three round trips instead of two. A
+ * sink (an init op, a train op the client runs) stays. Only the nodes new in this placement
+ * move (a signature built before keeps what it was cut with). */
 static void settle_free_ops(master *m)
 {
     rill_graph *g = m->g;
@@ -373,36 +374,36 @@ static void settle_free_ops(master *m)
         m->settled = nn;
         return;
     }
-    int *cnt = rill__malloc((size_t)nn * (size_t)nt * sizeof *cnt);
+    int *cnt = rill__malloc((size_t)nn * (size_t)(nt + 1) * sizeof *cnt);
     RILL_CHECK_ALLOC(cnt);
-    for (int pass = 0; pass < 4; pass++) {
-        memset(cnt, 0, (size_t)nn * (size_t)nt * sizeof *cnt);
+    for (int pass = 0; pass < 8; pass++) {
+        /* cnt[i * (nt + 1) + t]: node i's consumers on task t; [.. + nt]: all of them */
+        memset(cnt, 0, (size_t)nn * (size_t)(nt + 1) * sizeof *cnt);
         for (int i = 0; i < nn; i++) {
             rill_node *x = rill_graph_node(g, i);
             int tx = task_of_dev(m, m->pl.assigned[i]);
             for (int k = 0; k < x->ninputs + x->ncontrol; k++) {
                 rill_node *y = k < x->ninputs ? x->inputs[k].node : x->control_inputs[k - x->ninputs];
-                if (!y || y->id >= nn) continue;
-                int ty = task_of_dev(m, m->pl.assigned[y->id]);
-                if (i >= m->settled && free_op(x)) cnt[(size_t)i * nt + ty]++;
-                if (y->id >= m->settled && free_op(y)) cnt[(size_t)y->id * nt + tx]++;
+                if (!y || y->id < m->settled || y->id >= nn || !free_op(y)) continue;
+                cnt[(size_t)y->id * (nt + 1) + tx]++;
+                cnt[(size_t)y->id * (nt + 1) + nt]++;
             }
         }
         bool moved = false;
         for (int i = m->settled; i < nn; i++) {
             rill_node *x = rill_graph_node(g, i);
-            if (!free_op(x)) continue;
-            int tx = task_of_dev(m, m->pl.assigned[i]), best = tx;
+            const int *c = cnt + (size_t)i * (nt + 1);
+            if (!free_op(x) || !c[nt]) continue;
+            int tx = task_of_dev(m, m->pl.assigned[i]), to = -1;
             for (int t = 0; t < nt; t++)
-                if (cnt[(size_t)i * nt + t] > cnt[(size_t)i * nt + best]) best = t;
-            rill__device *cpu = best != tx ? task_cpu(m, best) : NULL;
+                if (c[t] == c[nt]) to = t;
+            rill__device *cpu = to >= 0 && to != tx ? task_cpu(m, to) : NULL;
             if (!cpu) continue;
             m->pl.assigned[i] = cpu;
             moved = true;
             if (m->opts.log_device_placement)
-                rill__log(RILL_LOG_INFO, "%s: (%s): %s (next to %d of its %d edges)", x->name,
-                          x->op->name, cpu->name, cnt[(size_t)i * nt + best],
-                          x->ninputs + x->ncontrol);
+                rill__log(RILL_LOG_INFO, "%s: (%s): %s (where all %d of its consumers are)",
+                          x->name, x->op->name, cpu->name, c[nt]);
         }
         if (!moved) break;
     }

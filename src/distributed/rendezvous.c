@@ -58,9 +58,14 @@ typedef struct rv_watch {
     void *arg;
 } rv_watch;
 
+struct rv_job;
+struct rv_sender;
+
 typedef struct rill__rendezvous {
     pthread_mutex_t mu;
     rv_watch *watches;
+    struct rv_sender *senders; /* one thread per task that big pushes go to */
+    struct rv_job *jobs;       /* big pushes on their way, by step and key */
     pthread_cond_t cv;
     rv_item *items;
     rv_waiter *waiters;
@@ -85,9 +90,12 @@ static void *rv_create(void *arg)
     return rv;
 }
 
+static void senders_stop(rill__rendezvous *rv);
+
 static void rv_free(void *p)
 {
     rill__rendezvous *rv = p;
+    senders_stop(rv);
     for (rv_item *it = rv->items; it;) {
         rv_item *nx = it->next;
         rill_tensor_free(it->t);
@@ -251,6 +259,9 @@ static double slice_deadline(const rill__kctx *ctx, const rill__rendezvous *rv, 
     return ctx->deadline && ctx->deadline < d ? ctx->deadline : d;
 }
 
+/* Tensors of at least this many bytes are pushed alone, at once. */
+#define PUSH_ALONE (64 << 10)
+
 /* A pushed tensor waiting for its thread's flush (push_flush). */
 typedef struct push_item {
     rill__rendezvous *rv;
@@ -355,9 +366,175 @@ static void push_flush(void **vitems, int n, rill_status **errors)
     }
 }
 
-/* Pushes its input to the consuming task, gathered with the other pushes this thread makes to
- * that task for the step before it runs out of work (rill__kctx_defer): one message, written
- * from the tensors' own buffers. */
+/* A big push on its way: written by the sender thread of its task, which then wakes the parked
+ * _RemoteSend, whose kernel runs again and takes the outcome. */
+typedef struct rv_job {
+    struct rv_job *next;  /* in its sender's queue */
+    struct rv_job *lnext; /* in rv->jobs */
+    push_item *it;
+    bool done, dropped; /* dropped: the node no longer waits (its step failed): freed when done */
+    rill_status *err;
+    void (*wake)(void *);
+    void *wake_arg;
+} rv_job;
+
+/* The thread that writes the big pushes to one task, one after another: pushes to different
+ * tasks go at once, and no compute thread waits on the wire. */
+typedef struct rv_sender {
+    struct rv_sender *next;
+    rill__rendezvous *rv;
+    const char *job; /* borrowed from the cluster spec */
+    int index;
+    pthread_t th;
+    pthread_cond_t cv;
+    rv_job *head, *tail;
+    bool stop;
+} rv_sender;
+
+static void job_free(rv_job *j)
+{
+    rill_tensor_free(j->it->t);
+    rill__free(j->it);
+    rill_status_free(j->err);
+    rill__free(j);
+}
+
+static void unlink_job(rill__rendezvous *rv, rv_job *j)
+{
+    for (rv_job **pp = &rv->jobs; *pp; pp = &(*pp)->lnext)
+        if (*pp == j) {
+            *pp = j->lnext;
+            return;
+        }
+}
+
+static void *sender_main(void *arg)
+{
+    rv_sender *sd = arg;
+    rill__rendezvous *rv = sd->rv;
+    pthread_mutex_lock(&rv->mu);
+    for (;;) {
+        while (!sd->head && !sd->stop) pthread_cond_wait(&sd->cv, &rv->mu);
+        rv_job *j = sd->head;
+        if (!j) break;
+        sd->head = j->next;
+        if (!sd->head) sd->tail = NULL;
+        pthread_mutex_unlock(&rv->mu);
+        rill_status *err = NULL;
+        push_group(&j->it, 0, 1, &err);
+        pthread_mutex_lock(&rv->mu);
+        j->done = true;
+        j->err = err;
+        if (j->dropped) {
+            unlink_job(rv, j);
+            job_free(j);
+            continue;
+        }
+        j->wake(j->wake_arg);
+        pthread_mutex_unlock(&rv->mu);
+        rill__run_woken();
+        pthread_mutex_lock(&rv->mu);
+    }
+    pthread_mutex_unlock(&rv->mu);
+    return NULL;
+}
+
+/* Queues j for its task's sender (made on first use; under rv->mu). False when no thread could
+ * be made. */
+static bool sender_queue(rill__rendezvous *rv, rv_job *j)
+{
+    rv_sender *sd = rv->senders;
+    while (sd && !(sd->index == j->it->index && strcmp(sd->job, j->it->job) == 0)) sd = sd->next;
+    if (!sd) {
+        sd = rill__calloc(1, sizeof *sd);
+        RILL_CHECK_ALLOC(sd);
+        *sd = (rv_sender){.rv = rv, .job = j->it->job, .index = j->it->index};
+        pthread_cond_init(&sd->cv, NULL);
+        if (pthread_create(&sd->th, NULL, sender_main, sd) != 0) {
+            pthread_cond_destroy(&sd->cv);
+            rill__free(sd);
+            return false;
+        }
+        sd->next = rv->senders;
+        rv->senders = sd;
+    }
+    if (sd->tail) sd->tail->next = j;
+    else sd->head = j;
+    sd->tail = j;
+    pthread_cond_signal(&sd->cv);
+    return true;
+}
+
+static void senders_stop(rill__rendezvous *rv)
+{
+    pthread_mutex_lock(&rv->mu);
+    rv_sender *list = rv->senders;
+    rv->senders = NULL;
+    for (rv_sender *sd = list; sd; sd = sd->next) {
+        sd->stop = true;
+        pthread_cond_signal(&sd->cv);
+    }
+    pthread_mutex_unlock(&rv->mu);
+    while (list) {
+        rv_sender *nx = list->next;
+        pthread_join(list->th, NULL);
+        pthread_cond_destroy(&list->cv);
+        rill__free(list);
+        list = nx;
+    }
+}
+
+/* A big push: handed to its task's sender, the node parked until it is written (then the error,
+ * if any, is the node's). */
+static void big_push(rill__kctx *ctx, rill__rendezvous *rv, const push_item *proto)
+{
+    pthread_mutex_lock(&rv->mu);
+    rv_job *j = rv->jobs;
+    while (j && !(j->it->owner == proto->owner && j->it->step == proto->step &&
+                  strcmp(j->it->key, proto->key) == 0))
+        j = j->lnext;
+    if (!j) {
+        if (ctx->abandoned) {
+            pthread_mutex_unlock(&rv->mu);
+            return;
+        }
+        j = rill__calloc(1, sizeof *j);
+        RILL_CHECK_ALLOC(j);
+        j->it = rill__malloc(sizeof *j->it);
+        RILL_CHECK_ALLOC(j->it);
+        *j->it = *proto;
+        j->it->t = rill_tensor_ref(ctx->inputs[0]);
+        j->wake = ctx->wake;
+        j->wake_arg = ctx->wake_arg;
+        if (!sender_queue(rv, j)) {
+            pthread_mutex_unlock(&rv->mu);
+            job_free(j);
+            rill__kctx_fail(ctx, RILL_RESOURCE_EXHAUSTED, "no thread to push '%s' to /job:%s/task:%d",
+                            proto->key, proto->job, proto->index);
+            return;
+        }
+        j->lnext = rv->jobs;
+        rv->jobs = j;
+        pthread_mutex_unlock(&rv->mu);
+        rill__kctx_park(ctx);
+        return;
+    }
+    if (!j->done) {
+        if (ctx->abandoned) j->dropped = true;
+        pthread_mutex_unlock(&rv->mu);
+        if (!ctx->abandoned) rill__kctx_park(ctx);
+        return;
+    }
+    unlink_job(rv, j);
+    pthread_mutex_unlock(&rv->mu);
+    if (j->err && !ctx->abandoned)
+        rill__kctx_fail(ctx, rill_status_code(j->err), "%s", rill_status_message(j->err));
+    job_free(j);
+}
+
+/* Pushes its input to the consuming task, from the tensor's own buffer: a small one gathered
+ * with the other pushes this thread makes to that task for the step before it runs out of work
+ * (rill__kctx_defer), in one message; a big one at once. */
 static void remote_send_kernel(rill__kctx *ctx)
 {
     const rill_node *n = ctx->node;
@@ -375,17 +552,26 @@ static void remote_send_kernel(rill__kctx *ctx)
                         n->name, job->v.s, index);
         return;
     }
+    push_item proto = {rv,
+                       job->v.s,
+                       key->v.s,
+                       addr,
+                       index,
+                       ctx->step_owner,
+                       ctx->step_id,
+                       slice_deadline(ctx, rv, rill__now_seconds()),
+                       NULL};
+    /* A big tensor goes alone, at once, on its task's sender thread: gathering gains it
+     * nothing, its consumer can start on it while the next one is on the wire, and pushes to
+     * different tasks go at once. */
+    if (ctx->abandoned || rill_tensor_nbytes(ctx->inputs[0]) >= PUSH_ALONE) {
+        big_push(ctx, rv, &proto);
+        return;
+    }
     push_item *it = rill__malloc(sizeof *it);
     RILL_CHECK_ALLOC(it);
-    *it = (push_item){rv,
-                      job->v.s,
-                      key->v.s,
-                      addr,
-                      index,
-                      ctx->step_owner,
-                      ctx->step_id,
-                      slice_deadline(ctx, rv, rill__now_seconds()),
-                      rill_tensor_ref(ctx->inputs[0])};
+    *it = proto;
+    it->t = rill_tensor_ref(ctx->inputs[0]);
     rill__kctx_defer(ctx, it, push_flush);
 }
 

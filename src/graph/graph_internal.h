@@ -96,10 +96,10 @@ struct rill__op_def {
     bool stateful;       /* never pruned as duplicate, never constant-folded */
     bool blocking;       /* may wait on other steps (queues, accumulators): a server runs a
                           * graph holding one off its transport thread */
-    bool waits_for_peer; /* waits for another task's part of the same step (_RemoteRecv): its
-                          * kernel parks instead of blocking (rill__kctx_park), so that nothing
-                          * else of the step waits behind it (what the peer waits for may be
-                          * here) */
+    bool waits_for_peer; /* waits for another task (_RemoteRecv for a tensor, _RemoteSend for
+                          * the wire): its kernel parks instead of blocking (rill__kctx_park),
+                          * so that nothing else of the step waits behind it (what the peer
+                          * waits for may be here) */
     uint32_t ref_inputs; /* bit i: input i must be a Variable output (updated in place) */
     rill__shape_fn shape;
     rill__grad_fn grad;    /* NULL: not differentiable (gradient stops) */

@@ -38,7 +38,7 @@ const rill__op_def rill__ops_sendrecv[] = {
     {.name = "_Recv", .default_name = "_Recv", .min_inputs = 1, .max_inputs = 1, .noutputs = 1,
      .stateful = true, .shape = pass_through_shape},
     {.name = "_RemoteSend", .default_name = "_RemoteSend", .min_inputs = 1, .max_inputs = 1,
-     .noutputs = 0, .stateful = true, .shape = remote_send_shape},
+     .noutputs = 0, .stateful = true, .waits_for_peer = true, .shape = remote_send_shape},
     {.name = "_RemoteRecv", .default_name = "_RemoteRecv", .noutputs = 1, .stateful = true,
      .waits_for_peer = true, .shape = remote_recv_shape, .type_attr = "dtype"},
     {0},
