@@ -1,30 +1,29 @@
 /* master.c - a session on a server's target: the master of the cluster's steps.
  *
  * The master places the user's graph over the devices of every task (its own, and those each
- * remote task reports), then for each (feeds, fetches, targets) cuts the needed nodes per task:
- * an edge between tasks becomes a fetch on the producing task and a placeholder on the
- * consuming one; a control edge between tasks makes its source a target of its own task. Each
- * remote piece is registered with its task (graph codec over the transport); the master's own
- * piece runs in a local session sharing the server's variables.
+ * remote task reports), moves free ops (NoOp, Const) to the task where all their consumers are
+ * (settle_free_ops), and for each (feeds, fetches, targets) has the partitioner cut the needed
+ * nodes per device, with a _RemoteSend/_RemoteRecv pair on every edge between tasks (a control
+ * edge crosses as a pushed empty tensor). Each task's nodes are its part: the remote parts are
+ * registered with their tasks once (graph codec over the transport), the master's own part runs
+ * in a local session sharing the server's variables. A fetch that a remote task computes and
+ * nothing of the master's part needs comes back in that task's RUN reply.
  *
- * A step is at most two round trips per remote task, and one for tasks that need nothing from
- * the master (a ps that only serves reads):
- *   1. pre:  each remote task computes what does not depend on the master (variable reads);
- *   2. the master runs its piece with those values;
- *   3. post: each remote task gets the master's tensors (gradients) and runs the rest (updates);
- *   4. tail: what of the master's piece needs values from step 3 (SyncReplicasOptimizer's
- *      token, a saver's index of the ps tasks' shards) runs last, locally.
- * Remote tasks run in levels that respect the control edges between them (an update on one ps
- * before the global step on another); the tasks of a level are called at once. A remote value that depends on the master's tail, or a
- * remote-to-remote edge whose value depends on the master, is UNIMPLEMENTED (it would need
- * another round trip). Connecting to a task that is not up yet is retried, with a log line
- * naming it every few seconds, until the server's connect deadline: then UNAVAILABLE.
+ * A step is one RUN to every task with work, written one after another from the step's thread
+ * without waiting (the step id keeps concurrent steps apart); the master's part runs on that
+ * thread meanwhile, and the step is done when every task has answered (the replies are read on
+ * that thread too). Tensors between tasks are pushed by their producers into the consumers'
+ * rendezvous (rendezvous.c). While the master's part waits for a tensor, it reads the replies
+ * that came every 50 ms, so a task that failed or went away aborts the step at once; a failed
+ * step is aborted on every task (ABORT), and its first real error in task order is the step's.
+ * Connecting to a task that is not up yet is retried, with a log line naming it every few
+ * seconds, until the server's connect deadline: then UNAVAILABLE.
  *
  * Steps run at once: the master's lock covers placement and the table of signatures (built once,
- * then only read); a step's values and deadline are its own (mstep), and each call takes a
- * connection of its own from the task's pool of idle ones (or opens one), so threads sharing a
- * session never wait for each other's steps. A step that runs past its deadline cancels this
- * master's steps on every task (the CANCEL RPC names the master, not the step).
+ * then only read); a step's values and deadline are its own, and each RUN takes a connection of
+ * its own from the task's pool of idle ones (or opens one) and holds it until its reply is read.
+ * A step that runs past its deadline cancels this master's steps on every task (the CANCEL RPC
+ * names the master, not the step).
  *
  * Servers publish their tasks here (master.h: target, job and index, cluster, variables,
  * options); the master keeps them by target, renames this process's devices for a task, and

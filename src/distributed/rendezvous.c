@@ -4,14 +4,20 @@
  * Every server keeps one rendezvous in its resource manager, so every session on the task (the
  * registered partitions, and the master's own piece on the master's task) finds it. An entry is
  * keyed by (the master that runs the step, the step's number there, tensor_name). _RemoteSend
- * pushes its input to the consuming task as soon as it has it — a TENSOR request over a
- * connection of the sending task's own pool to that task, the bytes written from the tensor's
- * buffer and received straight into the buffer the entry keeps (ps-lite's shape: the consumer
- * never asks) — and _RemoteRecv takes it, waiting in 50 ms slices that check the step's
- * deadline (or the server's step deadline), the session's cancellation and the step's abort.
- * A step that failed anywhere is aborted on every task (ABORT request): its entries are freed,
- * its waiting _RemoteRecvs fail at once, and a tensor that still arrives for it is dropped. The
- * last 256 aborted steps are remembered for that. */
+ * pushes its input to the consuming task as soon as it has it (ps-lite's shape: the consumer
+ * never asks), in a one-way TENSOR message written from the tensors' own buffers and received
+ * straight into the buffer the entry keeps. A small tensor is deferred (rill__kctx_defer): what
+ * a thread pushes to one task for one step before it runs out of work goes in one message. A
+ * big one (64 KiB and up) goes alone, at once, on the sender thread of its task, the node
+ * parked until it is written: pushes to different tasks overlap, no compute thread waits on the
+ * wire. _RemoteRecv takes its tensor or parks (rill__kctx_park) with a waiter entry that the
+ * tensor's arrival wakes: the thread that received it runs the receive and what follows. Each
+ * run of a parked receive checks the step's deadline (or the server's step deadline), the
+ * session's cancellation and the step's abort, and on the master's task calls the master's
+ * watch of the step (it reads the replies of its tasks). A step that failed anywhere is aborted
+ * on every task (ABORT request): its entries are freed, its parked receives fail at once, and
+ * a tensor that still arrives for it is dropped. The last 256 aborted steps are remembered for
+ * that. */
 #include "master.h"
 #include "rpc.h"
 

@@ -1,13 +1,15 @@
 /* server.c - a task's server (tf.train.Server): binds the task's address, owns its devices and
  * variables (one resource manager for the server's life, shared by every graph registered with
  * it), and answers the worker service (rpc.h): list devices, register a graph partition (a
- * session on it is made at once), run a registered partition with feeds and fetches, forget it.
+ * session on it is made at once), run a registered partition, take pushed tensors, forget it.
  *
  * Requests are served inline on the transport's thread, one at a time: a ps applies the
  * updates of several workers in turn, which is what use_locking asks for anyway. A RUN of a
- * graph that holds a blocking op (a queue dequeue, an accumulator take: SyncReplicasOptimizer)
- * runs on a thread of its own and answers when done, so that the steps it waits for can reach
- * the server meanwhile; if its client hangs up, the step is cancelled.
+ * part that waits only for other tasks' tensors starts there too and runs asynchronously: it
+ * parks, and the thread that ends it (usually this one, when the tensor arrives) answers. A RUN
+ * of a part that holds a blocking op (a queue dequeue, an accumulator take:
+ * SyncReplicasOptimizer) runs on a thread of its own and answers when done, so that the steps
+ * it waits for can reach the server meanwhile; if its client hangs up, the step is cancelled.
  *
  * A server publishes its task to the master (master.h), which runs the sessions that name the
  * server's target; the server uses the master, never the other way round. */
