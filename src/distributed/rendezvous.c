@@ -97,11 +97,13 @@ static void *rv_create(void *arg)
 }
 
 static void senders_stop(rill__rendezvous *rv);
+static void drop_leftovers(rill__rendezvous *rv);
 
 static void rv_free(void *p)
 {
     rill__rendezvous *rv = p;
     senders_stop(rv);
+    drop_leftovers(rv);
     for (rv_item *it = rv->items; it;) {
         rv_item *nx = it->next;
         rill_tensor_free(it->t);
@@ -487,6 +489,28 @@ static void senders_stop(rill__rendezvous *rv)
         pthread_cond_destroy(&list->cv);
         rill__free(list);
         list = nx;
+    }
+}
+
+/* What steps that never finished left (a server freed under them). */
+static void drop_leftovers(rill__rendezvous *rv)
+{
+    while (rv->jobs) {
+        rv_job *j = rv->jobs;
+        rv->jobs = j->lnext;
+        job_free(j);
+    }
+    while (rv->waiters) {
+        rv_waiter *w = rv->waiters;
+        rv->waiters = w->next;
+        rill_tensor_free(w->got);
+        rill__free(w->key);
+        rill__free(w);
+    }
+    while (rv->watches) {
+        rv_watch *w = rv->watches;
+        rv->watches = w->next;
+        rill__free(w);
     }
 }
 

@@ -646,7 +646,8 @@ static int execute(step *st, int i, void **item, rill__flush_fn *flush)
         rill_status_free(e);
         goto skip;
     }
-    for (int k = 0; k < pn->ninputs; k++) {
+    /* A parked node runs again on the inputs it gathered the first time. */
+    for (int k = 0; k < pn->ninputs && !(pn->parks && (st->park[i] & PARK_EVER)); k++) {
         rill__var *rv = pn->reads[k];
         if (rv) {
             pthread_mutex_lock(&rv->mu);
