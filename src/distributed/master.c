@@ -35,9 +35,11 @@
 #include "graph_codec.h"
 #include "rpc.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A connection to a task, idle in its pool. */
@@ -688,9 +690,14 @@ typedef struct step_job {
     rill__channel *ch[256];    /* per remote task: its RUN, written and not yet answered */
     int nwait;                 /* how many */
     double wait_until;         /* when the replies are given up (deadline or step deadline) */
-    /* the master's piece */
+    /* the master's piece: it runs asynchronously, ending on whichever thread (local_done) */
     rill_tensor *const *feed_values;
     rill_tensor **fetch_values;
+    rill_tensor *local_out[64];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool local_done;
+    rill_code local_code;
 } step_job;
 
 static void abort_step(step_job *j);
@@ -824,26 +831,41 @@ static void take_replies(step_job *j, int timeout_ms)
         if (fds[k].fd < 0 || fds[k].revents) take_reply(j, who[k]);
 }
 
-/* While the master's piece waits for a tensor (every 50 ms, on the step's thread): the replies
- * that came, so that a task that failed or went away aborts the step at once. */
-static void watch_step(void *arg)
+/* The master's own piece ended (on the thread that ended it). */
+static void local_done(void *arg, rill_code code)
 {
-    take_replies(arg, 0);
+    step_job *j = arg;
+    pthread_mutex_lock(&j->mu);
+    j->local_code = code;
+    j->local_done = true;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
 }
 
-/* The master's own piece: the user's feeds in, fetches out. */
-static void run_local(step_job *j)
+/* Starts the master's own piece (the user's feeds in, its fetches into local_out): it runs on
+ * this thread until it waits for a tensor, then on the threads that deliver them, while this
+ * one reads the tasks' replies. */
+static void start_local(step_job *j)
 {
     sig *sg = j->sg;
     piece *p = &sg->pieces[j->m->self];
-    rill_tensor *mine[64], **out = sg->nfetches > 64 ? rill__calloc((size_t)sg->nfetches, sizeof *out) : mine;
-    RILL_CHECK_ALLOC(out);
-    rill_code c = rill__session_run_until(p->sess, j->dl, sg->feeds, j->feed_values, sg->nfeeds,
-                                          sg->fetches, out, sg->nfetches, p->targets, p->ntargets,
-                                          j->status[j->m->self]);
-    for (int i = 0; c == RILL_OK && i < sg->nfetches; i++) j->fetch_values[sg->fetch_pos[i]] = out[i];
-    if (out != mine) rill__free(out);
-    if (c != RILL_OK) abort_step(j);
+    if (!rill__session_run_async(p->sess, j->dl, sg->feeds, j->feed_values, sg->nfeeds,
+                                 sg->fetches, j->local_out, sg->nfetches, p->targets, p->ntargets,
+                                 j->status[j->m->self], local_done, j))
+        local_done(j, rill_status_code(j->status[j->m->self]));
+}
+
+static void abort_step(step_job *j);
+
+/* Every 50 ms while the step runs: a failed piece of the master's aborts the step, and its
+ * parked receives look again (deadline, cancellation). */
+static void tend_local(step_job *j, rill__rendezvous *rv)
+{
+    pthread_mutex_lock(&j->mu);
+    bool failed = j->local_done && j->local_code != RILL_OK;
+    pthread_mutex_unlock(&j->mu);
+    if (failed) abort_step(j);
+    rill__rendezvous_wake_step(rv, j->dl.step_owner, j->dl.step_id);
 }
 
 /* A part failed: every task drops the step (its waiting receives fail at once, not at their
@@ -905,6 +927,13 @@ static rill_code run_step(master *m, sig *sg, mstep *st, rill__deadline dl,
 {
     static __thread step_job j;
     memset(&j, 0, sizeof j);
+    if (sg->nfetches > 64) {
+        rill_status_set(s, RILL_UNIMPLEMENTED, "more than 64 fetches on the master's task");
+        return RILL_UNIMPLEMENTED;
+    }
+    pthread_mutex_init(&j.mu, NULL);
+    pthread_cond_init(&j.cv, NULL);
+    j.local_done = true;
     j.m = m;
     j.sg = sg;
     j.st = st;
@@ -927,11 +956,34 @@ static rill_code run_step(master *m, sig *sg, mstep *st, rill__deadline dl,
         if (parts[k] != m->self) send_run(&j, parts[k]);
     rill__rendezvous *rv = rill__rendezvous_install((rill__local_task *)m->local_task);
     if (mine && !j.aborted) {
-        rill__rendezvous_watch(rv, j.dl.step_owner, j.dl.step_id, watch_step, &j);
-        run_local(&j);
-        rill__rendezvous_watch(rv, j.dl.step_owner, j.dl.step_id, NULL, NULL);
+        j.local_done = false;
+        start_local(&j);
     }
-    while (j.nwait) take_replies(&j, 50);
+    /* The replies, then the master's piece (ended by now, as a rule: its pushes went out
+     * before the tasks could answer). */
+    while (j.nwait) {
+        take_replies(&j, 50);
+        tend_local(&j, rv);
+    }
+    pthread_mutex_lock(&j.mu);
+    while (!j.local_done) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        long ns = ts.tv_nsec + 50L * 1000 * 1000;
+        ts.tv_sec += ns / 1000000000L;
+        ts.tv_nsec = ns % 1000000000L;
+        if (pthread_cond_timedwait(&j.cv, &j.mu, &ts) == ETIMEDOUT) {
+            pthread_mutex_unlock(&j.mu);
+            tend_local(&j, rv);
+            pthread_mutex_lock(&j.mu);
+        }
+    }
+    pthread_mutex_unlock(&j.mu);
+    if (mine && j.local_code == RILL_OK)
+        for (int i = 0; i < sg->nfetches; i++) j.fetch_values[sg->fetch_pos[i]] = j.local_out[i];
+    if (mine && j.local_code != RILL_OK) abort_step(&j);
+    pthread_mutex_destroy(&j.mu);
+    pthread_cond_destroy(&j.cv);
     rill_code code = RILL_OK;
     for (int pass = 0; pass < 2 && code == RILL_OK; pass++)
         for (int k = 0; k < np && code == RILL_OK; k++) {

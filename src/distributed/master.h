@@ -41,14 +41,9 @@ void rill__rendezvous_put(rill__rendezvous *rv, uint64_t owner, uint64_t step, c
                           rill_tensor **ts, int n);
 /* The step failed: its tensors are freed, its receives fail, later tensors for it are dropped. */
 void rill__rendezvous_abort(rill__rendezvous *rv, uint64_t owner, uint64_t step);
-/* Has the parked receives of owner's steps (0: every step) look again: after a cancellation. */
-void rill__rendezvous_wake_owner(rill__rendezvous *rv, uint64_t owner);
-/* While the master's own piece of step (owner, step) runs on this task: a parked _RemoteRecv of
- * that step calls fn(arg) on each of its 50 ms retries, on the step's thread (the master reads
- * the replies of its tasks there, so that one that failed aborts the step at once). fn NULL
- * removes it. */
-void rill__rendezvous_watch(rill__rendezvous *rv, uint64_t owner, uint64_t step,
-                            void (*fn)(void *arg), void *arg);
+/* Has the parked nodes of step (owner, step) look again (0: any owner, any step): for their
+ * deadline, a cancellation. */
+void rill__rendezvous_wake_step(rill__rendezvous *rv, uint64_t owner, uint64_t step);
 
 /* The transport options clients of t's cluster use (its secret, borrowed from t). */
 void rill__local_task_client_options(const rill__local_task *t, rill__tcp_options *o);

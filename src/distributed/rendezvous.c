@@ -13,8 +13,8 @@
  * wire. _RemoteRecv takes its tensor or parks (rill__kctx_park) with a waiter entry that the
  * tensor's arrival wakes: the thread that received it runs the receive and what follows. Each
  * run of a parked receive checks the step's deadline (or the server's step deadline), the
- * session's cancellation and the step's abort, and on the master's task calls the master's
- * watch of the step (it reads the replies of its tasks). A step that failed anywhere is aborted
+ * session's cancellation and the step's abort (the master's step thread, or a server being
+ * freed or cancelled, has them look again: rill__rendezvous_wake_step). A step that failed anywhere is aborted
  * on every task (ABORT request): its entries are freed, its parked receives fail at once, and
  * a tensor that still arrives for it is dropped. The last 256 aborted steps are remembered for
  * that. */
@@ -57,19 +57,11 @@ typedef struct rv_waiter {
     void *wake_arg;
 } rv_waiter;
 
-typedef struct rv_watch {
-    struct rv_watch *next;
-    uint64_t owner, step;
-    void (*fn)(void *);
-    void *arg;
-} rv_watch;
-
 struct rv_job;
 struct rv_sender;
 
 typedef struct rill__rendezvous {
     pthread_mutex_t mu;
-    rv_watch *watches;
     struct rv_sender *senders; /* one thread per task that big pushes go to */
     struct rv_job *jobs;       /* big pushes on their way, by step and key */
     pthread_cond_t cv;
@@ -177,36 +169,18 @@ void rill__rendezvous_put(rill__rendezvous *rv, uint64_t owner, uint64_t step, c
     rill__run_woken(); /* the receives and what follows them, on this thread */
 }
 
-void rill__rendezvous_wake_owner(rill__rendezvous *rv, uint64_t owner)
+void rill__rendezvous_wake_step(rill__rendezvous *rv, uint64_t owner, uint64_t step)
 {
     if (!rv) return;
     pthread_mutex_lock(&rv->mu);
+    bool any = false;
     for (rv_waiter *w = rv->waiters; w; w = w->next)
-        if (!owner || w->owner == owner) w->wake(w->wake_arg);
+        if ((!owner || w->owner == owner) && (!step || w->step == step)) {
+            w->wake(w->wake_arg);
+            any = true;
+        }
     pthread_mutex_unlock(&rv->mu);
-    rill__run_woken();
-}
-
-void rill__rendezvous_watch(rill__rendezvous *rv, uint64_t owner, uint64_t step,
-                            void (*fn)(void *arg), void *arg)
-{
-    rv_watch *drop = NULL;
-    pthread_mutex_lock(&rv->mu);
-    if (fn) {
-        rv_watch *w = rill__malloc(sizeof *w);
-        RILL_CHECK_ALLOC(w);
-        *w = (rv_watch){rv->watches, owner, step, fn, arg};
-        rv->watches = w;
-    } else {
-        for (rv_watch **pp = &rv->watches; *pp; pp = &(*pp)->next)
-            if ((*pp)->owner == owner && (*pp)->step == step) {
-                drop = *pp;
-                *pp = drop->next;
-                break;
-            }
-    }
-    pthread_mutex_unlock(&rv->mu);
-    rill__free(drop);
+    if (any) rill__run_woken();
 }
 
 void rill__rendezvous_abort(rill__rendezvous *rv, uint64_t owner, uint64_t step)
@@ -507,11 +481,7 @@ static void drop_leftovers(rill__rendezvous *rv)
         rill__free(w->key);
         rill__free(w);
     }
-    while (rv->watches) {
-        rv_watch *w = rv->watches;
-        rv->watches = w->next;
-        rill__free(w);
-    }
+
 }
 
 /* A big push: handed to its task's sender, the node parked until it is written (then the error,
@@ -623,27 +593,12 @@ static void remote_recv_kernel(rill__kctx *ctx)
     }
     double now = rill__now_seconds();
     rill_tensor *got = NULL;
-    bool watched = false;
     pthread_mutex_lock(&rv->mu);
-again:;
     rv_waiter **wp = &rv->waiters;
     while (*wp && !((*wp)->owner == ctx->step_owner && (*wp)->step == ctx->step_id &&
                     strcmp((*wp)->key, key->v.s) == 0))
         wp = &(*wp)->next;
     rv_waiter *me = *wp;
-    if (me && !me->got && !ctx->abandoned && !watched) {
-        /* A retry with nothing come: the master's watch of this step, if it runs here. */
-        watched = true;
-        for (rv_watch *w = rv->watches; w; w = w->next)
-            if (w->owner == ctx->step_owner && w->step == ctx->step_id) {
-                void (*fn)(void *) = w->fn;
-                void *arg = w->arg;
-                pthread_mutex_unlock(&rv->mu);
-                fn(arg);
-                pthread_mutex_lock(&rv->mu);
-                goto again;
-            }
-    }
     if (!me) {
         for (rv_item **pp = &rv->items; *pp; pp = &(*pp)->next) {
             rv_item *it = *pp;

@@ -520,7 +520,7 @@ static void do_cancel(rill_server *srv, rill__mread *r)
     }
     pthread_mutex_unlock(&srv->mu);
     /* Its parked receives look again, and see the cancellation. */
-    rill__rendezvous_wake_owner(srv->rv, owner);
+    rill__rendezvous_wake_step(srv->rv, owner, 0);
 }
 
 /* TENSOR: tensors another task pushed for one of its steps, into the rendezvous. The tensors
@@ -746,7 +746,7 @@ void rill_server_free(rill_server *srv)
         for (int i = 0; i < srv->graphs.n; i++)
             rill_session_cancel(((reg_graph *)srv->graphs.items[i])->sess);
         pthread_mutex_unlock(&srv->mu);
-        rill__rendezvous_wake_owner(srv->rv, 0); /* parked receives see it */
+        rill__rendezvous_wake_step(srv->rv, 0, 0); /* parked receives see it */
         pthread_mutex_lock(&srv->mu);
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
