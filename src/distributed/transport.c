@@ -694,6 +694,7 @@ typedef struct conn {
     void (*wdone)(void *);
     void *wdone_arg;
     struct rill__tcp_deferred *pending; /* a deferred request in flight: read nothing more */
+    bool rdhup_only; /* meanwhile the client sent bytes: interest narrowed to its hang-up */
     size_t rpos, rlen;
     uint8_t rbuf[RBUF_SIZE];
 } conn;
@@ -713,6 +714,7 @@ struct rill__tcp_server {
     double next_deadline; /* 0: none */
     char address[256];
     int done_fd;                   /* eventfd: deferred responses are ready */
+    bool done_here;                /* one was finished on the server's thread (no eventfd) */
     pthread_mutex_t done_mu;
     struct rill__tcp_deferred *done; /* finished deferred requests, to send */
 };
@@ -926,6 +928,9 @@ rill__tcp_response *rill__tcp_deferred_response(rill__tcp_deferred *d)
     return &d->resp;
 }
 
+/* The server whose thread this is (srv_main), or NULL. */
+static __thread rill__tcp_server *tl_server;
+
 void rill__tcp_deferred_finish(rill__tcp_deferred *d)
 {
     rill__tcp_server *srv = d->srv;
@@ -933,6 +938,12 @@ void rill__tcp_deferred_finish(rill__tcp_deferred *d)
     d->next = srv->done;
     srv->done = d;
     pthread_mutex_unlock(&srv->done_mu);
+    /* On the server's own thread (a part of a step ended where its tensor arrived) the loop
+     * sends it before it waits again; from another thread the eventfd wakes it. */
+    if (tl_server == srv) {
+        srv->done_here = true;
+        return;
+    }
     uint64_t one = 1;
     ssize_t w = write(srv->done_fd, &one, sizeof one);
     (void)w;
@@ -949,12 +960,16 @@ static void deferred_free(rill__tcp_deferred *d)
 
 static bool conn_pump(rill__tcp_server *srv, conn *c);
 
-/* Sends what finished deferred requests answered (server thread). */
-static void srv_send_deferred(rill__tcp_server *srv)
+/* Sends what finished deferred requests answered (server thread); from_fd: the eventfd said so
+ * (reset it). */
+static void srv_send_deferred(rill__tcp_server *srv, bool from_fd)
 {
-    uint64_t v;
-    ssize_t r = read(srv->done_fd, &v, sizeof v);
-    (void)r;
+    srv->done_here = false;
+    if (from_fd) {
+        uint64_t v;
+        ssize_t r = read(srv->done_fd, &v, sizeof v);
+        (void)r;
+    }
     pthread_mutex_lock(&srv->done_mu);
     rill__tcp_deferred *d = srv->done;
     srv->done = NULL;
@@ -964,7 +979,8 @@ static void srv_send_deferred(rill__tcp_server *srv)
         conn *c = d->c;
         if (c) {
             c->pending = NULL;
-            conn_interest(srv, c, EPOLLIN);
+            if (c->rdhup_only) conn_interest(srv, c, EPOLLIN);
+            c->rdhup_only = false;
             rill__tcp_response *rs = &d->resp;
             bool ok;
             if (rs->err != RILL_OK) {
@@ -981,6 +997,26 @@ static void srv_send_deferred(rill__tcp_server *srv)
         }
         deferred_free(d);
         d = next;
+    }
+}
+
+static void conn_hangup_pending(rill__tcp_server *srv, conn *c);
+
+/* An event on a connection whose request is deferred: a hang-up (EOF reads as EPOLLIN too), or
+ * bytes the client sent meanwhile, which stay unread: then only a hang-up is watched for. */
+static void pending_event(rill__tcp_server *srv, conn *c, uint32_t events)
+{
+    if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+        conn_hangup_pending(srv, c);
+        return;
+    }
+    char b;
+    ssize_t k = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        conn_hangup_pending(srv, c);
+    } else if (k > 0 && !c->rdhup_only) {
+        c->rdhup_only = true;
+        conn_interest(srv, c, EPOLLRDHUP);
     }
 }
 
@@ -1017,10 +1053,10 @@ static bool serve_request(rill__tcp_server *srv, conn *c)
         return !resp.deferred;
     }
     if (resp.deferred) {
-        /* Answered later from another thread; meanwhile only a hang-up is of interest. */
+        /* Answered later; meanwhile only a hang-up is of interest (the interest stays EPOLLIN,
+         * which a hang-up also raises: see pending_event, no epoll_ctl per request). */
         if (resp.done) resp.done(resp.done_arg);
         rill__free(resp.errmsg);
-        conn_interest(srv, c, EPOLLRDHUP);
         c->deadline = 0;
         return true;
     }
@@ -1122,9 +1158,13 @@ static size_t take(conn *c, void *dst, size_t n)
  * Returns false when the connection must close. */
 static bool conn_pump(rill__tcp_server *srv, conn *c)
 {
+    /* A read that got less than it asked for drained the socket: the next bytes bring another
+     * (level-triggered) event, so no read that would only say EAGAIN. */
+    bool drained = false;
     for (;;) {
         if (c->writing || c->pending) return true;
         bool have = c->rpos < c->rlen;
+        if (!have && drained) return true;
         if (!have) {
             /* A big payload bypasses the buffer. */
             if (c->stage == STAGE_PAYLOAD && c->h.payload_len - c->payload_got >= RBUF_SIZE) {
@@ -1132,6 +1172,7 @@ static bool conn_pump(rill__tcp_server *srv, conn *c)
                 ssize_t k = recv(c->fd, c->payload + c->payload_got, want, MSG_DONTWAIT);
                 if (k > 0) {
                     c->payload_got += (uint64_t)k;
+                    drained = (size_t)k < want;
                     if (c->payload_got == c->h.payload_len && !frame_done(srv, c)) return false;
                     continue;
                 }
@@ -1142,6 +1183,7 @@ static bool conn_pump(rill__tcp_server *srv, conn *c)
             if (k > 0) {
                 c->rpos = 0;
                 c->rlen = (size_t)k;
+                drained = (size_t)k < RBUF_SIZE;
                 continue;
             }
             if (k < 0 && errno == EINTR) continue;
@@ -1240,6 +1282,7 @@ static void srv_sweep(rill__tcp_server *srv, double now)
 static void *srv_main(void *arg)
 {
     rill__tcp_server *srv = arg;
+    tl_server = srv;
     struct epoll_event ev[64];
     for (;;) {
         int ms = -1;
@@ -1255,7 +1298,7 @@ static void *srv_main(void *arg)
         for (int i = 0; i < n; i++) {
             void *p = ev[i].data.ptr;
             if (p == &srv->wake_fd) {
-                if (deferred_ready) srv_send_deferred(srv);
+                if (deferred_ready || srv->done_here) srv_send_deferred(srv, deferred_ready);
                 return NULL;
             }
             if (p == &srv->done_fd) {
@@ -1269,7 +1312,7 @@ static void *srv_main(void *arg)
             conn *c = p;
             bool ok = true;
             if (c->pending) {
-                if (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) conn_hangup_pending(srv, c);
+                pending_event(srv, c, ev[i].events);
                 continue;
             }
             if (c->writing) {
@@ -1280,7 +1323,8 @@ static void *srv_main(void *arg)
             }
             if (!ok) conn_free(srv, c);
         }
-        if (deferred_ready) srv_send_deferred(srv);
+        if (deferred_ready) srv_send_deferred(srv, true);
+        while (srv->done_here) srv_send_deferred(srv, false);
         if (srv->next_deadline > 0) {
             double now = rill__now_seconds();
             if (now >= srv->next_deadline) srv_sweep(srv, now);
