@@ -316,6 +316,36 @@ static void remote_error(tcp_channel *c, const rill__frame_header *h, bool in_ha
         rill_status_set(s, code, "%.*s", (int)len, msg);
 }
 
+/* Writes one frame of type with meta and the payload's pieces within deadline_s; a failure
+ * breaks the channel. */
+static bool write_frame(tcp_channel *c, int type, const void *meta, uint32_t meta_len,
+                        const struct iovec *payload, int npayload, double deadline_s,
+                        rill_status *s)
+{
+    double t_end = deadline_s > 0 ? rill__now_seconds() + deadline_s : 0;
+    rill__frame_header h = {.version = RILL__WIRE_VERSION,
+                            .type = (uint8_t)type,
+                            .request_id = ++c->next_id,
+                            .meta_len = meta_len};
+    struct iovec small[18], *iov = small;
+    if (npayload + 2 > 18) {
+        iov = rill__malloc(sizeof *iov * (size_t)(npayload + 2));
+        RILL_CHECK_ALLOC(iov);
+    }
+    for (int i = 0; i < npayload; i++) {
+        iov[2 + i] = payload[i];
+        h.payload_len += payload[i].iov_len;
+    }
+    uint8_t raw[RILL__WIRE_HEADER_SIZE];
+    rill__frame_header_encode(&h, raw);
+    iov[0] = (struct iovec){raw, sizeof raw};
+    iov[1] = (struct iovec){(void *)meta, meta_len};
+    bool ok = cl_write(c, iov, npayload + 2, t_end, deadline_s, s);
+    if (iov != small) rill__free(iov);
+    if (!ok) c->broken = true;
+    return ok;
+}
+
 /* Writes one PUSH frame (no answer comes) within deadline_s. */
 static bool tcp_push(tcp_channel *c, const void *meta, uint32_t meta_len,
                      const struct iovec *payload, int npayload, double deadline_s, rill_status *s)
@@ -329,23 +359,7 @@ static bool tcp_push(tcp_channel *c, const void *meta, uint32_t meta_len,
         rill_status_set(s, RILL_INVALID_ARGUMENT, "bad push to peer %s", c->peer);
         return false;
     }
-    double t_end = deadline_s > 0 ? rill__now_seconds() + deadline_s : 0;
-    rill__frame_header h = {.version = RILL__WIRE_VERSION,
-                            .type = RILL__MSG_PUSH,
-                            .request_id = ++c->next_id,
-                            .meta_len = meta_len};
-    struct iovec iov[18];
-    for (int i = 0; i < npayload; i++) {
-        iov[2 + i] = payload[i];
-        h.payload_len += payload[i].iov_len;
-    }
-    uint8_t raw[RILL__WIRE_HEADER_SIZE];
-    rill__frame_header_encode(&h, raw);
-    iov[0] = (struct iovec){raw, sizeof raw};
-    iov[1] = (struct iovec){(void *)meta, meta_len};
-    if (cl_write(c, iov, npayload + 2, t_end, deadline_s, s)) return true;
-    c->broken = true;
-    return false;
+    return write_frame(c, RILL__MSG_PUSH, meta, meta_len, payload, npayload, deadline_s, s);
 }
 
 bool rill__channel_push(rill__channel *ch, const void *meta, uint32_t meta_len,
@@ -376,30 +390,7 @@ static bool tcp_send(tcp_channel *c, int type, const void *meta, uint32_t meta_l
                         c->peer);
         return false;
     }
-    double t_end = deadline_s > 0 ? rill__now_seconds() + deadline_s : 0;
-    rill__frame_header h = {.version = RILL__WIRE_VERSION,
-                            .type = (uint8_t)type,
-                            .request_id = ++c->next_id,
-                            .meta_len = meta_len};
-    struct iovec small[18], *iov = small;
-    if (npayload + 2 > 18) {
-        iov = rill__malloc(sizeof *iov * (size_t)(npayload + 2));
-        RILL_CHECK_ALLOC(iov);
-    }
-    for (int i = 0; i < npayload; i++) {
-        iov[2 + i] = payload[i];
-        h.payload_len += payload[i].iov_len;
-    }
-    uint8_t raw[RILL__WIRE_HEADER_SIZE];
-    rill__frame_header_encode(&h, raw);
-    iov[0] = (struct iovec){raw, sizeof raw};
-    iov[1] = (struct iovec){(void *)meta, meta_len};
-    bool ok = cl_write(c, iov, npayload + 2, t_end, deadline_s, s);
-    if (iov != small) rill__free(iov);
-    if (!ok) {
-        c->broken = true;
-        return false;
-    }
+    if (!write_frame(c, type, meta, meta_len, payload, npayload, deadline_s, s)) return false;
     c->pending_type = type;
     return true;
 }

@@ -90,6 +90,20 @@ static bool in_host(const rill__device *d, const rill_node *n, int k)
     return kd && (kd->host_memory_inputs & (1u << k));
 }
 
+/* The receive on dst that now carries (src, index) (NULL src: a control edge, never reused), for
+ * the next consumer there; {NULL, 0} when making it failed. */
+static rill_output remember(builder *b, rill_node *src, int index, rill__device *dst, bool host,
+                            rill_node *recv)
+{
+    if (!recv) return (rill_output){NULL, 0};
+    recv->assigned = dst;
+    xfer *x = rill__malloc(sizeof *x);
+    RILL_CHECK_ALLOC(x);
+    *x = (xfer){src, index, dst, host, {recv, 0}};
+    rill__vec_push(&b->xfers, x);
+    return x->recv;
+}
+
 /* The _Recv output delivering src to (dst device, host or device memory). */
 static rill_output transfer(builder *b, rill_output src, rill__device *src_dev, rill__device *dst,
                             bool host, const char *origin_name)
@@ -113,14 +127,8 @@ static rill_output transfer(builder *b, rill_output src, rill__device *src_dev, 
                        RILL__A_STRING("send_device", src_dev->name),
                        RILL__A_STRING("recv_device", dst->name), RILL__A_BOOL("host_memory", host)};
     rill_output sout = {send, 0};
-    rill_node *recv = rill__node_create(b->xg, "_Recv", name, &sout, 1, ra, 4);
-    if (!recv) return (rill_output){NULL, 0};
-    recv->assigned = dst;
-    xfer *x = rill__malloc(sizeof *x);
-    RILL_CHECK_ALLOC(x);
-    *x = (xfer){src.node, src.index, dst, host, {recv, 0}};
-    rill__vec_push(&b->xfers, x);
-    return x->recv;
+    return remember(b, src.node, src.index, dst, host,
+                    rill__node_create(b->xg, "_Recv", name, &sout, 1, ra, 4));
 }
 
 static int task_of(const builder *b, const rill__device *d)
@@ -172,14 +180,8 @@ static rill_output remote_transfer(builder *b, rill_output src, rill__device *sr
                        RILL__A_INT("send_task", stask),
                        RILL__A_STRING("recv_job", rjob),
                        RILL__A_INT("recv_task", rtask)};
-    rill_node *recv = rill__node_create(b->xg, "_RemoteRecv", name, NULL, 0, ra, 7);
-    if (!recv) return (rill_output){NULL, 0};
-    recv->assigned = dst;
-    xfer *x = rill__malloc(sizeof *x);
-    RILL_CHECK_ALLOC(x);
-    *x = (xfer){ctl ? NULL : src.node, src.index, dst, false, {recv, 0}};
-    rill__vec_push(&b->xfers, x);
-    return x->recv;
+    return remember(b, ctl ? NULL : src.node, src.index, dst, false,
+                    rill__node_create(b->xg, "_RemoteRecv", name, NULL, 0, ra, 7));
 }
 
 /* The execution-graph output standing for original output o, as seen by a consumer on dst that

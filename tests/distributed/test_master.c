@@ -147,22 +147,46 @@ static void *worker_thread(void *arg)
     return NULL;
 }
 
-static void test_async_two_workers(void)
+/* 1 ps and 2 workers on loopback ports, in this process. */
+typedef struct trio {
+    rill_cluster_spec *c;
+    rill_server *ps, *w[2];
+} trio;
+
+static bool trio_start(trio *t, rill_status *s)
 {
-    rill_status *s = rill_status_new();
     char ps[32], w0[32], w1[32], workers[80];
     snprintf(ps, sizeof ps, "127.0.0.1:%d", free_port());
     snprintf(w0, sizeof w0, "127.0.0.1:%d", free_port());
     snprintf(w1, sizeof w1, "127.0.0.1:%d", free_port());
     snprintf(workers, sizeof workers, "%s,%s", w0, w1);
-    rill_cluster_spec *c = rill_cluster_spec_from_hosts(ps, workers, s);
-    rill_server *sp = rill_server_new(c, "ps", 0, NULL, s);
-    rill_server *s0 = rill_server_new(c, "worker", 0, NULL, s);
-    rill_server *s1 = rill_server_new(c, "worker", 1, NULL, s);
-    if (!CHECK(sp && s0 && s1)) {
-        fprintf(stderr, "%s\n", rill_status_message(s));
+    memset(t, 0, sizeof *t);
+    t->c = rill_cluster_spec_from_hosts(ps, workers, s);
+    t->ps = t->c ? rill_server_new(t->c, "ps", 0, NULL, s) : NULL;
+    t->w[0] = t->ps ? rill_server_new(t->c, "worker", 0, NULL, s) : NULL;
+    t->w[1] = t->w[0] ? rill_server_new(t->c, "worker", 1, NULL, s) : NULL;
+    if (!CHECK(t->w[1] != NULL)) fprintf(stderr, "  %s\n", rill_status_message(s));
+    return t->w[1] != NULL;
+}
+
+static void trio_stop(trio *t)
+{
+    rill_server_free(t->w[1]);
+    rill_server_free(t->w[0]);
+    rill_server_free(t->ps);
+    rill_cluster_spec_free(t->c);
+}
+
+static void test_async_two_workers(void)
+{
+    rill_status *s = rill_status_new();
+    trio tr;
+    if (!trio_start(&tr, s)) {
+        trio_stop(&tr);
+        rill_status_free(s);
         return;
     }
+    rill_server *s0 = tr.w[0], *s1 = tr.w[1];
     worker_job j[2] = {{.srv = s0, .steps = 1500, .seed = 1}, {.srv = s1, .steps = 1500, .seed = 2}};
     build(&j[0].m, 0);
     build(&j[1].m, 1);
@@ -187,17 +211,15 @@ static void test_async_two_workers(void)
     CHECK_NEAR(w, 2.0, 0.1);
     rill_session_free(again);
     /* The ps goes away: the next step names it. */
-    rill_server_free(sp);
-    sp = NULL;
+    rill_server_free(tr.ps);
+    tr.ps = NULL;
     rill_tensor *t = NULL;
     rill_code code = rill_session_run(chief, NULL, NULL, 0, &j[0].m.w, &t, 1, NULL, 0, s);
     CHECK(code == RILL_UNAVAILABLE || code == RILL_DEADLINE_EXCEEDED);
     CHECK_STR_CONTAINS(rill_status_message(s), "/job:ps");
     rill_session_free(chief);
     for (int i = 0; i < 2; i++) unbuild(&j[i].m);
-    rill_server_free(s0);
-    rill_server_free(s1);
-    rill_cluster_spec_free(c);
+    trio_stop(&tr);
     rill_status_free(s);
 }
 
@@ -1170,15 +1192,8 @@ static int run_placed(rill_session *sess, placed *m, float *out)
 static void test_any_placement(void)
 {
     rill_status *s = rill_status_new();
-    char ps[32], w0[32], w1[32], workers[80];
-    snprintf(ps, sizeof ps, "127.0.0.1:%d", free_port());
-    snprintf(w0, sizeof w0, "127.0.0.1:%d", free_port());
-    snprintf(w1, sizeof w1, "127.0.0.1:%d", free_port());
-    snprintf(workers, sizeof workers, "%s,%s", w0, w1);
-    rill_cluster_spec *c = rill_cluster_spec_from_hosts(ps, workers, s);
-    rill_server *sp = c ? rill_server_new(c, "ps", 0, NULL, s) : NULL;
-    rill_server *s0 = sp ? rill_server_new(c, "worker", 0, NULL, s) : NULL;
-    rill_server *s1 = s0 ? rill_server_new(c, "worker", 1, NULL, s) : NULL;
+    trio tr;
+    bool up = trio_start(&tr, s);
     placed local, cl;
     build_placed(&local, false);
     build_placed(&cl, true);
@@ -1186,7 +1201,7 @@ static void test_any_placement(void)
     rill_session *ls = rill_session_new(local.g, NULL, s);
     int nw = ls ? run_placed(ls, &local, want) : 0;
     CHECK_EQ_INT(nw, 12 + 12 + 3 + 2);
-    rill_session *cs = s1 ? session_on(s0, cl.g, s) : NULL;
+    rill_session *cs = up ? session_on(tr.w[0], cl.g, s) : NULL;
     if (CHECK(cs != NULL)) {
         int ng = run_placed(cs, &cl, got);
         if (CHECK_EQ_INT(ng, nw)) {
@@ -1207,10 +1222,7 @@ static void test_any_placement(void)
     rill_session_free(ls);
     rill_graph_free(cl.g);
     rill_graph_free(local.g);
-    rill_server_free(s1);
-    rill_server_free(s0);
-    rill_server_free(sp);
-    rill_cluster_spec_free(c);
+    trio_stop(&tr);
     rill_status_free(s);
 }
 
