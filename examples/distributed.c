@@ -344,6 +344,12 @@ int main(int argc, char **argv)
         goto out;
     }
 
+    /* An index past int's range must not wrap to another task (4294967296 ran as the chief). */
+    if (task_index < 0 || task_index > INT32_MAX) {
+        fprintf(stderr, "--task_index must be between 0 and %d, not %lld\n", INT32_MAX,
+                (long long)task_index);
+        goto out;
+    }
     rill_launch_options lo = RILL_LAUNCH_OPTIONS_INIT;
     lo.ps_hosts = ps_hosts;
     lo.worker_hosts = worker_hosts;

@@ -18,6 +18,7 @@
 #include "rpc.h"
 
 #include <errno.h>
+#include <sodium.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -40,7 +41,6 @@ struct rill_server {
     rill__rendezvous *rv; /* tensors other tasks push here (rendezvous.c), in self.rm */
     pthread_mutex_t mu;
     rill__vec graphs;
-    uint64_t next_handle;
     atomic_bool stopping;
     pthread_mutex_t jmu;
     pthread_cond_t jcv;
@@ -140,7 +140,14 @@ static void do_register(rill_server *srv, rill__tcp_request *req, rill__mread *r
         if (rill_graph_node(g, i)->op->blocking) r->blocking = true;
         else if (rill_graph_node(g, i)->op->waits_for_peer) r->parks = true;
     pthread_mutex_lock(&srv->mu);
-    r->handle = ++srv->next_handle;
+    /* Unguessable (any peer that completed the handshake may send a handle): random, never 0,
+     * never one in use. */
+    for (bool taken = true; taken;) {
+        randombytes_buf(&r->handle, sizeof r->handle);
+        taken = r->handle == 0;
+        for (int i = 0; i < srv->graphs.n && !taken; i++)
+            taken = ((reg_graph *)srv->graphs.items[i])->handle == r->handle;
+    }
     rill__vec_push(&srv->graphs, r);
     pthread_mutex_unlock(&srv->mu);
     rill__mbuf m = {0};

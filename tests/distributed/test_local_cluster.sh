@@ -122,6 +122,12 @@ for f in learning_rate steps_to_validate ps_hosts worker_hosts job_name task_ind
 done
 err=$("$P" --ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 --job_name=chef 2>&1); rc=$?
 check "[ $rc -eq 2 ]" "unknown job: exit 2 (got $rc): $err"
+for bad in 4294967296 -1; do
+    err=$("$P" --ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 --job_name=worker \
+          --task_index=$bad 2>&1); rc=$?
+    check "[ $rc -eq 2 ] && echo \"\$err\" | grep -q -- '--task_index must be between 0 and'" \
+          "--task_index=$bad is refused, not wrapped to another task (exit $rc): $err"
+done
 
 echo "$((checks-fail)) passed, $fail failed"
 [ $fail -eq 0 ]

@@ -5,10 +5,16 @@
  * and random mutations. The reader must never crash and must fail with r.bad. */
 #include "distributed/rpc.h"
 
+#include "distributed/transport.h"
 #include "distributed/wire.h"
 #include "test.h"
 
+#include <rill/rill.h>
+
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 /* --- a message of tensors, as server.c and master.c build and read it ---------------------- */
 
@@ -439,8 +445,89 @@ static void test_fuzz(void)
     rill_status_free(s);
 }
 
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    bind(fd, (struct sockaddr *)&a, sizeof a);
+    socklen_t len = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* A stranger that completed the (secret-less) handshake sends DEREGISTER and RUN for handles
+ * 1..200 (they were sequential: both workers of a cluster died so): the registered graph is
+ * none of them, and the cluster's session goes on. */
+static void test_handles_unguessable(void)
+{
+    rill_status *s = rill_status_new();
+    char ps[32], wk[32];
+    snprintf(ps, sizeof ps, "127.0.0.1:%d", free_port());
+    snprintf(wk, sizeof wk, "127.0.0.1:%d", free_port());
+    rill_cluster_spec *c = rill_cluster_spec_from_hosts(ps, wk, s);
+    rill_server *sp = c ? rill_server_new(c, "ps", 0, NULL, s) : NULL;
+    rill_server *sw = sp ? rill_server_new(c, "worker", 0, NULL, s) : NULL;
+    rill_graph *g = rill_graph_new();
+    rill_graph_push_device(g, "/job:ps/task:0");
+    rill_output v = rill_variable(g, RILL_FLOAT, rill_shape_scalar(), rill_constant_initializer(1),
+                                  false, "v");
+    rill_output up = rill_assign_add(g, v, rill_const_float(g, 1, NULL), "up");
+    rill_graph_pop_device(g);
+    rill_node *init = rill_global_variables_initializer(g, NULL);
+    rill_session_options *o = rill_session_options_new();
+    rill_session *sess = NULL;
+    if (CHECK(sw != NULL)) {
+        rill_session_options_set_target(o, rill_server_target(sw));
+        sess = rill_session_new(g, o, s);
+    }
+    rill_tensor *t = NULL;
+    if (CHECK(sess && rill_session_run_targets(sess, &init, 1, s) == RILL_OK) &&
+        CHECK(rill_session_run(sess, NULL, NULL, 0, &up, &t, 1, NULL, 0, s) == RILL_OK)) {
+        rill_tensor_free(t);
+        t = NULL;
+        rill__channel *ch = rill__tcp_connect(ps, NULL, 5, s);
+        int refused = 0;
+        for (uint64_t h = 1; ch && h <= 200; h++) {
+            for (int op = 0; op < 2; op++) {
+                rill__mbuf q = {0};
+                rill__mbuf_u32(&q, op ? RILL__RPC_RUN : RILL__RPC_DEREGISTER);
+                rill__mbuf_u64(&q, h);
+                if (op) {
+                    rill__mbuf_u64(&q, 1);
+                    rill__mbuf_u64(&q, h);
+                    rill__mbuf_u32(&q, 0);
+                    rill__mbuf_u32(&q, 0);
+                    rill__mbuf_u32(&q, 0);
+                }
+                rill__reply rep = {0};
+                bool ok = rill__channel_call(ch, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, NULL, 0,
+                                             &rep, 5, s);
+                if (op && !ok && rill_status_code(s) == RILL_NOT_FOUND) refused++;
+                rill_status_clear(s);
+                if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+                rill__mbuf_free(&q);
+            }
+        }
+        rill__channel_close(ch);
+        CHECK_EQ_INT(refused, 200); /* no guessed handle ran */
+        bool still = rill_session_run(sess, NULL, NULL, 0, &up, &t, 1, NULL, 0, s) == RILL_OK;
+        if (!CHECK(still)) fprintf(stderr, "  %s\n", rill_status_message(s));
+        else CHECK(*(float *)rill_tensor_data(t) == 3);
+        rill_tensor_free(t);
+    }
+    rill_session_free(sess);
+    rill_session_options_free(o);
+    rill_graph_free(g);
+    rill_server_free(sw);
+    rill_server_free(sp);
+    rill_cluster_spec_free(c);
+    rill_status_free(s);
+}
+
 int main(void)
 {
+    test_handles_unguessable();
     test_string_roundtrips();
     test_mixed_roundtrip();
     test_string_too_big();
