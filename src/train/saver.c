@@ -219,9 +219,13 @@ static char *dir_of(const char *path)
 }
 
 /* Appends prefix to the kept list (moving it to the end if there) and drops the oldest beyond
- * max_to_keep, deleting their files unless the every-N-hours rule keeps them. */
-static void remember(rill_saver *sv, const char *prefix)
+ * max_to_keep; those whose files go (not kept by the every-N-hours rule) are returned in
+ * *doomed (n of them; the caller deletes them once the state file no longer names them, and
+ * frees the list). */
+static char **remember(rill_saver *sv, const char *prefix, int *ndoomed)
 {
+    char **doomed = NULL;
+    *ndoomed = 0;
     for (int i = 0; i < sv->nlast; i++)
         if (strcmp(sv->last[i], prefix) == 0) {
             rill__free(sv->last[i]);
@@ -240,15 +244,19 @@ static void remember(rill_saver *sv, const char *prefix)
     while (sv->max_to_keep > 0 && sv->nlast > sv->max_to_keep) {
         char *old = sv->last[0];
         double t = sv->last_t[0];
-        if (sv->keep_every_s > 0 && t > sv->next_keep)
+        if (sv->keep_every_s > 0 && t > sv->next_keep) {
             sv->next_keep += sv->keep_every_s;
-        else
-            rill__checkpoint_delete(old);
-        rill__free(old);
+            rill__free(old);
+        } else {
+            doomed = rill__realloc(doomed, (size_t)(*ndoomed + 1) * sizeof *doomed);
+            RILL_CHECK_ALLOC(doomed);
+            doomed[(*ndoomed)++] = old;
+        }
         memmove(sv->last, sv->last + 1, (size_t)(sv->nlast - 1) * sizeof *sv->last);
         memmove(sv->last_t, sv->last_t + 1, (size_t)(sv->nlast - 1) * sizeof *sv->last_t);
         sv->nlast--;
     }
+    return doomed;
 }
 
 rill_code rill_saver_save(rill_saver *sv, rill_session *sess, const char *save_path,
@@ -278,10 +286,19 @@ rill_code rill_saver_save(rill_saver *sv, rill_session *sess, const char *save_p
     }
     if (c == RILL_OK) c = run_with_prefix(sv, sess, prefix, &sv->save_op, NULL, s);
     if (c == RILL_OK) {
-        remember(sv, prefix);
+        /* The state file first, then the files it stopped naming (TF's order): a crash in
+         * between leaves files nobody lists, never a list naming deleted files; if the state
+         * file cannot be written, nothing is deleted. */
+        int nd;
+        char **doomed = remember(sv, prefix, &nd);
         if (!rill__checkpoint_state_write(dir, prefix, (const char *const *)sv->last, sv->last_t,
                                           sv->nlast, 0, s))
             c = rill_status_code(s);
+        for (int i = 0; i < nd; i++) {
+            if (c == RILL_OK) rill__checkpoint_delete(doomed[i]);
+            rill__free(doomed[i]);
+        }
+        rill__free(doomed);
     }
     if (c == RILL_OK && prefix_out && n) snprintf(prefix_out, n, "%s", prefix);
     rill__free(prefix);
@@ -304,7 +321,13 @@ void rill_saver_recover_last_checkpoints(rill_saver *sv, const char *const *path
     for (int i = 0; i < sv->nlast; i++) rill__free(sv->last[i]);
     sv->nlast = 0;
     for (int i = 0; i < n; i++) {
-        remember(sv, paths[i]);
+        int nd;
+        char **doomed = remember(sv, paths[i], &nd);
+        for (int k = 0; k < nd; k++) {
+            rill__checkpoint_delete(doomed[k]);
+            rill__free(doomed[k]);
+        }
+        rill__free(doomed);
         struct stat st;
         char *idx = rill__bundle_index_path(paths[i]);
         if (stat(idx, &st) == 0) sv->last_t[sv->nlast - 1] = (double)st.st_mtime;

@@ -456,6 +456,19 @@ static void test_max_to_keep(void)
         }
         rill_checkpoint_state_free(st);
     }
+    /* The state file is written before old checkpoints go: when it cannot be written (here
+     * `checkpoint` is a directory, so the rename onto it fails), the save fails and deletes
+     * nothing, so whatever a state file lists still exists. */
+    {
+        char state[PATH_MAX + 16];
+        snprintf(state, sizeof state, "%s/checkpoint", dir);
+        CHECK(unlink(state) == 0 && mkdir(state, 0700) == 0);
+        CHECK(rill_saver_save(sb, sess, save_path, 5, NULL, 0, s) != RILL_OK);
+        rill_status_clear(s);
+        CHECK(ckpt_files_exist(p[3])); /* beyond max_to_keep now, but not deleted */
+        CHECK(ckpt_files_exist(p[4]));
+        CHECK(rmdir(state) == 0);
+    }
     /* max_to_keep <= 0 keeps everything. */
     rill_saver *all = rill_saver_new(a.g, NULL, 0, 0, 0, s);
     if (CHECK(all != NULL)) {
