@@ -384,6 +384,15 @@ int main(int argc, char **argv)
     if (opt.issync && opt.sync_timeout + 30 > 300) so.step_deadline_s = opt.sync_timeout + 30;
     server = rill_server_new(cfg.cluster, cfg.job_name, cfg.task_index, &so, s);
     if (!server) {
+        /* Two jobs on one node under a launcher take the same ports: say how to move one. */
+        if (strstr(rill_status_message(s), "already in use") &&
+            (strcmp(cfg.source, "slurm") == 0 || strcmp(cfg.source, "mpi") == 0)) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s (another job on this node? under %s the ports start at "
+                     "RILL_BASE_PORT, 2222 by default: give this job another one)",
+                     rill_status_message(s), strcmp(cfg.source, "mpi") == 0 ? "mpirun" : "Slurm");
+            rill_status_set(s, rill_status_code(s), "%s", msg);
+        }
         rc = fail("starting the server", s);
         goto out;
     }

@@ -129,5 +129,17 @@ for bad in 4294967296 -1; do
           "--task_index=$bad is refused, not wrapped to another task (exit $rc): $err"
 done
 
+# --- two jobs under Slurm on one node: the port collision says how to move one (RILL_BASE_PORT) ---
+bp=$((30000 + RANDOM % 20000))
+SLURM_PROCID=0 SLURM_NTASKS=2 SLURM_JOB_NODELIST=localhost SLURM_TASKS_PER_NODE=2 RILL_BASE_PORT=$bp \
+    "$P" >"$T/slurm_ps.log" 2>&1 &
+sp=$!
+sleep 1
+err=$(SLURM_PROCID=0 SLURM_NTASKS=2 SLURM_JOB_NODELIST=localhost SLURM_TASKS_PER_NODE=2 \
+      RILL_BASE_PORT=$bp timeout 20 "$P" 2>&1); rc=$?
+kill "$sp" 2>/dev/null
+wait "$sp" 2>/dev/null
+check "[ $rc -ne 0 ] && echo \"\$err\" | grep -q 'already in use' && echo \"\$err\" | grep -q RILL_BASE_PORT" \
+      "a second Slurm job on the same ports names RILL_BASE_PORT (exit $rc): $err"
 echo "$((checks-fail)) passed, $fail failed"
 [ $fail -eq 0 ]
