@@ -668,6 +668,12 @@ bool rill_task_config_resolve(const rill_launch_options *opts, rill_task_config 
                                     opts->task_index, out, s))
         return true;
     if (rill_task_config_from_tf_config(out, s)) return true;
+    /* mpirun inside an sbatch script: every rank inherits the batch step's SLURM_PROCID (0),
+     * which must not make every rank ps 0. Open MPI's variables, or MPICH Hydra's
+     * (MPI_LOCALRANKID beside PMI_RANK), say mpirun started this process; srun's PMI sets
+     * PMI_RANK alone, and Slurm's variables stay first there. */
+    bool by_mpirun = getenv("OMPI_COMM_WORLD_RANK") || (getenv("PMI_RANK") && getenv("MPI_LOCALRANKID"));
+    if (by_mpirun) return rill_task_config_from_mpi(opts->num_ps, opts->base_port, out, s);
     if (rill_task_config_from_slurm(opts->num_ps, opts->base_port, out, s)) return true;
     return rill_task_config_from_mpi(opts->num_ps, opts->base_port, out, s);
 }

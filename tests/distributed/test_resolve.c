@@ -457,6 +457,22 @@ static void test_resolve_order(void)
     CHECK(rill_task_config_resolve(&opts, &cfg, s) && rill_status_ok(s));
     CHECK_EQ_STR(cfg.source, "slurm");
     CHECK_EQ_STR(cfg.job_name, "ps");
+    /* mpirun in an sbatch script: the inherited SLURM_PROCID=0 does not make this rank ps 0
+     * (Open MPI's variables, or Hydra's MPI_LOCALRANKID, say mpirun started it). */
+    setenv("MPI_LOCALRANKID", "1", 1);
+    CHECK(rill_task_config_resolve(&opts, &cfg, s) && rill_status_ok(s));
+    CHECK_EQ_STR(cfg.source, "mpi");
+    CHECK_EQ_STR(cfg.job_name, "worker");
+    unsetenv("MPI_LOCALRANKID");
+    setenv("OMPI_COMM_WORLD_RANK", "2", 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "2", 1);
+    CHECK(rill_task_config_resolve(&opts, &cfg, s) && rill_status_ok(s));
+    CHECK_EQ_STR(cfg.source, "mpi");
+    CHECK_EQ_INT(cfg.task_index, 1);
+    unsetenv("OMPI_COMM_WORLD_RANK");
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
     setenv("TF_CONFIG", "{\"cluster\": {\"worker\": [\"w:1\"]}}", 1);
     CHECK(rill_task_config_resolve(&opts, &cfg, s) && rill_status_ok(s));
     CHECK_EQ_STR(cfg.source, "TF_CONFIG");
