@@ -279,7 +279,7 @@ out:
 int main(int argc, char **argv)
 {
     options opt;
-    const char *ps_hosts, *worker_hosts, *job_name;
+    const char *ps_hosts, *worker_hosts, *job_name, *secret_file;
     int64_t task_index;
     rill_flags *flags = rill_flags_new(
         argv[0], "The seed's distributed.py: trains y = 2x + 10 on a cluster of ps and worker "
@@ -316,6 +316,11 @@ int main(int argc, char **argv)
     rill_flags_define_float(flags, "startup_deadline", &opt.startup_deadline, 60,
                             "Seconds to wait for the other tasks to come up and, on a non-chief "
                             "worker, for the chief to initialize the variables.");
+    rill_flags_define_string(flags, "cluster_secret_file", &secret_file, "",
+                             "A file holding the cluster's secret (make one with rill-keygen): "
+                             "every connection must prove it knows it. Default: the file "
+                             "RILL_CLUSTER_SECRET_FILE names; without either, anyone who can "
+                             "reach the ports is trusted (docs/LAUNCHING.md).");
     rill_flags_define_int(flags, "seed", &opt.seed, 0,
                           "Random seed of the data and initial values (0: from the clock).");
     int rc = rill_flags_parse_or_exit_code(flags, argc, argv);
@@ -382,7 +387,18 @@ int main(int argc, char **argv)
     /* A step may wait up to --sync_timeout for its token: the transport waits a little longer,
      * so that the error that comes back is the token's ("Dequeueing from queue ..."). */
     if (opt.issync && opt.sync_timeout + 30 > 300) so.step_deadline_s = opt.sync_timeout + 30;
+    char *secret = NULL;
+    if (*secret_file) {
+        secret = rill_cluster_secret_read(secret_file, s);
+        if (!secret) {
+            fprintf(stderr, "--cluster_secret_file: %s\n", rill_status_message(s));
+            rc = 2;
+            goto out;
+        }
+        so.secret = secret;
+    }
     server = rill_server_new(cfg.cluster, cfg.job_name, cfg.task_index, &so, s);
+    free(secret);
     if (!server) {
         /* Two jobs on one node under a launcher take the same ports: say how to move one. */
         if (strstr(rill_status_message(s), "already in use") &&

@@ -18,7 +18,9 @@ extern "C" {
 typedef struct rill_server rill_server;
 
 typedef struct rill_server_options {
-    /* Shared cluster secret: connections must prove they know it (NULL: none). Borrowed. */
+    /* Shared cluster secret: connections must prove they know it (NULL: the file named by
+     * RILL_CLUSTER_SECRET_FILE if that is set, else none: then anyone who can reach the port
+     * is trusted, as TensorFlow's servers trust). Borrowed. */
     const char *secret;
     /* How long a session waits for another task to come up before UNAVAILABLE [60 s]; a log
      * line names the task every few seconds meanwhile. */
@@ -29,6 +31,11 @@ typedef struct rill_server_options {
      * min(5 s, step deadline), so a peer that hung meanwhile is found at once [10 s]. */
     double heartbeat_idle_s;
 } rill_server_options;
+
+/* Reads a cluster secret from a file (as `rill-keygen FILE` writes one): its first line, at
+ * least 32 characters. A new string (free() it), or NULL with s set: NOT_FOUND naming the file,
+ * INVALID_ARGUMENT when the secret is too short. */
+char *rill_cluster_secret_read(const char *path, rill_status *s);
 
 /* Starts the server of task task_index of job in cluster (copied) on that task's address. opts
  * may be NULL. TF's errors for a missing job or task; "address ... is already in use". */

@@ -18,6 +18,8 @@
 #include "rpc.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sodium.h>
 #include <signal.h>
 #include <string.h>
@@ -617,6 +619,31 @@ static void handle(void *arg, rill__tcp_request *req, rill__tcp_response *resp)
 
 /* --- lifecycle --- */
 
+char *rill_cluster_secret_read(const char *path, rill_status *s)
+{
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (!f) {
+        rill_status_set(s, RILL_NOT_FOUND, "cannot read the cluster secret file '%s': %s",
+                        path ? path : "(null)", strerror(errno));
+        return NULL;
+    }
+    char line[1024];
+    size_t n = fgets(line, sizeof line, f) ? strcspn(line, "\r\n") : 0;
+    fclose(f);
+    line[n] = 0;
+    if (n < 32) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "the cluster secret in '%s' has %zu characters: at least 32 are needed "
+                        "(make one with rill-keygen)",
+                        path, n);
+        return NULL;
+    }
+    char *out = malloc(n + 1);
+    RILL_CHECK_ALLOC(out);
+    memcpy(out, line, n + 1);
+    return out;
+}
+
 rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, int task_index,
                              const rill_server_options *opts, rill_status *s)
 {
@@ -636,7 +663,21 @@ rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, 
     if (self->opts.connect_deadline_s <= 0) self->opts.connect_deadline_s = 60;
     if (self->opts.step_deadline_s <= 0) self->opts.step_deadline_s = 300;
     if (self->opts.heartbeat_idle_s <= 0) self->opts.heartbeat_idle_s = 10;
-    if (opts && opts->secret) srv->secret = rill__strdup(opts->secret);
+    if (opts && opts->secret) {
+        srv->secret = rill__strdup(opts->secret);
+    } else if (getenv("RILL_CLUSTER_SECRET_FILE") && *getenv("RILL_CLUSTER_SECRET_FILE")) {
+        char *sec = rill_cluster_secret_read(getenv("RILL_CLUSTER_SECRET_FILE"), s);
+        if (!sec) {
+            char msg[1200];
+            snprintf(msg, sizeof msg, "%s", rill_status_message(s));
+            rill_status_set(s, rill_status_code(s), "RILL_CLUSTER_SECRET_FILE: %s", msg);
+            rill_cluster_spec_free(self->cluster);
+            rill__free(srv);
+            return NULL;
+        }
+        srv->secret = rill__strdup(sec);
+        free(sec);
+    }
     self->opts.secret = srv->secret;
     pthread_mutex_init(&srv->mu, NULL);
     pthread_mutex_init(&srv->jmu, NULL);

@@ -129,6 +129,34 @@ for bad in 4294967296 -1; do
           "--task_index=$bad is refused, not wrapped to another task (exit $rc): $err"
 done
 
+# --- a cluster secret: a stranger without it is refused, a member with it trains ---
+K="$T/secret"
+"$B/bin/rill-keygen" "$K"
+check "[ \"\$(stat -c %a '$K')\" = 600 ] && [ \$(head -c 64 '$K' | tr -d '0-9a-f' | wc -c) -eq 0 ]" \
+      "rill-keygen writes 64 hex characters, mode 0600"
+"$B/bin/rill-keygen" "$K" 2>/dev/null; rc=$?
+check "[ $rc -ne 0 ]" "rill-keygen never overwrites a secret (exit $rc)"
+free_port; ps=$PORT; free_port; w0=$PORT
+hosts="--ps_hosts=127.0.0.1:$ps --worker_hosts=127.0.0.1:$w0"
+RILL_CLUSTER_SECRET_FILE="$K" "$P" $hosts --job_name=ps --task_index=0 >"$T/sps.log" 2>&1 &
+spp=$!
+bg+=($spp)
+sleep 0.5
+err=$(timeout 30 "$P" $hosts --job_name=worker --task_index=0 --train_steps=100 \
+      --startup_deadline=5 --logdir="$T/stranger" 2>&1); rc=$?
+check "[ $rc -ne 0 ] && echo \"\$err\" | grep -q UNAUTHENTICATED" \
+      "a worker without the secret is refused (exit $rc): $(echo "$err" | tail -n 1)"
+timeout 60 "$P" $hosts --job_name=worker --task_index=0 --cluster_secret_file="$K" \
+    --learning_rate=0.01 --train_steps=500 --steps_to_validate=500 --startup_deadline=20 \
+    --logdir="$T/member" >"$T/sw.log" 2>&1; rc=$?
+check "[ $rc -eq 0 ] && grep -q '^final: global_step' '$T/sw.log'" \
+      "a worker with the secret trains (exit $rc): $(tail -n 1 "$T/sw.log")"
+kill -TERM $spp 2>/dev/null
+wait $spp 2>/dev/null
+echo "short" >"$T/short"
+err=$("$P" $hosts --job_name=worker --task_index=0 --cluster_secret_file="$T/short" 2>&1); rc=$?
+check "[ $rc -eq 2 ] && echo \"\$err\" | grep -q 'at least 32'" "a too short secret is refused (exit $rc): $err"
+
 # --- two jobs under Slurm on one node: the port collision says how to move one (RILL_BASE_PORT) ---
 bp=$((30000 + RANDOM % 20000))
 SLURM_PROCID=0 SLURM_NTASKS=2 SLURM_JOB_NODELIST=localhost SLURM_TASKS_PER_NODE=2 RILL_BASE_PORT=$bp \
