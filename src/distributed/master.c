@@ -175,10 +175,13 @@ static rill__channel *channel_get(master *m, task *t, rill_status *s)
         }
         usleep(200 * 1000);
     }
-    if (rill_status_code(s) != RILL_UNAUTHENTICATED)
+    if (rill_status_code(s) != RILL_UNAUTHENTICATED) {
+        char why[1024]; /* the last attempt's error: refused, full, no route... */
+        snprintf(why, sizeof why, "%s", rill_status_message(s));
         rill_status_set(s, RILL_UNAVAILABLE,
-                        "task /job:%s/replica:0/task:%d (%s) did not come up within %.0f s", t->job,
-                        t->index, t->addr, so->connect_deadline_s);
+                        "task /job:%s/replica:0/task:%d (%s) did not come up within %.0f s: %s",
+                        t->job, t->index, t->addr, so->connect_deadline_s, why);
+    }
     return NULL;
 }
 

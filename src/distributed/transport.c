@@ -703,6 +703,8 @@ struct rill__tcp_server {
     int nconns;
     atomic_int open_conns;
     double next_deadline; /* 0: none */
+    long refused_full;    /* connections refused for max_connections since the last log line */
+    double next_full_log;
     char address[256];
     int done_fd;                   /* eventfd: deferred responses are ready */
     bool done_here;                /* one was finished on the server's thread (no eventfd) */
@@ -1205,6 +1207,36 @@ static bool conn_pump(rill__tcp_server *srv, conn *c)
     }
 }
 
+/* A connection past max_connections: told why in an ERROR frame (its handshake reports it),
+ * then closed; the refusals are logged, at most one line every 5 s. */
+static void refuse_full(rill__tcp_server *srv, int fd, const struct sockaddr *sa, socklen_t len)
+{
+    char peer[128], msg[512];
+    format_peer(sa, len, peer, sizeof peer);
+    snprintf(msg, sizeof msg,
+             "server %s is full: %d connections open (max_connections %d); refused %s",
+             srv->address, srv->nconns, srv->opts.max_connections, peer);
+    uint8_t meta[600], raw[RILL__WIRE_HEADER_SIZE];
+    size_t n = rill__error_meta_encode(RILL_UNAVAILABLE, msg, meta, sizeof meta);
+    rill__frame_header h = {.version = RILL__WIRE_VERSION,
+                            .type = RILL__MSG_ERROR,
+                            .meta_len = (uint32_t)n};
+    rill__frame_header_encode(&h, raw);
+    struct iovec iov[2] = {{raw, sizeof raw}, {meta, n}};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+    ssize_t w = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)w;
+    close(fd);
+    srv->refused_full++;
+    double now = rill__now_seconds();
+    if (now >= srv->next_full_log) {
+        rill__log(RILL_LOG_WARNING, "%s (%ld refused since the last line like this)", msg,
+                  srv->refused_full);
+        srv->refused_full = 0;
+        srv->next_full_log = now + 5;
+    }
+}
+
 static void srv_accept(rill__tcp_server *srv)
 {
     for (;;) {
@@ -1226,7 +1258,7 @@ static void srv_accept(rill__tcp_server *srv)
             return;
         }
         if (srv->nconns >= srv->opts.max_connections) {
-            close(fd);
+            refuse_full(srv, fd, (struct sockaddr *)&sa, len);
             continue;
         }
         conn *c = rill__calloc(1, sizeof *c);

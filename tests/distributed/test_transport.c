@@ -443,6 +443,9 @@ static void test_connection_limit(void)
     CHECK(extra == NULL);
     CHECK_EQ_INT(rill_status_code(s), RILL_UNAVAILABLE);
     CHECK_STR_CONTAINS(rill_status_message(s), addr);
+    /* It says why: a full server was silent, and a restarted worker found only "did not come
+     * up" while the ps was up. */
+    CHECK_STR_CONTAINS(rill_status_message(s), "is full: 4 connections open (max_connections 4)");
     for (int i = 0; i < 4; i++)
         if (ch[i]) CHECK(echo_ok(ch[i], "within the limit"));
     rill__channel_close(ch[0]);
