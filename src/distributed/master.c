@@ -68,8 +68,7 @@ typedef struct piece {
     rill_graph *g;
     uint64_t handle;      /* remote */
     rill_session *sess;   /* the master's task */
-    char **names;         /* remote: the nodes its RUN names as targets */
-    rill_node **targets;  /* local: the same nodes */
+    rill_node **targets;  /* what it runs (a remote RUN names them) */
     int ntargets;
     char **fetch_names;   /* remote: the user's fetches its reply carries ("node:index") */
     int *fetch_pos;       /* where each goes among the user's fetches */
@@ -86,7 +85,6 @@ typedef struct sig {
     rill_output *feeds, *fetches; /* the master's piece's */
     int nfeeds, nfetches;
     int *fetch_pos; /* where each of the piece's fetches goes among the user's */
-    int nuser;      /* the user's fetches */
     struct sig *next;
 } sig;
 
@@ -106,16 +104,9 @@ typedef struct master {
     sig *sigs;
     pthread_mutex_t sigs_mu; /* the list's links, for master_cancel */
     uint64_t owner;          /* this master's id on the servers (REGISTER, CANCEL, steps) */
+    rill__rendezvous *rv;    /* its task's, where its own piece's tensors arrive */
     atomic_uint_fast64_t next_step;
 } master;
-
-/* One step in flight: the values crossing tasks (per xval of its signature), its deadline. Steps
- * run at once share nothing else: the master's lock covers placement and the signature table
- * only. */
-typedef struct mstep {
-    rill__deadline dl;
-    bool timed_out; /* a call of this step ran into dl */
-} mstep;
 
 /* The tasks of this process, by target: published by their servers (rill__master_add_task). */
 #define MAX_LOCAL_TASKS 16
@@ -208,45 +199,22 @@ static void status_name_task(rill_status *s, const task *t)
                     t->index, t->addr, msg);
 }
 
-/* A call to task t within step st's deadline (st NULL: the server's step deadline only); a
- * transport failure names the task. The reply's meta lives in the channel until its next call,
- * so on success the caller holds the channel (*held) while it reads rep and then hands it back
- * with channel_put(t, *held, true): another step must not take it and overwrite the meta. */
-static bool call(master *m, task *t, mstep *st, const rill__mbuf *meta, const struct iovec *iov,
-                 int niov, rill__reply *rep, rill__channel **held, rill_status *s)
+/* A call to task t (outside steps: devices, registration) within the server's step deadline;
+ * a transport failure names the task. The reply's meta lives in the channel until its next
+ * call, so on success the caller holds the channel (*held) while it reads rep and then hands it
+ * back with channel_put(t, *held, true): another step must not take it and overwrite the meta. */
+static bool call(master *m, task *t, const rill__mbuf *meta, const struct iovec *iov, int niov,
+                 rill__reply *rep, rill__channel **held, rill_status *s)
 {
     *held = NULL;
-    const rill_server_options *so = &m->local_task->opts;
-    /* The step's own deadline (RunOptions, operation timeout) bounds the call too. */
-    double wait = so->step_deadline_s;
-    if (st && st->dl.at) {
-        double left = st->dl.at - now();
-        if (left <= 0) {
-            rill_status_set(s, RILL_DEADLINE_EXCEEDED,
-                            "Timed out waiting for notification: the step's %lld ms deadline "
-                            "passed before task /job:%s/replica:0/task:%d (%s) was called",
-                            (long long)st->dl.timeout_ms, t->job, t->index, t->addr);
-            return false;
-        }
-        if (left < wait) wait = left;
-    }
     rill__channel *ch = channel_get(m, t, s);
     if (!ch) return false;
-    if (rill__channel_call(ch, RILL__MSG_REQUEST, meta->p, (uint32_t)meta->n, iov, niov, rep, wait,
-                           s)) {
+    if (rill__channel_call(ch, RILL__MSG_REQUEST, meta->p, (uint32_t)meta->n, iov, niov, rep,
+                           m->local_task->opts.step_deadline_s, s)) {
         *held = ch;
         return true;
     }
     rill_code c = rill_status_code(s);
-    if (c == RILL_DEADLINE_EXCEEDED && st && st->dl.at && now() >= st->dl.at) {
-        rill_status_set(s, RILL_DEADLINE_EXCEEDED,
-                        "Timed out waiting for notification: the step's %lld ms deadline passed "
-                        "while task /job:%s/replica:0/task:%d (%s) ran its part of the step",
-                        (long long)st->dl.timeout_ms, t->job, t->index, t->addr);
-        st->timed_out = true;
-        channel_put(t, ch, false);
-        return false;
-    }
     bool transport = c == RILL_UNAVAILABLE || c == RILL_DEADLINE_EXCEEDED || c == RILL_DATA_LOSS;
     if (transport) status_name_task(s, t);
     /* An error the task answered with leaves the connection good. */
@@ -292,7 +260,7 @@ static bool discover(master *m, rill_status *s)
             rill__mbuf_u32(&q, RILL__RPC_GET_DEVICES);
             rill__reply rep = {0};
             rill__channel *ch;
-            bool ok = call(m, t, NULL, &q, NULL, 0, &rep, &ch, s);
+            bool ok = call(m, t, &q, NULL, 0, &rep, &ch, s);
             rill__mbuf_free(&q);
             if (!ok) return false;
             rill__mread r = {.p = rep.meta, .n = rep.meta_len};
@@ -341,20 +309,19 @@ static void task_name(void *arg, int t, const char **job, int *index)
     *index = m->tasks[t].index;
 }
 
-/* The master's CPU:0: where the client's feeds enter and its fetches leave. */
-static rill__device *client_device(master *m)
-{
-    for (int i = 0; i < m->ndevs; i++)
-        if (m->dev_task[i] == m->self && strcmp(m->devs[i].type, "CPU") == 0) return &m->devs[i];
-    return m->ndevs ? &m->devs[0] : rill__cpu_device();
-}
-
 /* A task's CPU:0 (NULL if it has none). */
 static rill__device *task_cpu(master *m, int t)
 {
     for (int i = 0; i < m->ndevs; i++)
         if (m->dev_task[i] == t && strcmp(m->devs[i].type, "CPU") == 0) return &m->devs[i];
     return NULL;
+}
+
+/* The master's CPU:0: where the client's feeds enter and its fetches leave. */
+static rill__device *client_device(master *m)
+{
+    rill__device *d = task_cpu(m, m->self);
+    return d ? d : m->ndevs ? &m->devs[0] : rill__cpu_device();
 }
 
 static bool free_op(const rill_node *n)
@@ -445,8 +412,6 @@ static void sig_free(master *m, sig *sg)
         }
         rill_session_free(p->sess);
         rill_graph_free(p->g);
-        for (int i = 0; i < p->ntargets; i++) rill__free(p->names ? p->names[i] : NULL);
-        rill__free(p->names);
         rill__free(p->targets);
         for (int i = 0; i < p->nfetch; i++) rill__free(p->fetch_names[i]);
         rill__free(p->fetch_names);
@@ -496,12 +461,10 @@ static void find_reply_fetches(master *m, const rill__xgraph *xg, char *skip, ri
             if (xk && strcmp(xk->v.s, key->v.s) == 0) send = x;
         }
         if (used || !send || send->ncontrol || task_of_dev(m, send->assigned) == m->self) continue;
-        int t = task_of_dev(m, send->assigned);
-        if (!m->tasks[t].local && !r->ncontrol) {
-            skip[r->id] = skip[send->id] = 1;
-            reply_src[i] = send->inputs[0];
-            reply_task[i] = t;
-        }
+        if (r->ncontrol) continue;
+        skip[r->id] = skip[send->id] = 1;
+        reply_src[i] = send->inputs[0];
+        reply_task[i] = task_of_dev(m, send->assigned);
     }
 }
 
@@ -597,7 +560,6 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
     /* The user's feeds and fetches are on the master's CPU:0, but for those that come in a
      * reply. */
     sg->nfeeds = xg.nfeeds;
-    sg->nuser = xg.nfetches;
     sg->feeds = rill__calloc((size_t)xg.nfeeds + 1, sizeof *sg->feeds);
     sg->fetches = rill__calloc((size_t)xg.nfetches + 1, sizeof *sg->fetches);
     sg->fetch_pos = rill__calloc((size_t)xg.nfetches + 1, sizeof *sg->fetch_pos);
@@ -644,9 +606,6 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
             continue;
         }
         if (!p->work) continue;
-        p->names = rill__calloc((size_t)p->ntargets + 1, sizeof *p->names);
-        RILL_CHECK_ALLOC(p->names);
-        for (int i = 0; i < p->ntargets; i++) p->names[i] = rill__strdup(p->targets[i]->name);
         uint8_t *bytes;
         size_t len;
         if (!rill__graph_encode(p->g, &bytes, &len, s)) goto out;
@@ -656,7 +615,7 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
         struct iovec iov = {bytes, len};
         rill__reply rep = {0};
         rill__channel *ch;
-        bool okc = call(m, &m->tasks[t], NULL, &q, &iov, 1, &rep, &ch, s);
+        bool okc = call(m, &m->tasks[t], &q, &iov, 1, &rep, &ch, s);
         rill__mbuf_free(&q);
         rill__free(bytes);
         if (!okc) goto out;
@@ -686,13 +645,14 @@ out:
 typedef struct step_job {
     master *m;
     sig *sg;
-    mstep *st;
     rill__deadline dl; /* with the step's master and number */
     bool aborted;
+    bool timed_out; /* the step's own deadline passed while a task ran its part */
     rill_status *status[256];  /* per task */
     rill__channel *ch[256];    /* per remote task: its RUN, written and not yet answered */
     int nwait;                 /* how many */
     double wait_until;         /* when the replies are given up (deadline or step deadline) */
+    double next_tend;          /* when tend_local looks at the master's piece next */
     /* the master's piece: it runs asynchronously, ending on whichever thread (local_done) */
     rill_tensor *const *feed_values;
     rill_tensor **fetch_values;
@@ -721,7 +681,7 @@ static void send_run(step_job *j, int t)
     rill__mbuf_u32(&q, (uint32_t)p->nfetch); /* the user's fetches it makes */
     for (int i = 0; i < p->nfetch; i++) rill__mbuf_str(&q, p->fetch_names[i]);
     rill__mbuf_u32(&q, (uint32_t)p->ntargets);
-    for (int i = 0; i < p->ntargets; i++) rill__mbuf_str(&q, p->names[i]);
+    for (int i = 0; i < p->ntargets; i++) rill__mbuf_str(&q, p->targets[i]->name);
     rill__channel *ch = channel_get(m, tk, s);
     double wait = j->wait_until - now();
     if (ch && wait > 0 && rill__channel_send(ch, q.p, (uint32_t)q.n, NULL, 0, wait, s)) {
@@ -808,13 +768,13 @@ static void take_replies(step_job *j, int timeout_ms)
         for (int k = 0; k < n; k++) {
             task *tk = &m->tasks[who[k]];
             rill_status *s = j->status[who[k]];
-            if (j->st->dl.at && now() >= j->st->dl.at) {
+            if (j->dl.at && now() >= j->dl.at) {
                 rill_status_set(s, RILL_DEADLINE_EXCEEDED,
                                 "Timed out waiting for notification: the step's %lld ms deadline "
                                 "passed while task /job:%s/replica:0/task:%d (%s) ran its part "
                                 "of the step",
-                                (long long)j->st->dl.timeout_ms, tk->job, tk->index, tk->addr);
-                j->st->timed_out = true;
+                                (long long)j->dl.timeout_ms, tk->job, tk->index, tk->addr);
+                j->timed_out = true;
             } else {
                 rill_status_set(s, RILL_DEADLINE_EXCEEDED,
                                 "task /job:%s/replica:0/task:%d (%s): no reply within the step "
@@ -858,12 +818,13 @@ static void start_local(step_job *j)
         local_done(j, rill_status_code(j->status[j->m->self]));
 }
 
-static void abort_step(step_job *j);
-
 /* Every 50 ms while the step runs: a failed piece of the master's aborts the step, and its
  * parked receives look again (deadline, cancellation). */
 static void tend_local(step_job *j, rill__rendezvous *rv)
 {
+    double t = now();
+    if (t < j->next_tend) return;
+    j->next_tend = t + 0.05;
     pthread_mutex_lock(&j->mu);
     bool failed = j->local_done && j->local_code != RILL_OK;
     pthread_mutex_unlock(&j->mu);
@@ -878,8 +839,7 @@ static void abort_step(step_job *j)
     if (j->aborted) return;
     j->aborted = true;
     master *m = j->m;
-    rill__rendezvous_abort(rill__rendezvous_install((rill__local_task *)m->local_task),
-                           j->dl.step_owner, j->dl.step_id);
+    rill__rendezvous_abort(m->rv, j->dl.step_owner, j->dl.step_id);
     for (int t = 0; t < m->ntasks; t++) {
         if (t == m->self || !j->sg->pieces[t].handle) continue;
         /* A task that could not be reached (its RUN failed in the transport) is not waited for:
@@ -924,9 +884,8 @@ static bool echo_error(const rill_status *s)
  * then the master's piece runs here, and the step is done when every task has answered (the
  * replies are read here too: no thread hand-off on the way). The first real error in task
  * order is the step's. */
-static rill_code run_step(master *m, sig *sg, mstep *st, rill__deadline dl,
-                          rill_tensor *const *feed_values, rill_tensor **fetch_values,
-                          rill_status *s)
+static rill_code run_step(master *m, sig *sg, rill__deadline dl, rill_tensor *const *feed_values,
+                          rill_tensor **fetch_values, bool *timed_out, rill_status *s)
 {
     static __thread step_job j;
     memset(&j, 0, sizeof j);
@@ -939,13 +898,13 @@ static rill_code run_step(master *m, sig *sg, mstep *st, rill__deadline dl,
     j.local_done = true;
     j.m = m;
     j.sg = sg;
-    j.st = st;
     j.dl = dl;
     j.dl.step_owner = m->owner;
     j.dl.step_id = atomic_fetch_add(&m->next_step, 1) + 1;
     j.feed_values = feed_values;
     j.fetch_values = fetch_values;
     j.wait_until = now() + m->local_task->opts.step_deadline_s;
+    j.next_tend = now() + 0.05;
     if (dl.at && dl.at < j.wait_until) j.wait_until = dl.at;
     int parts[256], np = 0;
     bool mine = false;
@@ -957,7 +916,7 @@ static rill_code run_step(master *m, sig *sg, mstep *st, rill__deadline dl,
         }
     for (int k = 0; k < np && !j.aborted; k++)
         if (parts[k] != m->self) send_run(&j, parts[k]);
-    rill__rendezvous *rv = rill__rendezvous_install((rill__local_task *)m->local_task);
+    rill__rendezvous *rv = m->rv;
     if (mine && !j.aborted) {
         j.local_done = false;
         start_local(&j);
@@ -997,6 +956,7 @@ static rill_code run_step(master *m, sig *sg, mstep *st, rill__deadline dl,
             }
         }
     for (int k = 0; k < np; k++) rill_status_free(j.status[parts[k]]);
+    *timed_out = j.timed_out;
     return code;
 }
 
@@ -1046,14 +1006,14 @@ static rill_code master_run(void *mp, rill__deadline dl, const rill_output *feed
     }
     /* The step itself runs without the lock: a signature, once built, is only read. */
     pthread_mutex_unlock(&m->mu);
-    mstep step = {.dl = dl};
+    bool timed_out = false;
     for (int i = 0; i < nfetches; i++) fetch_values[i] = NULL;
-    rill_code code = run_step(m, sg, &step, dl, feed_values, fetch_values, s);
+    rill_code code = run_step(m, sg, dl, feed_values, fetch_values, &timed_out, s);
     if (code != RILL_OK)
         for (int i = 0; i < nfetches; i++) rill_tensor_free(fetch_values[i]), fetch_values[i] = NULL;
     /* A task still running its part past the deadline is told to stop (TF cancels the step;
      * here every step of this master then running is cancelled with it). */
-    if (step.timed_out) master_cancel(m);
+    if (timed_out) master_cancel(m);
     return code;
 }
 
@@ -1097,6 +1057,7 @@ static void *master_open(const char *target, rill_graph *g, const rill_session_o
     m->g = g;
     m->opts = *o;
     m->owner = rill__random_seed() ^ (uint64_t)(uintptr_t)m;
+    m->rv = rill__rendezvous_install((rill__local_task *)lt);
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->sigs_mu, NULL);
     if (!discover(m, s)) {

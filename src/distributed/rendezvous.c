@@ -64,7 +64,6 @@ typedef struct rill__rendezvous {
     pthread_mutex_t mu;
     struct rv_sender *senders; /* one thread per task that big pushes go to */
     struct rv_job *jobs;       /* big pushes on their way, by step and key */
-    pthread_cond_t cv;
     rv_item *items;
     rv_waiter *waiters;
     struct {
@@ -82,7 +81,6 @@ static void *rv_create(void *arg)
     rill__rendezvous *rv = rill__calloc(1, sizeof *rv);
     RILL_CHECK_ALLOC(rv);
     pthread_mutex_init(&rv->mu, NULL);
-    pthread_cond_init(&rv->cv, NULL);
     pthread_mutex_init(&rv->pmu, NULL);
     rv->task = arg;
     return rv;
@@ -107,7 +105,6 @@ static void rv_free(void *p)
         for (int k = 0; k < rv->peers[i].nidle; k++) rill__channel_close(rv->peers[i].idle[k]);
     rill__free(rv->peers);
     pthread_mutex_destroy(&rv->mu);
-    pthread_cond_destroy(&rv->cv);
     pthread_mutex_destroy(&rv->pmu);
     rill__free(rv);
 }

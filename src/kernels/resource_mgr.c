@@ -20,7 +20,10 @@ struct rill__resource_mgr {
 void *rill__resource_lookup(rill__resource_mgr *rm, const char *kind, const char *name,
                             void *(*create)(void *arg), void *arg, void (*free_fn)(void *))
 {
-    char *key = rill__asprintf("%s\n%s", kind, name);
+    /* A key on the stack: kernels look their resources up every step. */
+    char buf[256], *key = buf;
+    if ((size_t)snprintf(buf, sizeof buf, "%s\n%s", kind, name) >= sizeof buf)
+        key = rill__asprintf("%s\n%s", kind, name);
     pthread_mutex_lock(&rm->mu);
     resource *r = rill__strmap_get(&rm->others, key);
     if (!r) {
@@ -35,7 +38,7 @@ void *rill__resource_lookup(rill__resource_mgr *rm, const char *kind, const char
         }
     }
     pthread_mutex_unlock(&rm->mu);
-    rill__free(key);
+    if (key != buf) rill__free(key);
     return r ? r->obj : NULL;
 }
 
