@@ -30,6 +30,19 @@ typedef struct rill_server_options {
     /* A connection idle this long gets a heartbeat before its next call, answered within
      * min(5 s, step deadline), so a peer that hung meanwhile is found at once [10 s]. */
     double heartbeat_idle_s;
+    /* The run (job) this task belongs to: the tasks of one run share it, and a task of another
+     * run (another job on the same ports, an earlier run still serving) is refused with an
+     * error that says so. NULL: RILL_JOB_ID, else the launcher's job id (SLURM_JOB_ID, then
+     * PMIX_NAMESPACE / OMPI_MCA_ess_base_jobid under mpirun), else the chief makes a random one
+     * that the ps tasks adopt and the other workers learn from the chief (then a restarted
+     * chief must be given the same run id to rejoin; docs/SECURITY.md). Borrowed. */
+    const char *run_id;
+    /* Encrypt every frame (ChaCha20, under keys drawn from the secret): needs a secret; a
+     * connection is encrypted when either end asks [false: authenticated, not encrypted]. */
+    bool encrypt;
+    /* The largest payload a request may carry: a graph to register, a step's feeds, and a pushed
+     * tensor of unknown shape; a pushed tensor of known shape may carry only its size [1 GiB]. */
+    uint64_t max_payload;
 } rill_server_options;
 
 /* Reads a cluster secret from a file (as `rill-keygen FILE` writes one): its first line, at

@@ -52,6 +52,7 @@ void rill__free(void *p)
 typedef struct pool_block {
     struct pool_block *next;
     size_t size;
+    double freed_at; /* when it went into the cache (rill__aligned_release_idle) */
 } pool_block;
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -106,6 +107,7 @@ void rill__aligned_free(void *p, size_t n)
         if (pool_bytes + sz <= POOL_MAX_BYTES) {
             pool_block *b = p;
             b->size = sz;
+            b->freed_at = rill__now_seconds();
             b->next = pool[bucket_of(sz)];
             pool[bucket_of(sz)] = b;
             pool_bytes += sz;
@@ -115,6 +117,35 @@ void rill__aligned_free(void *p, size_t n)
         pthread_mutex_unlock(&pool_mu);
     }
     free(p);
+}
+
+size_t rill__aligned_release_idle(double idle_s)
+{
+    double before = rill__now_seconds() - idle_s;
+    pool_block *gone = NULL;
+    size_t n = 0;
+    pthread_mutex_lock(&pool_mu);
+    for (int i = 0; i < POOL_BUCKETS && pool_bytes > 0; i++) {
+        for (pool_block **pp = &pool[i]; *pp;) {
+            pool_block *b = *pp;
+            if (b->freed_at > before) {
+                pp = &b->next;
+                continue;
+            }
+            *pp = b->next;
+            pool_bytes -= b->size;
+            n += b->size;
+            b->next = gone;
+            gone = b;
+        }
+    }
+    pthread_mutex_unlock(&pool_mu);
+    while (gone) { /* freed outside the lock: munmap can take a while */
+        pool_block *next = gone->next;
+        free(gone);
+        gone = next;
+    }
+    return n;
 }
 
 void rill__aligned_trim(void)

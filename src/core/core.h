@@ -24,6 +24,9 @@ void *rill__aligned_alloc(size_t n);
 void rill__aligned_free(void *p, size_t n);
 /* Returns every cached block to the system (the cache keeps freed blocks >= 64 KiB). */
 void rill__aligned_trim(void);
+/* Returns the cached blocks no allocation took for idle_s seconds (servers call it every few
+ * seconds, so that memory a burst left in the cache goes back to the system); the bytes freed. */
+size_t rill__aligned_release_idle(double idle_s);
 char *rill__strdup(const char *s);
 char *rill__strndup(const char *s, size_t n);
 /* printf into a new string; caller rill__free()s. */

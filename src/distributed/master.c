@@ -37,6 +37,8 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sodium.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -89,7 +91,7 @@ typedef struct sig {
 } sig;
 
 typedef struct master {
-    const rill__local_task *local_task; /* the task whose target the session named */
+    rill__local_task *local_task; /* the task whose target the session named */
     rill_graph *g;
     rill_session_options opts;
     task *tasks;
@@ -114,9 +116,9 @@ static pthread_mutex_t tasks_mu = PTHREAD_MUTEX_INITIALIZER;
 static rill__local_task *local_tasks[MAX_LOCAL_TASKS];
 
 /* The published task answering target, or NULL. */
-static const rill__local_task *lookup_task(const char *target)
+static rill__local_task *lookup_task(const char *target)
 {
-    const rill__local_task *found = NULL;
+    rill__local_task *found = NULL;
     pthread_mutex_lock(&tasks_mu);
     for (int i = 0; i < MAX_LOCAL_TASKS && !found; i++)
         if (local_tasks[i] && strcmp(local_tasks[i]->target, target) == 0) found = local_tasks[i];
@@ -145,6 +147,10 @@ static rill__channel *channel_get(master *m, task *t, rill_status *s)
         pthread_mutex_unlock(&t->mu);
         if (!c.ch) break;
         if (now() - c.last_used <= so->heartbeat_idle_s) return c.ch;
+        if (now() - c.last_used > RILL__TCP_POOL_IDLE_S) { /* the server may close it soon */
+            rill__channel_close(c.ch);
+            continue;
+        }
         double hb = so->step_deadline_s < 5 ? so->step_deadline_s : 5;
         if (rill__channel_ping(c.ch, hb, s)) return c.ch;
         rill__log(RILL_LOG_WARNING, "task /job:%s/replica:0/task:%d (%s) missed a heartbeat: %s",
@@ -152,13 +158,15 @@ static rill__channel *channel_get(master *m, task *t, rill_status *s)
         rill_status_clear(s);
         rill__channel_close(c.ch);
     }
-    rill__tcp_options o;
-    rill__local_task_client_options(m->local_task, &o);
     double deadline = now() + so->connect_deadline_s, next_log = now();
     for (;;) {
-        rill__channel *ch = rill__tcp_connect(t->addr, &o, 5, s);
+        rill__channel *ch = rill__local_task_connect(m->local_task, t->addr, 5, s);
         if (ch) return ch;
-        if (rill_status_code(s) == RILL_UNAUTHENTICATED || now() >= deadline) break;
+        /* Refused for who this task is (secret, cluster, run) is final; down or full is not. */
+        rill_code code = rill_status_code(s);
+        bool transient = code == RILL_UNAVAILABLE || code == RILL_DEADLINE_EXCEEDED ||
+                         code == RILL_RESOURCE_EXHAUSTED;
+        if (!transient || now() >= deadline) break;
         if (now() >= next_log) {
             rill__log(RILL_LOG_INFO, "waiting for task /job:%s/replica:0/task:%d (%s): %s", t->job,
                       t->index, t->addr, rill_status_message(s));
@@ -166,7 +174,9 @@ static rill__channel *channel_get(master *m, task *t, rill_status *s)
         }
         usleep(200 * 1000);
     }
-    if (rill_status_code(s) != RILL_UNAUTHENTICATED) {
+    rill_code code = rill_status_code(s);
+    if (code == RILL_UNAVAILABLE || code == RILL_DEADLINE_EXCEEDED ||
+        code == RILL_RESOURCE_EXHAUSTED) {
         char why[1024]; /* the last attempt's error: refused, full, no route... */
         snprintf(why, sizeof why, "%s", rill_status_message(s));
         rill_status_set(s, RILL_UNAVAILABLE,
@@ -853,11 +863,7 @@ static void abort_step(step_job *j)
         pthread_mutex_lock(&tk->mu);
         if (tk->nidle) ch = tk->idle[--tk->nidle].ch;
         pthread_mutex_unlock(&tk->mu);
-        if (!ch) {
-            rill__tcp_options o;
-            rill__local_task_client_options(m->local_task, &o);
-            ch = rill__tcp_connect(tk->addr, &o, 1, s);
-        }
+        if (!ch) ch = rill__local_task_connect(m->local_task, tk->addr, 1, s);
         if (ch) {
             rill__mbuf q = {0};
             rill__mbuf_u32(&q, RILL__RPC_ABORT);
@@ -1043,7 +1049,7 @@ static void master_close(void *mp)
 static void *master_open(const char *target, rill_graph *g, const rill_session_options *o,
                          rill_status *s)
 {
-    const rill__local_task *lt = lookup_task(target);
+    rill__local_task *lt = lookup_task(target);
     if (!lt) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
                         "No session factory registered for the given session options: {target: "
@@ -1080,12 +1086,10 @@ static void master_cancel(void *mp)
     pthread_mutex_lock(&m->sigs_mu);
     for (sig *sg = m->sigs; sg; sg = sg->next) rill_session_cancel(sg->pieces[m->self].sess);
     pthread_mutex_unlock(&m->sigs_mu);
-    rill__tcp_options o;
-    rill__local_task_client_options(m->local_task, &o);
     for (int t = 0; t < m->ntasks; t++) {
         if (m->tasks[t].local) continue;
         rill_status *s = rill_status_new();
-        rill__channel *ch = rill__tcp_connect(m->tasks[t].addr, &o, 5, s);
+        rill__channel *ch = rill__local_task_connect(m->local_task, m->tasks[t].addr, 5, s);
         if (ch) {
             rill__mbuf q = {0};
             rill__mbuf_u32(&q, RILL__RPC_CANCEL);
@@ -1129,6 +1133,142 @@ void rill__master_remove_task(rill__local_task *t)
     pthread_mutex_unlock(&tasks_mu);
 }
 
+/* --- who a task is on the wire --- */
+
+static void run_hex(const uint8_t run[16], char out[17])
+{
+    for (int i = 0; i < 8; i++) snprintf(out + 2 * i, 3, "%02x", run[i]);
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+    uint8_t acc = 0;
+    for (size_t i = 0; i < n; i++) acc |= p[i];
+    return acc == 0;
+}
+
+/* The run id of a job id string: 16 bytes of its hash (never all zero). */
+static void run_of(const char *job_id, uint8_t run[16])
+{
+    crypto_generichash(run, 16, (const uint8_t *)job_id, strlen(job_id),
+                       (const uint8_t *)"rill run id.....", 16);
+    if (all_zero(run, 16)) run[0] = 1;
+}
+
+void rill__local_task_identity_init(rill__local_task *t)
+{
+    static const char *const launcher_ids[] = {"RILL_JOB_ID", "SLURM_JOB_ID", "PMIX_NAMESPACE",
+                                               "OMPI_MCA_ess_base_jobid"};
+    char spec[8192];
+    size_t n = rill_cluster_spec_to_string(t->cluster, spec, sizeof spec);
+    char *big = n < sizeof spec ? NULL : rill__malloc(n + 1);
+    if (big) rill_cluster_spec_to_string(t->cluster, big, n + 1);
+    crypto_generichash(t->id.cluster, 32, (const uint8_t *)(big ? big : spec), n, NULL, 0);
+    rill__free(big);
+    snprintf(t->id.task, sizeof t->id.task, "/job:%s/replica:0/task:%d", t->job, t->index);
+    /* The chief: task 0 of "chief", else of "worker", else the first task of the first job. */
+    const char *cj = rill_cluster_spec_has_job(t->cluster, "chief")    ? "chief"
+                     : rill_cluster_spec_has_job(t->cluster, "worker") ? "worker"
+                     : rill_cluster_spec_num_jobs(t->cluster) > 0
+                         ? rill_cluster_spec_job_name(t->cluster, 0)
+                         : t->job;
+    int ci = rill_cluster_spec_task_index(t->cluster, cj, 0);
+    snprintf(t->chief_name, sizeof t->chief_name, "/job:%s/replica:0/task:%d", cj, ci);
+    t->chief_addr = rill_cluster_spec_task_address(t->cluster, cj, ci, NULL);
+    t->chief = strcmp(t->job, cj) == 0 && t->index == ci;
+    const char *job_id = t->opts.run_id && *t->opts.run_id ? t->opts.run_id : NULL;
+    const char *from = "the run_id option";
+    for (size_t i = 0; !job_id && i < sizeof launcher_ids / sizeof *launcher_ids; i++) {
+        const char *v = getenv(launcher_ids[i]);
+        if (v && *v) job_id = v, from = launcher_ids[i];
+    }
+    t->run_known = true;
+    if (job_id) {
+        run_of(job_id, t->id.run);
+        snprintf(t->run_from, sizeof t->run_from, "%s=%s", from, job_id);
+    } else if (t->chief) {
+        randombytes_buf(t->id.run, 16);
+        if (all_zero(t->id.run, 16)) t->id.run[0] = 1;
+        snprintf(t->run_from, sizeof t->run_from, "made by this task, the chief, at its start");
+    } else {
+        memset(t->id.run, 0, 16);
+        t->run_known = false;
+        snprintf(t->run_from, sizeof t->run_from, "not known yet");
+    }
+}
+
+/* t has no run id yet: takes run, which came from `from`. */
+static void adopt_run(rill__local_task *t, const uint8_t run[16], const char *from)
+{
+    if (all_zero(run, 16)) return;
+    pthread_mutex_lock(&t->id_mu);
+    if (!t->run_known) {
+        memcpy(t->id.run, run, 16);
+        t->run_known = true;
+        char hex[17];
+        run_hex(run, hex);
+        snprintf(t->run_from, sizeof t->run_from, "adopted from %s", from);
+        rill__log(RILL_LOG_INFO, "/job:%s/task:%d joined run %s (%s)", t->job, t->index, hex,
+                  t->run_from);
+    }
+    pthread_mutex_unlock(&t->id_mu);
+}
+
+bool rill__local_task_admit(void *arg, const rill__identity *c, uint8_t run[16], rill_status *why)
+{
+    rill__local_task *t = arg;
+    char spec[600];
+    size_t n = rill_cluster_spec_to_string(t->cluster, spec, sizeof spec);
+    if (n >= sizeof spec) snprintf(spec + sizeof spec - 5, 5, "...}");
+    pthread_mutex_lock(&t->id_mu);
+    bool same = memcmp(c->cluster, t->id.cluster, 32) == 0;
+    pthread_mutex_unlock(&t->id_mu);
+    if (!same) {
+        if (all_zero(c->cluster, 32))
+            rill_status_set(why, RILL_PERMISSION_DENIED,
+                            "only tasks of this cluster (%s) may connect, and the client named "
+                            "no cluster",
+                            spec);
+        else
+            rill_status_set(why, RILL_FAILED_PRECONDITION,
+                            "the client (%s) is a task of another cluster: its cluster spec is "
+                            "not this task's (%s)",
+                            c->task[0] ? c->task : "no task", spec);
+        return false;
+    }
+    rill_device_name dn;
+    int ntasks = 0;
+    if (!c->task[0] || !rill_device_name_parse(c->task, &dn, NULL) || !dn.has_job ||
+        !dn.has_task || rill_cluster_spec_task_address(t->cluster, dn.job, dn.task, NULL) == NULL)
+        ntasks = -1;
+    if (ntasks < 0) {
+        rill_status_set(why, RILL_PERMISSION_DENIED,
+                        "the client names no task of this cluster (%s): '%s'", spec, c->task);
+        return false;
+    }
+    char theirs[17], ours[17];
+    pthread_mutex_lock(&t->id_mu);
+    bool ok = true;
+    if (t->run_known && !all_zero(c->run, 16) && memcmp(c->run, t->id.run, 16) != 0) {
+        run_hex(c->run, theirs);
+        run_hex(t->id.run, ours);
+        rill_status_set(why, RILL_FAILED_PRECONDITION,
+                        "%s (%s) belongs to another run of this cluster: its run is %s, and this "
+                        "task (/job:%s/task:%d) serves run %s (%s). Is an earlier job still "
+                        "running on these ports? The tasks of one job must share a run id: "
+                        "give them the same RILL_JOB_ID (Slurm and mpirun give one), or restart "
+                        "the whole cluster",
+                        c->task, "its run id differs", theirs, t->job, t->index, ours,
+                        t->run_from);
+        ok = false;
+    }
+    bool adopt = ok && !t->run_known && !all_zero(c->run, 16);
+    if (ok) memcpy(run, t->run_known ? t->id.run : c->run, 16);
+    pthread_mutex_unlock(&t->id_mu);
+    if (adopt) adopt_run(t, c->run, c->task); /* unless another client's came first */
+    return ok;
+}
+
 void rill__local_task_client_options(const rill__local_task *t, rill__tcp_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -1136,6 +1276,41 @@ void rill__local_task_client_options(const rill__local_task *t, rill__tcp_option
         o->secret = t->opts.secret;
         o->secret_len = strlen(t->opts.secret);
     }
+    o->encrypt = t->opts.encrypt;
+    pthread_mutex_lock((pthread_mutex_t *)&t->id_mu);
+    o->identity = t->id;
+    pthread_mutex_unlock((pthread_mutex_t *)&t->id_mu);
+}
+
+rill__channel *rill__local_task_connect(rill__local_task *t, const char *addr, double deadline_s,
+                                        rill_status *s)
+{
+    rill__tcp_options o;
+    pthread_mutex_lock(&t->id_mu);
+    bool known = t->run_known;
+    pthread_mutex_unlock(&t->id_mu);
+    bool to_chief = t->chief_addr && strcmp(addr, t->chief_addr) == 0;
+    if (!known && !to_chief && t->chief_addr) {
+        /* Not from whoever answers first: a task of another job still serving on these ports
+         * would hand it its own run. */
+        rill__local_task_client_options(t, &o);
+        rill__channel *ch = rill__tcp_connect(t->chief_addr, &o, deadline_s, s);
+        if (!ch) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", rill_status_message(s));
+            rill_status_set(s, rill_status_code(s),
+                            "learning the run id from the chief %s (%s) before connecting to "
+                            "%s: %s",
+                            t->chief_name, t->chief_addr, addr, why);
+            return NULL;
+        }
+        adopt_run(t, rill__channel_peer_run(ch), t->chief_name);
+        rill__channel_close(ch);
+    }
+    rill__local_task_client_options(t, &o);
+    rill__channel *ch = rill__tcp_connect(addr, &o, deadline_s, s);
+    if (ch && !known && to_chief) adopt_run(t, rill__channel_peer_run(ch), t->chief_name);
+    return ch;
 }
 
 void rill__local_device_spec(const char *full, char *out, size_t len)

@@ -23,7 +23,29 @@ typedef struct rill__local_task {
     rill_cluster_spec *cluster; /* the whole cluster */
     rill__resource_mgr *rm;     /* the task's variables and resources, for the server's life */
     rill_server_options opts;   /* deadlines filled in; opts.secret the server's copy, or NULL */
+    /* Who the task is on the wire (rill__local_task_identity_init): the cluster's hash, this
+     * task's name and the run's id, which a task learns (under id_mu) when it has none of its
+     * own: the ps tasks adopt the first their clients name, the other tasks ask the chief. */
+    pthread_mutex_t id_mu;
+    rill__identity id;
+    bool run_known;
+    bool chief;
+    char chief_name[RILL_JOB_NAME_MAX + 32];
+    const char *chief_addr;   /* in cluster */
+    char run_from[160];       /* where the run id came from, for errors */
 } rill__local_task;
+
+/* Fills t->id from the cluster, job and index, and the run id from opts.run_id, RILL_JOB_ID, the
+ * launcher's job (SLURM_JOB_ID, PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid), or, for the chief
+ * only, a random one. */
+void rill__local_task_identity_init(rill__local_task *t);
+/* The server's side: whether a client naming `client` may connect (rill__tcp_admit). */
+bool rill__local_task_admit(void *t, const rill__identity *client, uint8_t run[16],
+                            rill_status *why);
+/* Connects to another task of t's cluster at addr with t's secret and identity; a task that does
+ * not know its run yet learns it from the chief first. NULL with s set as rill__tcp_connect. */
+rill__channel *rill__local_task_connect(rill__local_task *t, const char *addr, double deadline_s,
+                                        rill_status *s);
 
 /* Publishes t (borrowed until rill__master_remove_task) so that sessions naming t->target are
  * run by the master, and registers the master's session hooks with the runtime. */

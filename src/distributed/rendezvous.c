@@ -41,6 +41,7 @@ typedef struct rv_peer {
     char job[64];
     int index;
     rill__channel *idle[PEER_IDLE];
+    double used[PEER_IDLE]; /* when each last pushed */
     int nidle;
 } rv_peer;
 
@@ -70,7 +71,7 @@ typedef struct rill__rendezvous {
         uint64_t owner, step;
     } aborted[ABORTED_KEPT];
     int nab, abnext;
-    const rill__local_task *task;
+    rill__local_task *task;
     pthread_mutex_t pmu; /* the peers' connection pools */
     rv_peer *peers;
     int npeers, cappeers;
@@ -276,12 +277,16 @@ static void push_group(push_item **items, int from, int to, rill_status **errors
     if (ok) {
         pthread_mutex_lock(&rv->pmu);
         rv_peer *p = peer_of(rv, a->job, a->index);
-        if (p->nidle) ch = p->idle[--p->nidle];
+        while (p->nidle && !ch) { /* the server closes one idle for long: never use it */
+            ch = p->idle[--p->nidle];
+            if (rill__now_seconds() - p->used[p->nidle] > RILL__TCP_POOL_IDLE_S) {
+                rill__channel_close(ch);
+                ch = NULL;
+            }
+        }
         pthread_mutex_unlock(&rv->pmu);
         if (!ch) {
-            rill__tcp_options o;
-            rill__local_task_client_options(rv->task, &o);
-            ch = rill__tcp_connect(a->addr, &o, rv->task->opts.connect_deadline_s, s);
+            ch = rill__local_task_connect(rv->task, a->addr, rv->task->opts.connect_deadline_s, s);
             ok = ch != NULL;
         }
     }
@@ -293,6 +298,7 @@ static void push_group(push_item **items, int from, int to, rill_status **errors
         pthread_mutex_lock(&rv->pmu);
         rv_peer *p = peer_of(rv, a->job, a->index);
         if (ok && p->nidle < PEER_IDLE) {
+            p->used[p->nidle] = rill__now_seconds();
             p->idle[p->nidle++] = ch;
             ch = NULL;
         }

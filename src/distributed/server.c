@@ -28,6 +28,8 @@
 typedef struct reg_graph {
     uint64_t handle;
     uint64_t owner; /* the master that registered it */
+    char task[128]; /* the task whose connection registered it: only it may use the handle */
+    uint64_t recv_bytes; /* what its _RemoteRecvs take in one step; UINT64_MAX: unknown shapes */
     rill_graph *g;
     rill_session *sess;
     bool blocking; /* holds an op that may wait on other steps: run off the transport thread */
@@ -39,6 +41,8 @@ struct rill_server {
     rill__local_task self; /* target, job, index, cluster, rm, opts: published to the master */
     char address[256];
     char *secret; /* self.opts.secret */
+    char *run_id; /* self.opts.run_id */
+    atomic_uint_fast64_t tensor_limit; /* the largest TENSOR payload the graphs may receive */
     rill__tcp_server *tcp;
     rill__rendezvous *rv; /* tensors other tasks push here (rendezvous.c), in self.rm */
     pthread_mutex_t mu;
@@ -57,18 +61,63 @@ struct rill_server {
 
 /* --- the worker service --- */
 
-/* The registered graph with handle h, with a reference the caller drops (NULL if none). */
-static reg_graph *find_graph(rill_server *srv, uint64_t h)
+/* The graph with handle h that task registered, with a reference the caller drops (NULL if
+ * none: a handle another task registered is not found either). */
+static reg_graph *find_graph(rill_server *srv, uint64_t h, const char *task)
 {
     reg_graph *found = NULL;
     pthread_mutex_lock(&srv->mu);
     for (int i = 0; i < srv->graphs.n && !found; i++) {
         reg_graph *r = srv->graphs.items[i];
-        if (r->handle == h) found = r;
+        if (r->handle == h && strcmp(r->task, task) == 0) found = r;
     }
     if (found) atomic_fetch_add(&found->refs, 1);
     pthread_mutex_unlock(&srv->mu);
     return found;
+}
+
+/* Bytes of a tensor of dtype and shape; UINT64_MAX when not fully known. */
+static uint64_t shape_bytes(rill_dtype dt, rill_shape sh)
+{
+    size_t esz = rill_dtype_size(dt);
+    if (sh.rank < 0 || esz == 0) return UINT64_MAX;
+    uint64_t n = esz;
+    for (int d = 0; d < sh.rank; d++) {
+        if (sh.dims[d] < 0 || (sh.dims[d] > 0 && n > UINT64_MAX / (uint64_t)sh.dims[d]))
+            return UINT64_MAX;
+        n *= (uint64_t)sh.dims[d];
+    }
+    return n;
+}
+
+/* The largest TENSOR payload any registered graph takes (under mu): a push carries tensors of
+ * one step for one graph. Unknown shapes allow max_payload. */
+static void update_tensor_limit(rill_server *srv)
+{
+    uint64_t lim = 64u << 10; /* a small push is always fine */
+    for (int i = 0; i < srv->graphs.n; i++) {
+        uint64_t b = ((reg_graph *)srv->graphs.items[i])->recv_bytes;
+        if (b == UINT64_MAX) b = srv->self.opts.max_payload;
+        if (b > lim) lim = b;
+    }
+    if (lim > srv->self.opts.max_payload) lim = srv->self.opts.max_payload;
+    atomic_store(&srv->tensor_limit, lim);
+}
+
+/* What a request may carry (rill__tcp_payload_limit): a pushed TENSOR what the graphs receive; a
+ * graph to register or a step's feeds max_payload; the others nothing. */
+static uint64_t payload_limit(void *arg, const rill__tcp_request *req)
+{
+    rill_server *srv = arg;
+    rill__mread r = {.p = req->meta, .n = req->meta_len};
+    uint32_t op = rill__mread_u32(&r);
+    if (r.bad) return 0;
+    switch (op) {
+    case RILL__RPC_TENSOR: return atomic_load(&srv->tensor_limit);
+    case RILL__RPC_REGISTER:
+    case RILL__RPC_RUN: return srv->self.opts.max_payload;
+    default: return 0;
+    }
 }
 
 static void graph_unref(reg_graph *r)
@@ -137,6 +186,7 @@ static void do_register(rill_server *srv, rill__tcp_request *req, rill__mread *r
     r->g = g;
     r->sess = sess;
     r->owner = owner;
+    snprintf(r->task, sizeof r->task, "%s", req->task);
     atomic_init(&r->refs, 1);
     for (int i = 0; i < rill_graph_num_nodes(g); i++)
         if (rill_graph_node(g, i)->op->blocking) r->blocking = true;
@@ -150,7 +200,15 @@ static void do_register(rill_server *srv, rill__tcp_request *req, rill__mread *r
         for (int i = 0; i < srv->graphs.n && !taken; i++)
             taken = ((reg_graph *)srv->graphs.items[i])->handle == r->handle;
     }
+    r->recv_bytes = 0;
+    for (int i = 0; i < rill_graph_num_nodes(g) && r->recv_bytes != UINT64_MAX; i++) {
+        rill_node *n = rill_graph_node(g, i);
+        if (strcmp(n->op->name, "_RemoteRecv") != 0) continue;
+        uint64_t b = shape_bytes(n->out_dtypes[0], n->out_shapes[0]);
+        r->recv_bytes = b == UINT64_MAX || r->recv_bytes + b < b ? UINT64_MAX : r->recv_bytes + b;
+    }
     rill__vec_push(&srv->graphs, r);
+    update_tensor_limit(srv);
     pthread_mutex_unlock(&srv->mu);
     rill__mbuf m = {0};
     rill__mbuf_u64(&m, r->handle);
@@ -570,20 +628,23 @@ static void do_abort(rill_server *srv, rill__mread *r)
     if (!r->bad) rill__rendezvous_abort(srv->rv, owner, step);
 }
 
-static void do_deregister(rill_server *srv, rill__mread *r, rill__tcp_response *resp)
+static void do_deregister(rill_server *srv, rill__tcp_request *req, rill__mread *r,
+                          rill__tcp_response *resp)
 {
     uint64_t h = rill__mread_u64(r);
     pthread_mutex_lock(&srv->mu);
     for (int i = 0; i < srv->graphs.n; i++) {
         reg_graph *rg = srv->graphs.items[i];
-        if (rg->handle != h) continue;
+        if (rg->handle != h || strcmp(rg->task, req->task) != 0) continue;
         srv->graphs.items[i] = srv->graphs.items[--srv->graphs.n];
+        update_tensor_limit(srv);
         pthread_mutex_unlock(&srv->mu);
         graph_unref(rg);
         return;
     }
     pthread_mutex_unlock(&srv->mu);
-    (void)resp;
+    rill__tcp_response_set_error(resp, RILL_NOT_FOUND, "graph handle %llu is not registered",
+                                 (unsigned long long)h);
 }
 
 static void handle(void *arg, rill__tcp_request *req, rill__tcp_response *resp)
@@ -596,7 +657,7 @@ static void handle(void *arg, rill__tcp_request *req, rill__tcp_response *resp)
     case RILL__RPC_REGISTER: do_register(srv, req, &r, resp); break;
     case RILL__RPC_RUN: {
         rill__mread peek = r;
-        reg_graph *rg = find_graph(srv, rill__mread_u64(&peek));
+        reg_graph *rg = find_graph(srv, rill__mread_u64(&peek), req->task);
         if (rg && rg->blocking) {
             run_off_thread(srv, req, rg, resp);
         } else if (rg && rg->parks) {
@@ -610,7 +671,7 @@ static void handle(void *arg, rill__tcp_request *req, rill__tcp_response *resp)
     case RILL__RPC_CANCEL: do_cancel(srv, &r); break;
     case RILL__RPC_TENSOR: do_tensor(srv, req, &r, resp); break;
     case RILL__RPC_ABORT: do_abort(srv, &r); break;
-    case RILL__RPC_DEREGISTER: do_deregister(srv, &r, resp); break;
+    case RILL__RPC_DEREGISTER: do_deregister(srv, req, &r, resp); break;
     default:
         rill__tcp_response_set_error(resp, RILL_UNIMPLEMENTED, "unknown request %u from %s", op,
                                      req->peer);
@@ -679,6 +740,22 @@ rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, 
         free(sec);
     }
     self->opts.secret = srv->secret;
+    if (opts && opts->run_id) srv->run_id = rill__strdup(opts->run_id);
+    self->opts.run_id = srv->run_id;
+    if (self->opts.max_payload == 0) self->opts.max_payload = UINT64_C(1) << 30;
+    if (self->opts.encrypt && !self->opts.secret) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "encryption needs a cluster secret (rill_server_options.secret or "
+                        "RILL_CLUSTER_SECRET_FILE)");
+        rill__free(srv->secret);
+        rill__free(srv->run_id);
+        rill_cluster_spec_free(self->cluster);
+        rill__free(srv);
+        return NULL;
+    }
+    pthread_mutex_init(&self->id_mu, NULL);
+    rill__local_task_identity_init(self);
+    atomic_init(&srv->tensor_limit, UINT64_C(64) << 10);
     pthread_mutex_init(&srv->mu, NULL);
     pthread_mutex_init(&srv->jmu, NULL);
     pthread_cond_init(&srv->run_cv, NULL);
@@ -696,6 +773,16 @@ rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, 
     }
     rill__tcp_options to;
     rill__local_task_client_options(self, &to);
+    to.admit = rill__local_task_admit;
+    to.payload_limit = payload_limit;
+    to.arg = srv;
+    /* Room for every task of the cluster (each holds up to max_per_task) and some to spare. */
+    int ntasks = 0;
+    for (int j = 0; j < rill_cluster_spec_num_jobs(cluster); j++)
+        ntasks += rill_cluster_spec_num_tasks(cluster, rill_cluster_spec_job_name(cluster, j), NULL);
+    to.max_per_task = 64;
+    to.max_connections = 64 * ntasks + 128 > 256 ? 64 * ntasks + 128 : 256;
+    to.max_payload = self->opts.max_payload;
     srv->tcp = rill__tcp_server_new(addr, &to, handle, srv, s);
     if (!srv->tcp) {
         rill_server_free(srv);
@@ -724,8 +811,12 @@ rill_server *rill_server_create_local(rill_status *s)
         rill_cluster_spec *real = rill_cluster_spec_new();
         const char *a[] = {srv->address};
         rill_cluster_spec_add_job(real, "local", a, 1, NULL);
-        rill_cluster_spec_free(srv->self.cluster);
+        pthread_mutex_lock(&srv->self.id_mu);
+        rill_cluster_spec *old = srv->self.cluster;
         srv->self.cluster = real;
+        rill__local_task_identity_init(&srv->self);
+        pthread_mutex_unlock(&srv->self.id_mu);
+        rill_cluster_spec_free(old);
     }
     return srv;
 }
@@ -809,6 +900,8 @@ void rill_server_free(rill_server *srv)
     rill__resource_mgr_free(srv->self.rm);
     rill_cluster_spec_free(srv->self.cluster);
     rill__free(srv->secret);
+    rill__free(srv->run_id);
+    pthread_mutex_destroy(&srv->self.id_mu);
     pthread_mutex_destroy(&srv->mu);
     pthread_mutex_destroy(&srv->jmu);
     pthread_cond_destroy(&srv->jcv);

@@ -37,16 +37,27 @@
 #include <unistd.h>
 
 #define NONCE_BYTES        32
-#define CLIENT_CONTEXT     "rill-client"
+#define TAG_BYTES          crypto_onetimeauth_BYTES /* a frame's MAC (Poly1305) */
 #define RBUF_SIZE          16384
 #define MAX_RESP_IOV       16
-#define HANDSHAKE_MAX_META 64
+#define HANDSHAKE_MAX_META 512
+#define BIG_PAYLOAD        (64u << 10) /* payloads from here up count against max_buffered */
+#define TRIM_IDLE_S        10.0        /* cached blocks unused this long are given back */
+
+/* Handshake flags. CHALLENGE: the server requires a secret / encryption; HANDSHAKE: the client
+ * asks for encryption; HANDSHAKE_OK: the connection is encrypted. */
+#define HS_SECRET  1u
+#define HS_ENCRYPT 2u
 
 static const rill__tcp_options default_options = {
     .handshake_timeout_s = 2.0,
     .io_timeout_s = 60.0,
+    .idle_timeout_s = 600.0,
     .max_connections = 256,
+    .max_per_task = 64,
+    .max_handshaking = 64,
     .max_payload = RILL__WIRE_DEFAULT_MAX_PAYLOAD,
+    .max_buffered = UINT64_C(1) << 30,
 };
 
 static rill__tcp_options resolve_options(const rill__tcp_options *o)
@@ -55,10 +66,19 @@ static rill__tcp_options resolve_options(const rill__tcp_options *o)
     if (!o) return r;
     r.secret = o->secret;
     r.secret_len = o->secret ? o->secret_len : 0;
+    r.encrypt = o->encrypt;
+    r.identity = o->identity;
+    r.admit = o->admit;
+    r.payload_limit = o->payload_limit;
+    r.arg = o->arg;
     if (o->handshake_timeout_s > 0) r.handshake_timeout_s = o->handshake_timeout_s;
     if (o->io_timeout_s > 0) r.io_timeout_s = o->io_timeout_s;
+    if (o->idle_timeout_s > 0) r.idle_timeout_s = o->idle_timeout_s;
     if (o->max_connections > 0) r.max_connections = o->max_connections;
+    if (o->max_per_task > 0) r.max_per_task = o->max_per_task;
+    if (o->max_handshaking > 0) r.max_handshaking = o->max_handshaking;
     if (o->max_payload > 0) r.max_payload = o->max_payload;
+    if (o->max_buffered > 0) r.max_buffered = o->max_buffered;
     return r;
 }
 
@@ -77,13 +97,141 @@ static void derive_key(const void *secret, size_t len, uint8_t key[crypto_auth_K
     crypto_generichash(key, crypto_auth_KEYBYTES, secret, len, NULL, 0);
 }
 
-static void handshake_tag(const uint8_t key[crypto_auth_KEYBYTES], const uint8_t nonce[NONCE_BYTES],
-                          uint8_t tag[crypto_auth_BYTES])
+/* A handshake proof: HMAC-SHA512-256 under key of label || a || b || c. */
+static void proof(const uint8_t key[crypto_auth_KEYBYTES], const char *label, const uint8_t *a,
+                  size_t alen, const uint8_t *b, size_t blen, const uint8_t *c, size_t clen,
+                  uint8_t tag[crypto_auth_BYTES])
 {
-    uint8_t msg[NONCE_BYTES + sizeof CLIENT_CONTEXT];
-    memcpy(msg, nonce, NONCE_BYTES);
-    memcpy(msg + NONCE_BYTES, CLIENT_CONTEXT, sizeof CLIENT_CONTEXT);
-    crypto_auth(tag, msg, sizeof msg, key);
+    crypto_auth_hmacsha512256_state st;
+    crypto_auth_hmacsha512256_init(&st, key, crypto_auth_KEYBYTES);
+    crypto_auth_hmacsha512256_update(&st, (const uint8_t *)label, strlen(label) + 1);
+    crypto_auth_hmacsha512256_update(&st, a, alen);
+    crypto_auth_hmacsha512256_update(&st, b, blen);
+    crypto_auth_hmacsha512256_update(&st, c, clen);
+    crypto_auth_hmacsha512256_final(&st, tag);
+    sodium_memzero(&st, sizeof st);
+}
+
+/* After an authenticated handshake each direction of a connection has its own key, derived
+ * from the secret and both ends' nonces, and a frame counter. A frame's MAC is Poly1305 under a
+ * one-time key that ChaCha20 draws from the direction's key and the frame's number (the
+ * construction of RFC 8439's ChaCha20-Poly1305), over the header, meta and payload as sent;
+ * with encryption, meta and payload are first ChaCha20-encrypted under the same key and number
+ * (encrypt-then-MAC). The numbers make a replayed, dropped or reordered frame fail its MAC. The
+ * MAC is computed as the bytes pass (a payload is never held to be checked), and the frame is
+ * acted on only once its MAC is checked. */
+typedef struct frame_keys {
+    bool on;      /* frames carry MACs */
+    bool encrypt; /* and are encrypted */
+    uint8_t ksend[32], krecv[32];
+    uint64_t nsend, nrecv;
+    crypto_onetimeauth_state mac; /* of the frame being received */
+} frame_keys;
+
+static void link_keys(frame_keys *l, const uint8_t key[crypto_auth_KEYBYTES], const uint8_t sn[NONCE_BYTES],
+                      const uint8_t cn[NONCE_BYTES], bool client, bool encrypt)
+{
+    uint8_t both[2 * NONCE_BYTES];
+    memcpy(both, sn, NONCE_BYTES);
+    memcpy(both + NONCE_BYTES, cn, NONCE_BYTES);
+    uint8_t c2s[32], s2c[32];
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, key, crypto_auth_KEYBYTES, 32);
+    crypto_generichash_update(&st, (const uint8_t *)"rill c2s", 8);
+    crypto_generichash_update(&st, both, sizeof both);
+    crypto_generichash_final(&st, c2s, 32);
+    crypto_generichash_init(&st, key, crypto_auth_KEYBYTES, 32);
+    crypto_generichash_update(&st, (const uint8_t *)"rill s2c", 8);
+    crypto_generichash_update(&st, both, sizeof both);
+    crypto_generichash_final(&st, s2c, 32);
+    memcpy(l->ksend, client ? c2s : s2c, 32);
+    memcpy(l->krecv, client ? s2c : c2s, 32);
+    sodium_memzero(c2s, 32);
+    sodium_memzero(s2c, 32);
+    l->on = true;
+    l->encrypt = encrypt;
+    l->nsend = l->nrecv = 0;
+}
+
+static void frame_nonce(uint64_t n, uint32_t part, uint8_t out[crypto_stream_chacha20_ietf_NONCEBYTES])
+{
+    rill__put_u64(out, n);
+    rill__put_u32(out + 8, part);
+}
+
+/* Part 0 keys the MAC; parts 1 and 2 encrypt the meta and the payload. */
+static void mac_begin(crypto_onetimeauth_state *st, const uint8_t key[32], uint64_t n)
+{
+    uint8_t nonce[crypto_stream_chacha20_ietf_NONCEBYTES], otk[crypto_onetimeauth_KEYBYTES];
+    frame_nonce(n, 0, nonce);
+    crypto_stream_chacha20_ietf(otk, sizeof otk, nonce, key);
+    crypto_onetimeauth_init(st, otk);
+    sodium_memzero(otk, sizeof otk);
+}
+
+static void crypt_part(uint8_t *dst, const uint8_t *src, size_t len, const uint8_t key[32],
+                       uint64_t n, uint32_t part)
+{
+    uint8_t nonce[crypto_stream_chacha20_ietf_NONCEBYTES];
+    frame_nonce(n, part, nonce);
+    crypto_stream_chacha20_ietf_xor_ic(dst, src, len, nonce, 0, key);
+}
+
+/* The sending half of a frame with MAC (and encryption): encrypts meta into meta_out (may be
+ * meta) and the payload pieces into one buffer *bounce (rill__aligned_alloc'd; NULL when not
+ * encrypting or empty), and writes the tag. */
+static void seal_frame(frame_keys *l, const uint8_t header[RILL__WIRE_HEADER_SIZE], const void *meta,
+                       uint8_t *meta_out, uint32_t meta_len, const struct iovec *payload,
+                       int npayload, uint64_t payload_len, uint8_t **bounce,
+                       uint8_t tag[TAG_BYTES])
+{
+    crypto_onetimeauth_state st;
+    mac_begin(&st, l->ksend, l->nsend);
+    crypto_onetimeauth_update(&st, header, RILL__WIRE_HEADER_SIZE);
+    *bounce = NULL;
+    if (l->encrypt) {
+        if (meta_len) crypt_part(meta_out, meta, meta_len, l->ksend, l->nsend, 1);
+        crypto_onetimeauth_update(&st, meta_out, meta_len);
+        if (payload_len) {
+            uint8_t *b = rill__aligned_alloc(payload_len);
+            RILL_CHECK_ALLOC(b);
+            size_t off = 0;
+            for (int i = 0; i < npayload; i++) {
+                memcpy(b + off, payload[i].iov_base, payload[i].iov_len);
+                off += payload[i].iov_len;
+            }
+            crypt_part(b, b, payload_len, l->ksend, l->nsend, 2);
+            crypto_onetimeauth_update(&st, b, payload_len);
+            *bounce = b;
+        }
+    } else {
+        crypto_onetimeauth_update(&st, meta, meta_len);
+        for (int i = 0; i < npayload; i++)
+            crypto_onetimeauth_update(&st, payload[i].iov_base, payload[i].iov_len);
+    }
+    crypto_onetimeauth_final(&st, tag);
+    l->nsend++;
+}
+
+/* The receiving half: mac_begin(&l->mac, l->krecv, l->nrecv) and updates as bytes came, then
+ * this checks the tag and decrypts meta and payload in place. */
+static bool open_frame(frame_keys *l, const uint8_t tag[TAG_BYTES], uint8_t *meta, uint32_t meta_len,
+                       uint8_t *payload, uint64_t payload_len)
+{
+    uint8_t want[TAG_BYTES];
+    crypto_onetimeauth_final(&l->mac, want);
+    bool ok = sodium_memcmp(want, tag, TAG_BYTES) == 0;
+    if (ok && l->encrypt) {
+        if (meta_len) crypt_part(meta, meta, meta_len, l->krecv, l->nrecv, 1);
+        if (payload_len) crypt_part(payload, payload, payload_len, l->krecv, l->nrecv, 2);
+    }
+    l->nrecv++;
+    return ok;
+}
+
+static void link_wipe(frame_keys *l)
+{
+    sodium_memzero(l, sizeof *l);
 }
 
 /* Splits "host:port" or "[v6]:port" into its parts. */
@@ -160,6 +308,8 @@ typedef struct tcp_channel {
     int pending_type;    /* the request sent and not yet answered (rill__channel_send); 0: none */
     uint64_t max_payload;
     double armed_s; /* SO_RCVTIMEO/SO_SNDTIMEO now set; 0: none */
+    frame_keys lk;        /* MACs (and encryption) after an authenticated handshake */
+    uint8_t peer_run[16];
     uint8_t *meta;
     uint32_t meta_cap;
     size_t rpos, rlen;
@@ -296,7 +446,32 @@ static bool cl_read_head(tcp_channel *c, rill__frame_header *h, double t_end, do
         c->meta = m;
         c->meta_cap = h->meta_len;
     }
-    return cl_read(c, c->meta, h->meta_len, t_end, deadline_s, s);
+    if (!cl_read(c, c->meta, h->meta_len, t_end, deadline_s, s)) return false;
+    if (c->lk.on) {
+        mac_begin(&c->lk.mac, c->lk.krecv, c->lk.nrecv);
+        crypto_onetimeauth_update(&c->lk.mac, raw, sizeof raw);
+        crypto_onetimeauth_update(&c->lk.mac, c->meta, h->meta_len);
+    }
+    return true;
+}
+
+/* Ends a frame cl_read_head began, whose payload (if any) was read into payload: reads and checks
+ * its MAC and decrypts it, on an authenticated connection. */
+static bool cl_read_tail(tcp_channel *c, const rill__frame_header *h, void *payload,
+                         double t_end, double deadline_s, rill_status *s)
+{
+    if (!c->lk.on) return true;
+    uint8_t tag[TAG_BYTES];
+    if (h->payload_len) crypto_onetimeauth_update(&c->lk.mac, payload, h->payload_len);
+    if (!cl_read(c, tag, sizeof tag, t_end, deadline_s, s)) return false;
+    if (!open_frame(&c->lk, tag, c->meta, h->meta_len, payload, h->payload_len)) {
+        rill_status_set(s, RILL_DATA_LOSS,
+                        "a frame from peer %s failed its MAC check: the connection was tampered "
+                        "with, or the peer is not the task it proved to be",
+                        c->peer);
+        return false;
+    }
+    return true;
 }
 
 static void remote_error(tcp_channel *c, const rill__frame_header *h, bool in_handshake,
@@ -327,9 +502,9 @@ static bool write_frame(tcp_channel *c, int type, const void *meta, uint32_t met
                             .type = (uint8_t)type,
                             .request_id = ++c->next_id,
                             .meta_len = meta_len};
-    struct iovec small[18], *iov = small;
-    if (npayload + 2 > 18) {
-        iov = rill__malloc(sizeof *iov * (size_t)(npayload + 2));
+    struct iovec small[19], *iov = small;
+    if (npayload + 3 > 19) {
+        iov = rill__malloc(sizeof *iov * (size_t)(npayload + 3));
         RILL_CHECK_ALLOC(iov);
     }
     for (int i = 0; i < npayload; i++) {
@@ -340,7 +515,25 @@ static bool write_frame(tcp_channel *c, int type, const void *meta, uint32_t met
     rill__frame_header_encode(&h, raw);
     iov[0] = (struct iovec){raw, sizeof raw};
     iov[1] = (struct iovec){(void *)meta, meta_len};
-    bool ok = cl_write(c, iov, npayload + 2, t_end, deadline_s, s);
+    int n = npayload + 2;
+    uint8_t tag[TAG_BYTES], *sealed_meta = NULL, *bounce = NULL;
+    if (c->lk.on) {
+        if (c->lk.encrypt && meta_len) {
+            sealed_meta = rill__malloc(meta_len);
+            RILL_CHECK_ALLOC(sealed_meta);
+            iov[1].iov_base = sealed_meta;
+        }
+        seal_frame(&c->lk, raw, meta, sealed_meta, meta_len, payload, npayload, h.payload_len,
+                   &bounce, tag);
+        if (bounce) {
+            iov[2] = (struct iovec){bounce, (size_t)h.payload_len};
+            n = 3;
+        }
+        iov[n++] = (struct iovec){tag, sizeof tag};
+    }
+    bool ok = cl_write(c, iov, n, t_end, deadline_s, s);
+    if (bounce) rill__aligned_free(bounce, h.payload_len);
+    rill__free(sealed_meta);
     if (iov != small) rill__free(iov);
     if (!ok) c->broken = true;
     return ok;
@@ -424,6 +617,7 @@ static bool tcp_reply(tcp_channel *c, rill__reply *reply, double t_end, double d
         goto broken;
     }
     if (rh.type == RILL__MSG_ERROR) {
+        if (!cl_read_tail(c, &rh, NULL, t_end, deadline_s, s)) goto broken;
         remote_error(c, &rh, false, s);
         return false;
     }
@@ -431,7 +625,10 @@ static bool tcp_reply(tcp_channel *c, rill__reply *reply, double t_end, double d
     reply->meta = c->meta;
     reply->meta_len = rh.meta_len;
     reply->payload_len = rh.payload_len;
-    if (rh.payload_len == 0) return true;
+    if (rh.payload_len == 0) {
+        if (!cl_read_tail(c, &rh, NULL, t_end, deadline_s, s)) goto broken;
+        return true;
+    }
     if (reply->payload_dst && rh.payload_len <= reply->payload_cap) {
         reply->payload = reply->payload_dst;
     } else {
@@ -444,7 +641,8 @@ static bool tcp_reply(tcp_channel *c, rill__reply *reply, double t_end, double d
         }
         reply->payload_owned = true;
     }
-    if (!cl_read(c, reply->payload, rh.payload_len, t_end, deadline_s, s)) {
+    if (!cl_read(c, reply->payload, rh.payload_len, t_end, deadline_s, s) ||
+        !cl_read_tail(c, &rh, reply->payload, t_end, deadline_s, s)) {
         if (reply->payload_owned) rill__aligned_free(reply->payload, rh.payload_len);
         reply->payload = NULL;
         reply->payload_len = 0;
@@ -502,6 +700,7 @@ static void tcp_close(rill__channel *ch)
 {
     tcp_channel *c = (tcp_channel *)ch;
     if (c->fd >= 0) close(c->fd);
+    link_wipe(&c->lk);
     rill__free(c->meta);
     rill__free(c);
 }
@@ -511,6 +710,12 @@ static const rill__channel_vtable tcp_vtable = {tcp_call, tcp_close};
 const char *rill__channel_peer(const rill__channel *ch)
 {
     return ch && ch->vt == &tcp_vtable ? ((const tcp_channel *)ch)->peer : "";
+}
+
+const uint8_t *rill__channel_peer_run(const rill__channel *ch)
+{
+    static const uint8_t none[16];
+    return ch && ch->vt == &tcp_vtable ? ((const tcp_channel *)ch)->peer_run : none;
 }
 
 /* Non-blocking connect bounded by t_end; returns a connected blocking fd or -1 with s set. */
@@ -565,6 +770,25 @@ fail:
     return -1;
 }
 
+/* The handshake's HANDSHAKE meta: u32 version, u32 flags, the client's nonce, the cluster id, the
+ * run id, u16 length + the task name, then (with a secret) the client's proof over the server's
+ * nonce and everything before it. Returns its length. */
+static uint32_t hello_meta(const rill__tcp_options *o, const uint8_t cn[NONCE_BYTES],
+                           uint8_t out[HANDSHAKE_MAX_META])
+{
+    const rill__identity *id = &o->identity;
+    size_t tlen = strnlen(id->task, sizeof id->task - 1);
+    uint8_t *p = out;
+    rill__put_u32(p, RILL__WIRE_VERSION);
+    rill__put_u32(p + 4, o->encrypt ? HS_ENCRYPT : 0);
+    memcpy(p + 8, cn, NONCE_BYTES);
+    memcpy(p + 8 + NONCE_BYTES, id->cluster, 32);
+    memcpy(p + 40 + NONCE_BYTES, id->run, 16);
+    rill__put_u16(p + 56 + NONCE_BYTES, (uint16_t)tlen);
+    memcpy(p + 58 + NONCE_BYTES, id->task, tlen);
+    return (uint32_t)(58 + NONCE_BYTES + tlen);
+}
+
 static bool client_handshake(tcp_channel *c, const rill__tcp_options *o, double t_end,
                              double deadline_s, rill_status *s)
 {
@@ -581,19 +805,19 @@ static bool client_handshake(tcp_channel *c, const rill__tcp_options *o, double 
         return false;
     }
     uint32_t flags = rill__get_u32(c->meta);
-    if ((flags & 1) && !o->secret) {
+    uint8_t sn[NONCE_BYTES], cn[NONCE_BYTES];
+    memcpy(sn, c->meta + 4, NONCE_BYTES);
+    if ((flags & HS_SECRET) && !o->secret) {
         rill_status_set(s, RILL_UNAUTHENTICATED,
                         "peer %s requires a cluster secret and this task was given none", c->peer);
         return false;
     }
-    uint8_t meta[4 + crypto_auth_BYTES];
-    uint32_t mlen = 4;
-    rill__put_u32(meta, RILL__WIRE_VERSION);
+    randombytes_buf(cn, sizeof cn);
+    uint8_t meta[HANDSHAKE_MAX_META], key[crypto_auth_KEYBYTES];
+    uint32_t mlen = hello_meta(o, cn, meta);
     if (o->secret) {
-        uint8_t key[crypto_auth_KEYBYTES];
         derive_key(o->secret, o->secret_len, key);
-        handshake_tag(key, c->meta + 4, meta + 4);
-        sodium_memzero(key, sizeof key);
+        proof(key, "rill-client", sn, NONCE_BYTES, meta, mlen, NULL, 0, meta + mlen);
         mlen += crypto_auth_BYTES;
     }
     rill__frame_header out = {.version = RILL__WIRE_VERSION,
@@ -603,18 +827,40 @@ static bool client_handshake(tcp_channel *c, const rill__tcp_options *o, double 
     uint8_t raw[RILL__WIRE_HEADER_SIZE];
     rill__frame_header_encode(&out, raw);
     struct iovec iov[2] = {{raw, sizeof raw}, {meta, mlen}};
-    if (!cl_write(c, iov, 2, t_end, deadline_s, s)) return false;
-    if (!cl_read_head(c, &h, t_end, deadline_s, s)) return false;
-    if (h.type == RILL__MSG_ERROR) {
+    bool ok = cl_write(c, iov, 2, t_end, deadline_s, s) && cl_read_head(c, &h, t_end, deadline_s, s);
+    if (ok && h.type == RILL__MSG_ERROR) {
         remote_error(c, &h, true, s);
-        return false;
+        ok = false;
+    } else if (ok) {
+        /* HANDSHAKE_OK: u32 flags, the server's run id, then (with a secret) its proof over the
+         * client's nonce, the whole HANDSHAKE meta and everything before the proof. */
+        uint32_t want = 4 + 16 + (o->secret ? crypto_auth_BYTES : 0);
+        if (h.type != RILL__MSG_HANDSHAKE_OK || h.meta_len != want || h.payload_len != 0) {
+            rill_status_set(s, RILL_DATA_LOSS,
+                            "peer %s answered the handshake with a bad %s frame%s", c->peer,
+                            rill__msg_type_name(h.type),
+                            o->secret && h.type == RILL__MSG_HANDSHAKE_OK
+                                ? " (no proof that it knows the cluster secret)"
+                                : "");
+            ok = false;
+        }
     }
-    if (h.type != RILL__MSG_HANDSHAKE_OK || h.meta_len != 0 || h.payload_len != 0) {
-        rill_status_set(s, RILL_DATA_LOSS, "peer %s answered the handshake with a bad %s frame",
-                        c->peer, rill__msg_type_name(h.type));
-        return false;
+    if (ok && o->secret) {
+        uint8_t tag[crypto_auth_BYTES];
+        proof(key, "rill-server", cn, NONCE_BYTES, meta, mlen, c->meta, 20, tag);
+        if (sodium_memcmp(tag, c->meta + 20, sizeof tag) != 0) {
+            rill_status_set(s, RILL_UNAUTHENTICATED,
+                            "peer %s did not prove it knows the cluster secret: it is not a task "
+                            "of this cluster (an impostor on its address?)",
+                            c->peer);
+            ok = false;
+        } else {
+            link_keys(&c->lk, key, sn, cn, true, (rill__get_u32(c->meta) & HS_ENCRYPT) != 0);
+        }
     }
-    return true;
+    if (ok) memcpy(c->peer_run, c->meta + 4, 16);
+    if (o->secret) sodium_memzero(key, sizeof key);
+    return ok;
 }
 
 rill__channel *rill__tcp_connect(const char *address, const rill__tcp_options *opts,
@@ -639,6 +885,11 @@ rill__channel *rill__tcp_connect(const char *address, const rill__tcp_options *o
         fd = connect_one(ai, address, t_end, deadline_s, s);
     freeaddrinfo(res);
     if (fd < 0) return NULL;
+    if (o.encrypt && !o.secret) {
+        close(fd);
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "encryption needs a cluster secret");
+        return NULL;
+    }
     tcp_channel *c = rill__calloc(1, sizeof *c);
     RILL_CHECK_ALLOC(c);
     c->base.vt = &tcp_vtable;
@@ -656,15 +907,25 @@ rill__channel *rill__tcp_connect(const char *address, const rill__tcp_options *o
 /* ================================================================= TCP server === */
 
 enum { CONN_HANDSHAKE, CONN_READY };
-enum { STAGE_HEADER, STAGE_META, STAGE_PAYLOAD };
+/* STAGE_RESERVE: the meta is in, the payload's memory not yet had (max_buffered); STAGE_TAG:
+ * the frame's MAC. */
+enum { STAGE_HEADER, STAGE_META, STAGE_RESERVE, STAGE_PAYLOAD, STAGE_TAG };
 
 typedef struct conn {
     int fd;
     int state;
     int slot;
-    double deadline; /* 0: none */
+    double deadline;     /* 0: none */
+    const char *waiting; /* what the deadline is for: "handshake", "I/O", "idle" */
+    double born;
     char peer[64];
+    char task[128]; /* the client task its handshake named */
     uint8_t nonce[NONCE_BYTES];
+    frame_keys lk;
+    bool discard;      /* the payload is over the request's limit: read and dropped */
+    uint64_t reserved; /* payload bytes counted in the server's buffered */
+    uint8_t tag[TAG_BYTES];
+    size_t tag_got;
     /* reading */
     int stage;
     uint8_t hdr[RILL__WIRE_HEADER_SIZE];
@@ -680,8 +941,11 @@ typedef struct conn {
     uint8_t whdr[RILL__WIRE_HEADER_SIZE];
     uint8_t *wmeta;
     uint32_t wmeta_cap;
-    struct iovec wiov[MAX_RESP_IOV + 2];
+    struct iovec wiov[MAX_RESP_IOV + 3];
     int wiov_n, wiov_i;
+    uint8_t wtag[TAG_BYTES];
+    uint8_t *wbounce; /* the encrypted payload being written */
+    uint64_t wbounce_len;
     void (*wdone)(void *);
     void *wdone_arg;
     struct rill__tcp_deferred *pending; /* a deferred request in flight: read nothing more */
@@ -703,8 +967,12 @@ struct rill__tcp_server {
     int nconns;
     atomic_int open_conns;
     double next_deadline; /* 0: none */
-    long refused_full;    /* connections refused for max_connections since the last log line */
-    double next_full_log;
+    long refused; /* connections, handshakes and payloads refused since the last log line */
+    double next_refusal_log;
+    int nhandshaking;
+    uint64_t buffered; /* payload bytes reserved by frames being received */
+    int npaused;       /* connections waiting in STAGE_RESERVE */
+    double next_trim;
     char address[256];
     int done_fd;                   /* eventfd: deferred responses are ready */
     bool done_here;                /* one was finished on the server's thread (no eventfd) */
@@ -795,18 +1063,32 @@ void rill__tcp_response_set_error(rill__tcp_response *r, rill_code code, const c
     r->err = code == RILL_OK ? RILL_UNKNOWN : code;
 }
 
-static void srv_set_deadline(rill__tcp_server *srv, conn *c, double d)
+static void srv_set_deadline(rill__tcp_server *srv, conn *c, double d, const char *what)
 {
     c->deadline = d;
+    c->waiting = what;
     if (d > 0 && (srv->next_deadline == 0 || d < srv->next_deadline)) srv->next_deadline = d;
 }
+
+/* Between frames: the connection is closed if it sends none for idle_timeout_s. */
+static void srv_idle(rill__tcp_server *srv, conn *c)
+{
+    srv_set_deadline(srv, c, rill__now_seconds() + srv->opts.idle_timeout_s, "idle");
+}
+
+static void unreserve(rill__tcp_server *srv, conn *c);
 
 static void conn_free(rill__tcp_server *srv, conn *c)
 {
     if (c->pending) c->pending->c = NULL; /* its response will be dropped */
     close(c->fd);
     if (c->wdone) c->wdone(c->wdone_arg);
+    if (c->wbounce) rill__aligned_free(c->wbounce, c->wbounce_len);
     if (c->payload) rill__aligned_free(c->payload, c->h.payload_len);
+    if (c->state == CONN_HANDSHAKE) srv->nhandshaking--;
+    if (c->stage == STAGE_RESERVE) srv->npaused--;
+    unreserve(srv, c);
+    link_wipe(&c->lk);
     rill__free(c->meta);
     rill__free(c->wmeta);
     int last = --srv->nconns;
@@ -840,7 +1122,7 @@ static bool conn_flush(rill__tcp_server *srv, conn *c)
                 if (!c->writing) {
                     c->writing = true;
                     conn_interest(srv, c, EPOLLOUT);
-                    srv_set_deadline(srv, c, rill__now_seconds() + srv->opts.io_timeout_s);
+                    srv_set_deadline(srv, c, rill__now_seconds() + srv->opts.io_timeout_s, "I/O");
                 }
                 return true;
             }
@@ -859,9 +1141,13 @@ static bool conn_flush(rill__tcp_server *srv, conn *c)
         c->wdone = NULL;
         done(c->wdone_arg);
     }
+    if (c->wbounce) {
+        rill__aligned_free(c->wbounce, c->wbounce_len);
+        c->wbounce = NULL;
+    }
     if (c->writing) {
         c->writing = false;
-        c->deadline = 0;
+        srv_idle(srv, c);
         conn_interest(srv, c, EPOLLIN);
     }
     return true;
@@ -886,6 +1172,20 @@ static bool conn_send(rill__tcp_server *srv, conn *c, int type, uint64_t id, uin
     c->wiov_i = 0;
     c->wdone = done;
     c->wdone_arg = done_arg;
+    if (c->lk.on) {
+        uint8_t *bounce;
+        seal_frame(&c->lk, c->whdr, c->wmeta, c->wmeta, meta_len, iov, niov, h.payload_len,
+                   &bounce, c->wtag);
+        if (bounce) { /* the caller's buffers are no longer needed */
+            c->wbounce = bounce;
+            c->wbounce_len = h.payload_len;
+            c->wiov[2] = (struct iovec){bounce, (size_t)h.payload_len};
+            c->wiov_n = 3;
+            c->wdone = NULL;
+            if (done) done(done_arg);
+        }
+        c->wiov[c->wiov_n++] = (struct iovec){c->wtag, sizeof c->wtag};
+    }
     return conn_flush(srv, c);
 }
 
@@ -1032,7 +1332,8 @@ static bool serve_request(rill__tcp_server *srv, conn *c)
                              .meta_len = c->h.meta_len,
                              .payload = c->payload,
                              .payload_len = c->h.payload_len,
-                             .peer = c->peer};
+                             .peer = c->peer,
+                             .task = c->task};
     rill__tcp_response resp = {.c = c, .srv = srv, .request_id = req.request_id};
     c->payload = NULL; /* the request owns it now */
     srv->handler(srv->arg, &req, &resp);
@@ -1050,7 +1351,7 @@ static bool serve_request(rill__tcp_server *srv, conn *c)
          * which a hang-up also raises: see pending_event, no epoll_ctl per request). */
         if (resp.done) resp.done(resp.done_arg);
         rill__free(resp.errmsg);
-        c->deadline = 0;
+        srv_set_deadline(srv, c, 0, NULL);
         return true;
     }
     if (resp.err != RILL_OK) {
@@ -1063,29 +1364,106 @@ static bool serve_request(rill__tcp_server *srv, conn *c)
                      resp.done, resp.done_arg);
 }
 
+/* Logs a refusal (a connection, a handshake, a payload) at most once every 5 s, with the
+ * number refused since the last line: a flood cannot flood the log. */
+static void srv_refusal(rill__tcp_server *srv, const char *msg)
+{
+    srv->refused++;
+    double now = rill__now_seconds();
+    if (now >= srv->next_refusal_log) {
+        rill__log(RILL_LOG_WARNING, "server %s: %s (%ld refusals since the last line like this)",
+                  srv->address, msg, srv->refused);
+        srv->refused = 0;
+        srv->next_refusal_log = now + 5;
+    }
+}
+
+/* A refused handshake: told why, and logged. */
+static void refuse_handshake(rill__tcp_server *srv, conn *c, rill_code code, const char *msg)
+{
+    conn_send_error(srv, c, 0, code, msg);
+    char line[1200];
+    snprintf(line, sizeof line, "refused %s: %s", c->peer, msg);
+    srv_refusal(srv, line);
+}
+
+/* HANDSHAKE meta (hello_meta): checked, proved, admitted; then HANDSHAKE_OK, with the server's
+ * proof when there is a secret, and from then on every frame carries a MAC. */
 static bool serve_handshake(rill__tcp_server *srv, conn *c)
 {
-    if (c->h.meta_len < 4 || rill__get_u32(c->meta) != RILL__WIRE_VERSION) {
-        conn_send_error(srv, c, 0, RILL_FAILED_PRECONDITION,
-                        "wire protocol version mismatch in the handshake");
+    const uint8_t *m = c->meta;
+    uint32_t len = c->h.meta_len;
+    if (len < 4 || rill__get_u32(m) != RILL__WIRE_VERSION) {
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "wire protocol version mismatch in the handshake: this server speaks version %d",
+                 RILL__WIRE_VERSION);
+        refuse_handshake(srv, c, RILL_FAILED_PRECONDITION, msg);
+        return false;
+    }
+    uint32_t body = 58 + NONCE_BYTES, tlen = len >= body ? rill__get_u16(m + body - 2) : 0;
+    uint32_t want = body + tlen + (srv->secret_copy ? crypto_auth_BYTES : 0);
+    if (len < body || tlen >= sizeof c->task || len != want) {
+        if (srv->secret_copy && len == body + tlen) {
+            refuse_handshake(srv, c, RILL_UNAUTHENTICATED,
+                             "the client did not prove it knows the cluster secret");
+        } else {
+            refuse_handshake(srv, c, RILL_INVALID_ARGUMENT, "malformed handshake");
+        }
         return false;
     }
     if (srv->secret_copy) {
-        uint8_t msg[NONCE_BYTES + sizeof CLIENT_CONTEXT];
-        memcpy(msg, c->nonce, NONCE_BYTES);
-        memcpy(msg + NONCE_BYTES, CLIENT_CONTEXT, sizeof CLIENT_CONTEXT);
-        if (c->h.meta_len != 4 + crypto_auth_BYTES ||
-            crypto_auth_verify(c->meta + 4, msg, sizeof msg, srv->key) != 0) {
-            rill__log(RILL_LOG_WARNING, "server %s: refused %s: wrong or missing cluster secret",
-                      srv->address, c->peer);
-            conn_send_error(srv, c, 0, RILL_UNAUTHENTICATED,
-                            "the client did not prove it knows the cluster secret");
+        uint8_t tag[crypto_auth_BYTES];
+        proof(srv->key, "rill-client", c->nonce, NONCE_BYTES, m, body + tlen, NULL, 0, tag);
+        if (sodium_memcmp(tag, m + body + tlen, sizeof tag) != 0) {
+            refuse_handshake(srv, c, RILL_UNAUTHENTICATED,
+                             "the client did not prove it knows the cluster secret");
             return false;
         }
     }
+    rill__identity id = {0};
+    memcpy(id.cluster, m + 8 + NONCE_BYTES, 32);
+    memcpy(id.run, m + 40 + NONCE_BYTES, 16);
+    memcpy(id.task, m + body, tlen);
+    if (memchr(id.task, 0, tlen)) {
+        refuse_handshake(srv, c, RILL_INVALID_ARGUMENT, "malformed handshake");
+        return false;
+    }
+    uint8_t ok_meta[4 + 16 + crypto_auth_BYTES] = {0};
+    if (srv->opts.admit) {
+        rill_status *why = rill__scratch_status();
+        if (!srv->opts.admit(srv->opts.arg, &id, ok_meta + 4, why)) {
+            refuse_handshake(srv, c, rill_status_code(why), rill_status_message(why));
+            return false;
+        }
+    }
+    int held = 0;
+    for (int i = 0; i < srv->nconns && id.task[0]; i++)
+        held += srv->conns[i]->state == CONN_READY && strcmp(srv->conns[i]->task, id.task) == 0;
+    if (id.task[0] && held >= srv->opts.max_per_task) {
+        char msg[600];
+        snprintf(msg, sizeof msg,
+                 "task %s already holds %d connections to server %s (max_per_task %d)", id.task,
+                 held, srv->address, srv->opts.max_per_task);
+        refuse_handshake(srv, c, RILL_RESOURCE_EXHAUSTED, msg);
+        return false;
+    }
+    bool encrypt = srv->secret_copy && (srv->opts.encrypt || (rill__get_u32(m + 4) & HS_ENCRYPT));
+    rill__put_u32(ok_meta, encrypt ? HS_ENCRYPT : 0);
+    uint32_t ok_len = 20;
+    if (srv->secret_copy) {
+        proof(srv->key, "rill-server", m + 8, NONCE_BYTES, m, len, ok_meta, 20, ok_meta + 20);
+        ok_len += crypto_auth_BYTES;
+    }
+    memcpy(c->task, id.task, tlen + 1);
     c->state = CONN_READY;
-    c->deadline = 0;
-    return conn_send(srv, c, RILL__MSG_HANDSHAKE_OK, 0, 0, NULL, 0, NULL, NULL);
+    srv->nhandshaking--;
+    srv_idle(srv, c);
+    ensure_wmeta(c, ok_len);
+    memcpy(c->wmeta, ok_meta, ok_len);
+    bool sent = conn_send(srv, c, RILL__MSG_HANDSHAKE_OK, 0, ok_len, NULL, 0, NULL, NULL);
+    if (srv->secret_copy) link_keys(&c->lk, srv->key, c->nonce, m + 8, false, encrypt);
+    return sent;
 }
 
 /* Validates a complete header against the connection's state; false: drop the connection. */
@@ -1116,26 +1494,124 @@ static bool accept_header(rill__tcp_server *srv, conn *c)
         c->meta = m;
         c->meta_cap = c->h.meta_len;
     }
-    if (c->h.payload_len > 0) {
-        c->payload = c->h.payload_len <= SIZE_MAX ? rill__aligned_alloc(c->h.payload_len) : NULL;
-        if (!c->payload) {
-            rill__log(RILL_LOG_WARNING, "server %s: cannot allocate %llu bytes for %s's request",
-                      srv->address, (unsigned long long)c->h.payload_len, c->peer);
-            return false;
-        }
+    if (c->lk.on) {
+        mac_begin(&c->lk.mac, c->lk.krecv, c->lk.nrecv);
+        crypto_onetimeauth_update(&c->lk.mac, c->hdr, sizeof c->hdr);
     }
     return true;
+}
+
+static void unreserve(rill__tcp_server *srv, conn *c)
+{
+    srv->buffered -= c->reserved;
+    c->reserved = 0;
+}
+
+/* The meta is in: decides what becomes of the payload. Over the request's limit it is read and
+ * dropped (the request is answered with an error); otherwise its memory is taken, a big one
+ * only while the server's buffered bytes stay within max_buffered: else the connection waits
+ * in STAGE_RESERVE, unread. Allocation gives address space; memory is committed as the bytes
+ * land. False: drop the connection. */
+static bool reserve_payload(rill__tcp_server *srv, conn *c)
+{
+    uint64_t n = c->h.payload_len;
+    if (c->stage == STAGE_META) {
+        if (c->lk.on) crypto_onetimeauth_update(&c->lk.mac, c->meta, c->h.meta_len);
+        c->discard = false;
+        if (n > 0 && srv->opts.payload_limit && c->state == CONN_READY) {
+            /* The limit reads the meta: decrypt a copy to ask it. */
+            rill__tcp_request req = {.request_id = c->h.request_id,
+                                     .meta = c->meta,
+                                     .meta_len = c->h.meta_len,
+                                     .payload_len = n,
+                                     .peer = c->peer,
+                                     .task = c->task};
+            uint8_t *plain = NULL;
+            if (c->lk.encrypt && c->h.meta_len) {
+                plain = rill__malloc(c->h.meta_len);
+                RILL_CHECK_ALLOC(plain);
+                crypt_part(plain, c->meta, c->h.meta_len, c->lk.krecv, c->lk.nrecv, 1);
+                req.meta = plain;
+            }
+            c->discard = n > srv->opts.payload_limit(srv->opts.arg, &req);
+            rill__free(plain);
+        }
+        c->stage = STAGE_RESERVE;
+        srv->npaused++;
+    }
+    if (n > 0 && !c->discard) {
+        bool big = n >= BIG_PAYLOAD;
+        if (big && srv->buffered + n > srv->opts.max_buffered && srv->buffered > 0) {
+            conn_interest(srv, c, EPOLLRDHUP); /* read nothing; a hang-up still frees it */
+            return true;
+        }
+        c->payload = n <= SIZE_MAX ? rill__aligned_alloc(n) : NULL;
+        if (!c->payload) {
+            rill__log(RILL_LOG_WARNING, "server %s: cannot allocate %llu bytes for %s's request",
+                      srv->address, (unsigned long long)n, c->peer);
+            return false;
+        }
+        if (big) {
+            c->reserved = n;
+            srv->buffered += n;
+        }
+    }
+    if (c->stage == STAGE_RESERVE) srv->npaused--;
+    if (c->discard) {
+        char msg[400];
+        snprintf(msg, sizeof msg,
+                 "dropping a %llu-byte payload from %s (%s): more than that request may carry",
+                 (unsigned long long)n, c->peer, c->task[0] ? c->task : "no task");
+        srv_refusal(srv, msg);
+    }
+    c->stage = STAGE_PAYLOAD;
+    return true;
+}
+
+/* Frames waiting for memory look again (buffered went down). */
+static void resume_paused(rill__tcp_server *srv)
+{
+    for (int i = 0; i < srv->nconns && srv->npaused > 0; i++) {
+        conn *c = srv->conns[i];
+        if (c->stage != STAGE_RESERVE || c->pending || c->writing) continue;
+        if (srv->buffered + c->h.payload_len > srv->opts.max_buffered && srv->buffered > 0)
+            continue;
+        conn_interest(srv, c, EPOLLIN); /* the rest of the payload is unread: an event comes */
+    }
 }
 
 static bool frame_done(rill__tcp_server *srv, conn *c)
 {
     c->stage = STAGE_HEADER;
-    c->hdr_got = c->meta_got = 0;
+    c->hdr_got = c->meta_got = c->tag_got = 0;
     c->payload_got = 0;
+    if (c->lk.on && !open_frame(&c->lk, c->tag, c->meta, c->h.meta_len, c->payload,
+                                c->discard ? 0 : c->h.payload_len)) {
+        rill__log(RILL_LOG_WARNING,
+                  "server %s: closed %s (%s): a frame failed its MAC check (tampering, or not "
+                  "the task it proved to be)",
+                  srv->address, c->peer, c->task);
+        return false;
+    }
+    bool released = c->reserved > 0;
+    unreserve(srv, c);
+    if (released && srv->npaused) resume_paused(srv);
     if (c->state == CONN_HANDSHAKE) return serve_handshake(srv, c);
-    c->deadline = 0;
+    srv_idle(srv, c);
     if (c->h.type == RILL__MSG_HEARTBEAT)
         return conn_send(srv, c, RILL__MSG_HEARTBEAT_ACK, c->h.request_id, 0, NULL, 0, NULL, NULL);
+    if (c->discard) {
+        c->discard = false;
+        char what[64];
+        snprintf(what, sizeof what, "%s", c->h.type == RILL__MSG_PUSH ? "push" : "request");
+        if (c->h.type == RILL__MSG_PUSH) return true; /* logged when it was refused */
+        char msg[512];
+        snprintf(msg, sizeof msg,
+                 "server %s refused a %s with a %llu-byte payload: more than it accepts for "
+                 "that request (set by the tensors its graphs receive, and max_payload)",
+                 srv->address, what, (unsigned long long)c->h.payload_len);
+        return conn_send_error(srv, c, c->h.request_id, RILL_RESOURCE_EXHAUSTED, msg);
+    }
     return serve_request(srv, c);
 }
 
@@ -1147,6 +1623,13 @@ static size_t take(conn *c, void *dst, size_t n)
     return k;
 }
 
+/* Payload bytes that arrived: MAC'd as they pass; kept, or dropped for a discarded payload. */
+static void payload_bytes(conn *c, const uint8_t *p, size_t k)
+{
+    if (c->lk.on) crypto_onetimeauth_update(&c->lk.mac, p, k);
+    c->payload_got += k;
+}
+
 /* Reads and serves frames until the socket has no more bytes or a response is pending.
  * Returns false when the connection must close. */
 static bool conn_pump(rill__tcp_server *srv, conn *c)
@@ -1156,17 +1639,30 @@ static bool conn_pump(rill__tcp_server *srv, conn *c)
     bool drained = false;
     for (;;) {
         if (c->writing || c->pending) return true;
+        if (c->stage == STAGE_RESERVE) {
+            if (!reserve_payload(srv, c)) return false;
+            if (c->stage == STAGE_RESERVE) return true; /* still waiting for memory */
+            conn_interest(srv, c, EPOLLIN);
+        }
+        if (c->stage == STAGE_PAYLOAD && c->payload_got == c->h.payload_len) {
+            c->stage = STAGE_TAG;
+            if (!c->lk.on) {
+                if (!frame_done(srv, c)) return false;
+                continue;
+            }
+        }
         bool have = c->rpos < c->rlen;
         if (!have && drained) return true;
         if (!have) {
             /* A big payload bypasses the buffer. */
-            if (c->stage == STAGE_PAYLOAD && c->h.payload_len - c->payload_got >= RBUF_SIZE) {
+            if (c->stage == STAGE_PAYLOAD && !c->discard &&
+                c->h.payload_len - c->payload_got >= RBUF_SIZE) {
                 size_t want = (size_t)(c->h.payload_len - c->payload_got);
-                ssize_t k = recv(c->fd, c->payload + c->payload_got, want, MSG_DONTWAIT);
+                uint8_t *dst = c->payload + c->payload_got;
+                ssize_t k = recv(c->fd, dst, want, MSG_DONTWAIT);
                 if (k > 0) {
-                    c->payload_got += (uint64_t)k;
+                    payload_bytes(c, dst, (size_t)k);
                     drained = (size_t)k < want;
-                    if (c->payload_got == c->h.payload_len && !frame_done(srv, c)) return false;
                     continue;
                 }
                 if (k < 0 && errno == EINTR) continue;
@@ -1185,7 +1681,7 @@ static bool conn_pump(rill__tcp_server *srv, conn *c)
         switch (c->stage) {
         case STAGE_HEADER:
             if (c->hdr_got == 0 && c->state == CONN_READY)
-                srv_set_deadline(srv, c, rill__now_seconds() + srv->opts.io_timeout_s);
+                srv_set_deadline(srv, c, rill__now_seconds() + srv->opts.io_timeout_s, "I/O");
             c->hdr_got += take(c, c->hdr + c->hdr_got, sizeof c->hdr - c->hdr_got);
             if (c->hdr_got < sizeof c->hdr) break;
             if (!accept_header(srv, c)) return false;
@@ -1194,14 +1690,20 @@ static bool conn_pump(rill__tcp_server *srv, conn *c)
         case STAGE_META:
             c->meta_got += take(c, c->meta + c->meta_got, c->h.meta_len - c->meta_got);
             if (c->meta_got < c->h.meta_len) break;
-            c->stage = STAGE_PAYLOAD;
-            /* fall through */
-        case STAGE_PAYLOAD:
-            if (c->payload_got < c->h.payload_len)
-                c->payload_got += take(c, c->payload + c->payload_got,
-                                       (size_t)(c->h.payload_len - c->payload_got));
-            if (c->payload_got < c->h.payload_len) break;
-            if (!frame_done(srv, c)) return false;
+            if (!reserve_payload(srv, c)) return false;
+            break; /* the loop goes on from the payload (or waits for memory) */
+        case STAGE_PAYLOAD: {
+            size_t want = (size_t)(c->h.payload_len - c->payload_got);
+            size_t k = c->rlen - c->rpos < want ? c->rlen - c->rpos : want;
+            const uint8_t *src = c->rbuf + c->rpos;
+            if (!c->discard) memcpy(c->payload + c->payload_got, src, k);
+            c->rpos += k;
+            payload_bytes(c, c->discard ? src : c->payload + c->payload_got, k);
+            break;
+        }
+        case STAGE_TAG:
+            c->tag_got += take(c, c->tag + c->tag_got, sizeof c->tag - c->tag_got);
+            if (c->tag_got == sizeof c->tag && !frame_done(srv, c)) return false;
             break;
         }
     }
@@ -1227,14 +1729,7 @@ static void refuse_full(rill__tcp_server *srv, int fd, const struct sockaddr *sa
     ssize_t w = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
     (void)w;
     close(fd);
-    srv->refused_full++;
-    double now = rill__now_seconds();
-    if (now >= srv->next_full_log) {
-        rill__log(RILL_LOG_WARNING, "%s (%ld refused since the last line like this)", msg,
-                  srv->refused_full);
-        srv->refused_full = 0;
-        srv->next_full_log = now + 5;
-    }
+    srv_refusal(srv, msg + strlen(srv->address) + 8); /* past "server <address> " */
 }
 
 static void srv_accept(rill__tcp_server *srv)
@@ -1257,6 +1752,20 @@ static void srv_accept(rill__tcp_server *srv)
             }
             return;
         }
+        if (srv->nhandshaking >= srv->opts.max_handshaking) {
+            /* Connections that have not proved anything yet make room for a new one: the
+             * oldest goes, so a flood of them cannot keep a task of the cluster out. */
+            conn *oldest = NULL;
+            for (int i = 0; i < srv->nconns; i++)
+                if (srv->conns[i]->state == CONN_HANDSHAKE &&
+                    (!oldest || srv->conns[i]->born < oldest->born))
+                    oldest = srv->conns[i];
+            if (oldest) {
+                srv_refusal(srv, "closed the oldest connection still in its handshake "
+                                 "(max_handshaking) to take a new one");
+                conn_free(srv, oldest);
+            }
+        }
         if (srv->nconns >= srv->opts.max_connections) {
             refuse_full(srv, fd, (struct sockaddr *)&sa, len);
             continue;
@@ -1268,6 +1777,8 @@ static void srv_accept(rill__tcp_server *srv)
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         c->slot = srv->nconns++;
+        c->born = rill__now_seconds();
+        srv->nhandshaking++;
         srv->conns[c->slot] = c;
         atomic_fetch_add(&srv->open_conns, 1);
         struct epoll_event e = {.events = EPOLLIN, .data.ptr = c};
@@ -1275,10 +1786,11 @@ static void srv_accept(rill__tcp_server *srv)
             conn_free(srv, c);
             continue;
         }
-        srv_set_deadline(srv, c, rill__now_seconds() + srv->opts.handshake_timeout_s);
+        srv_set_deadline(srv, c, c->born + srv->opts.handshake_timeout_s, "handshake");
         randombytes_buf(c->nonce, NONCE_BYTES);
         ensure_wmeta(c, 4 + NONCE_BYTES);
-        rill__put_u32(c->wmeta, srv->secret_copy ? 1u : 0u);
+        rill__put_u32(c->wmeta, srv->secret_copy ? HS_SECRET | (srv->opts.encrypt ? HS_ENCRYPT : 0)
+                                                 : 0u);
         memcpy(c->wmeta + 4, c->nonce, NONCE_BYTES);
         if (!conn_send(srv, c, RILL__MSG_CHALLENGE, 0, 4 + NONCE_BYTES, NULL, 0, NULL, NULL))
             conn_free(srv, c);
@@ -1291,8 +1803,9 @@ static void srv_sweep(rill__tcp_server *srv, double now)
     for (int i = 0; i < srv->nconns;) {
         conn *c = srv->conns[i];
         if (c->deadline > 0 && c->deadline <= now) {
-            rill__log(RILL_LOG_DEBUG, "server %s: closed %s: %s deadline passed", srv->address,
-                      c->peer, c->state == CONN_HANDSHAKE ? "handshake" : "I/O");
+            rill__log(RILL_LOG_DEBUG, "server %s: closed %s (%s): %s deadline passed",
+                      srv->address, c->peer, c->task[0] ? c->task : "no task",
+                      c->waiting ? c->waiting : "I/O");
             conn_free(srv, c); /* moves the last connection into slot i */
             continue;
         }
@@ -1309,10 +1822,18 @@ static void *srv_main(void *arg)
     struct epoll_event ev[64];
     for (;;) {
         int ms = -1;
+        double t = rill__now_seconds();
         if (srv->next_deadline > 0) {
-            double left = srv->next_deadline - rill__now_seconds();
+            double left = srv->next_deadline - t;
             ms = left <= 0 ? 0 : (int)ceil(left * 1000);
         }
+        /* Every few seconds the block cache gives back what no step took again. */
+        if (t >= srv->next_trim) {
+            rill__aligned_release_idle(TRIM_IDLE_S);
+            srv->next_trim = t + TRIM_IDLE_S / 2;
+        }
+        int tms = (int)ceil((srv->next_trim - t) * 1000);
+        if (ms < 0 || tms < ms) ms = tms < 0 ? 0 : tms;
         int n = epoll_wait(srv->epfd, ev, 64, ms);
         if (n < 0 && errno != EINTR) break;
         /* Deferred answers go out after the batch: sending one may free its connection, whose
@@ -1336,6 +1857,10 @@ static void *srv_main(void *arg)
             bool ok = true;
             if (c->pending) {
                 pending_event(srv, c, ev[i].events);
+                continue;
+            }
+            if (c->stage == STAGE_RESERVE && (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+                conn_free(srv, c); /* hung up while waiting for memory */
                 continue;
             }
             if (c->writing) {
@@ -1393,6 +1918,13 @@ rill__tcp_server *rill__tcp_server_new(const char *address, const rill__tcp_opti
     rill__tcp_server *srv = rill__calloc(1, sizeof *srv);
     RILL_CHECK_ALLOC(srv);
     srv->opts = resolve_options(opts);
+    if (srv->opts.encrypt && !srv->opts.secret) {
+        close(fd);
+        rill__free(srv);
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Could not start server on %s: encryption needs a cluster secret", address);
+        return NULL;
+    }
     if (srv->opts.secret) {
         srv->secret_copy = rill__malloc(srv->opts.secret_len + 1);
         RILL_CHECK_ALLOC(srv->secret_copy);

@@ -32,15 +32,52 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+/* Who the client of a connection is, as its handshake says (and, with a secret, proves). */
+typedef struct rill__identity {
+    uint8_t cluster[32]; /* BLAKE2b-256 of the cluster spec; all zero: none */
+    uint8_t run[16];     /* the run (job) id the tasks share; all zero: not known yet */
+    char task[128];      /* "/job:worker/task:1"; "": none */
+} rill__identity;
+
+typedef struct rill__tcp_request rill__tcp_request;
+
+/* Server: whether the client of a handshake may connect. Fills run with the server's own run id
+ * (all zero when it has none); false refuses the client, with why's code and message sent to it
+ * and logged (rate-limited). Runs on the server's thread. */
+typedef bool (*rill__tcp_admit)(void *arg, const rill__identity *client, uint8_t run[16],
+                                rill_status *why);
+/* Server: the largest payload req (meta, meta_len and task set; payload not yet read) may carry.
+ * A bigger one is read and dropped, never stored, and answered with RESOURCE_EXHAUSTED. */
+typedef uint64_t (*rill__tcp_payload_limit)(void *arg, const rill__tcp_request *req);
+
 /* Options for both ends; zeroed fields take the defaults in brackets. */
 typedef struct rill__tcp_options {
     const void *secret;         /* shared cluster secret (borrowed), NULL: none [NULL] */
     size_t secret_len;          /* bytes of secret */
+    bool encrypt;               /* encrypt every frame after the handshake (needs a secret); a
+                                 * connection is encrypted when either end asks [false] */
+    rill__identity identity;    /* client: who it is, sent in the handshake [all zero] */
+    rill__tcp_admit admit;      /* server: who may connect [NULL: any client] */
+    rill__tcp_payload_limit payload_limit; /* server: per request [NULL: max_payload] */
+    void *arg;                  /* server: admit's and payload_limit's argument */
     double handshake_timeout_s; /* server: an accepted connection must authenticate within [2] */
     double io_timeout_s;        /* server: a started frame / pending response must finish [60] */
-    int max_connections;        /* server: more are closed at once [256] */
+    double idle_timeout_s;      /* server: a connection with no frame for this long, and none in
+                                 * flight, is closed [600] (clients drop pooled connections idle
+                                 * for RILL__TCP_POOL_IDLE_S first) */
+    int max_connections;        /* server: more are refused at once [256] */
+    int max_per_task;           /* server: connections one client task may hold [64] */
+    int max_handshaking;        /* server: connections still in their handshake; a new one
+                                 * past it closes the oldest [64] */
     uint64_t max_payload;       /* largest payload accepted [RILL__WIRE_DEFAULT_MAX_PAYLOAD] */
+    uint64_t max_buffered;      /* server: payload bytes of frames being received, over every
+                                 * connection; a frame past it waits (its connection is not
+                                 * read) until others are served [1 GiB] */
 } rill__tcp_options;
+
+/* Clients close pooled connections idle this long rather than use them: the server's idle
+ * deadline (idle_timeout_s) is longer, so a pooled connection is never one the server closed. */
+#define RILL__TCP_POOL_IDLE_S 300.0
 
 /* ---------------------------------------------------------------- channel interface --- */
 
@@ -119,20 +156,23 @@ rill__channel *rill__tcp_connect(const char *address, const rill__tcp_options *o
                                  double deadline_s, rill_status *s);
 /* The "host:port" a TCP channel talks to (borrowed); "" for other channels. */
 const char *rill__channel_peer(const rill__channel *ch);
+/* The run id the server named in its handshake (16 bytes, all zero when it has none). */
+const uint8_t *rill__channel_peer_run(const rill__channel *ch);
 
 /* ---------------------------------------------------------------- TCP server --- */
 
 /* One request as the handler sees it. meta is borrowed for the call. payload is the server's
  * buffer (rill__aligned_alloc'd, 64-byte aligned); a handler that keeps it sets req->payload to
  * NULL and later frees it with rill__aligned_free(payload, payload_len). */
-typedef struct rill__tcp_request {
+struct rill__tcp_request {
     uint64_t request_id;
     const uint8_t *meta;
     uint32_t meta_len;
     void *payload;
     uint64_t payload_len;
     const char *peer; /* "host:port" of the client, borrowed */
-} rill__tcp_request;
+    const char *task; /* the client task its handshake named ("" if none), borrowed */
+};
 
 typedef struct rill__tcp_response rill__tcp_response;
 

@@ -5,7 +5,7 @@
  *        0    4 magic "RILL"
  *        4    1 version (RILL__WIRE_VERSION)
  *        5    1 type (rill__msg_type)
- *        6    2 flags (reserved, must be 0 in version 1)
+ *        6    2 flags (reserved, must be 0)
  *        8    8 request id (echoed by the response)
  *       16    4 meta length   (<= RILL__WIRE_MAX_META)
  *       20    4 reserved, must be 0
@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define RILL__WIRE_MAGIC       "RILL"
-#define RILL__WIRE_VERSION     1
+#define RILL__WIRE_VERSION     2
 #define RILL__WIRE_HEADER_SIZE 32
 /* Meta is small by construction (descriptors, names, error text). */
 #define RILL__WIRE_MAX_META (1u << 20)

@@ -5,6 +5,8 @@
  * and random mutations. The reader must never crash and must fail with r.bad. */
 #include "distributed/rpc.h"
 
+#include "distributed/graph_codec.h"
+#include "distributed/master.h"
 #include "distributed/transport.h"
 #include "distributed/wire.h"
 #include "test.h"
@@ -456,16 +458,61 @@ static int free_port(void)
     return ntohs(a.sin_port);
 }
 
-/* A stranger that completed the (secret-less) handshake sends DEREGISTER and RUN for handles
- * 1..200 (they were sequential: both workers of a cluster died so): the registered graph is
- * none of them, and the cluster's session goes on. */
-static void test_handles_unguessable(void)
+/* Who task job:index of cluster c is on the wire (as its server would say). */
+static rill__identity identity_of(const rill_cluster_spec *c, const char *job, int index)
+{
+    rill__local_task t = {.cluster = (rill_cluster_spec *)c, .index = index};
+    snprintf(t.job, sizeof t.job, "%s", job);
+    pthread_mutex_init(&t.id_mu, NULL);
+    rill__local_task_identity_init(&t);
+    pthread_mutex_destroy(&t.id_mu);
+    return t.id;
+}
+
+static rill__channel *connect_as(const char *addr, const rill__identity *id, rill_status *s)
+{
+    rill__tcp_options o = {0};
+    if (id) o.identity = *id;
+    return rill__tcp_connect(addr, &o, 5, s);
+}
+
+/* A DEREGISTER (op 0) or RUN (op 1: of no fetch, or op 2: fetching "seven:0") of handle h; true
+ * when it was served, false with s set. */
+static bool use_handle(rill__channel *ch, int op, uint64_t h, rill_status *s)
+{
+    rill__mbuf q = {0};
+    rill__mbuf_u32(&q, op ? RILL__RPC_RUN : RILL__RPC_DEREGISTER);
+    rill__mbuf_u64(&q, h);
+    if (op) {
+        rill__mbuf_u64(&q, 1);
+        rill__mbuf_u64(&q, h);
+        rill__mbuf_u32(&q, 0);
+        rill__mbuf_u32(&q, op == 2);
+        if (op == 2) rill__mbuf_str(&q, "seven:0");
+        rill__mbuf_u32(&q, 0);
+    }
+    rill__reply rep = {0};
+    bool ok = rill__channel_call(ch, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, NULL, 0, &rep, 5, s);
+    if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+    rill__mbuf_free(&q);
+    return ok;
+}
+
+/* Row 1 of issue 13: a stranger that completed the (secret-less) handshake sent DEREGISTER for
+ * handles 1..200 (they were sequential) and both workers of a cluster died. Now a client that
+ * names no task of the cluster is refused at its handshake, whoever it says it is otherwise
+ * (another cluster, a task the cluster does not have, another run); a member guessing handles
+ * finds none; and a handle is usable only by the task that registered it, not another member
+ * that knows it. The cluster's session goes on throughout. */
+static void test_strangers_and_handles(void)
 {
     rill_status *s = rill_status_new();
-    char ps[32], wk[32];
+    char ps[32], wk[32], other[32];
     snprintf(ps, sizeof ps, "127.0.0.1:%d", free_port());
     snprintf(wk, sizeof wk, "127.0.0.1:%d", free_port());
+    snprintf(other, sizeof other, "127.0.0.1:%d", free_port());
     rill_cluster_spec *c = rill_cluster_spec_from_hosts(ps, wk, s);
+    rill_cluster_spec *c2 = rill_cluster_spec_from_hosts(ps, other, s);
     rill_server *sp = c ? rill_server_new(c, "ps", 0, NULL, s) : NULL;
     rill_server *sw = sp ? rill_server_new(c, "worker", 0, NULL, s) : NULL;
     rill_graph *g = rill_graph_new();
@@ -486,31 +533,78 @@ static void test_handles_unguessable(void)
         CHECK(rill_session_run(sess, NULL, NULL, 0, &up, &t, 1, NULL, 0, s) == RILL_OK)) {
         rill_tensor_free(t);
         t = NULL;
-        rill__channel *ch = rill__tcp_connect(ps, NULL, 5, s);
+        /* Strangers are refused before any request. */
+        CHECK(connect_as(ps, NULL, s) == NULL);
+        CHECK_EQ_INT(rill_status_code(s), RILL_PERMISSION_DENIED);
+        CHECK_STR_CONTAINS(rill_status_message(s), "only tasks of this cluster");
+        rill__identity foreign = identity_of(c2, "worker", 0);
+        CHECK(connect_as(ps, &foreign, s) == NULL);
+        CHECK_EQ_INT(rill_status_code(s), RILL_FAILED_PRECONDITION);
+        CHECK_STR_CONTAINS(rill_status_message(s), "is a task of another cluster");
+        rill__identity nosuch = identity_of(c, "worker", 0);
+        snprintf(nosuch.task, sizeof nosuch.task, "/job:worker/replica:0/task:7");
+        CHECK(connect_as(ps, &nosuch, s) == NULL);
+        CHECK_EQ_INT(rill_status_code(s), RILL_PERMISSION_DENIED);
+        CHECK_STR_CONTAINS(rill_status_message(s), "names no task of this cluster");
+        rill__identity rerun = identity_of(c, "worker", 0); /* a fresh random run */
+        CHECK(connect_as(ps, &rerun, s) == NULL);
+        CHECK_EQ_INT(rill_status_code(s), RILL_FAILED_PRECONDITION);
+        CHECK_STR_CONTAINS(rill_status_message(s), "belongs to another run of this cluster");
+
+        /* A member (the ps task itself, say) guessing handles finds none of them. */
+        rill__identity member = identity_of(c, "ps", 0);
+        rill__channel *ch = connect_as(ps, &member, s);
+        CHECK(ch != NULL);
         int refused = 0;
         for (uint64_t h = 1; ch && h <= 200; h++) {
             for (int op = 0; op < 2; op++) {
-                rill__mbuf q = {0};
-                rill__mbuf_u32(&q, op ? RILL__RPC_RUN : RILL__RPC_DEREGISTER);
-                rill__mbuf_u64(&q, h);
-                if (op) {
-                    rill__mbuf_u64(&q, 1);
-                    rill__mbuf_u64(&q, h);
-                    rill__mbuf_u32(&q, 0);
-                    rill__mbuf_u32(&q, 0);
-                    rill__mbuf_u32(&q, 0);
-                }
-                rill__reply rep = {0};
-                bool ok = rill__channel_call(ch, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, NULL, 0,
-                                             &rep, 5, s);
-                if (op && !ok && rill_status_code(s) == RILL_NOT_FOUND) refused++;
+                if (!use_handle(ch, op, h, s) && op && rill_status_code(s) == RILL_NOT_FOUND)
+                    refused++;
                 rill_status_clear(s);
-                if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
-                rill__mbuf_free(&q);
             }
         }
         rill__channel_close(ch);
         CHECK_EQ_INT(refused, 200); /* no guessed handle ran */
+
+        /* A graph registered by one member is not another's to run or drop, even by handle. */
+        rill_graph *g2 = rill_graph_new();
+        rill_const_float(g2, 7, "seven");
+        uint8_t *bytes = NULL;
+        size_t len = 0;
+        uint64_t handle = 0;
+        rill__channel *owner = connect_as(ps, &member, s);
+        rill__identity wid = identity_of(c, "ps", 0);
+        snprintf(wid.task, sizeof wid.task, "/job:worker/replica:0/task:0");
+        rill__channel *thief = connect_as(ps, &wid, s);
+        if (CHECK(owner && thief && rill__graph_encode(g2, &bytes, &len, s))) {
+            rill__mbuf q = {0};
+            rill__mbuf_u32(&q, RILL__RPC_REGISTER);
+            rill__mbuf_u64(&q, 42);
+            struct iovec iov = {bytes, len};
+            rill__reply rep = {0};
+            if (CHECK(rill__channel_call(owner, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, &iov, 1,
+                                         &rep, 5, s))) {
+                rill__mread r = {.p = rep.meta, .n = rep.meta_len};
+                handle = rill__mread_u64(&r);
+            }
+            rill__mbuf_free(&q);
+            CHECK(handle != 0);
+            CHECK(!use_handle(thief, 0, handle, s)); /* DEREGISTER: refused */
+            CHECK_EQ_INT(rill_status_code(s), RILL_NOT_FOUND);
+            CHECK(!use_handle(thief, 2, handle, s)); /* RUN: not found for it */
+            CHECK_EQ_INT(rill_status_code(s), RILL_NOT_FOUND);
+            rill_status_clear(s);
+            if (!CHECK(use_handle(owner, 2, handle, s))) /* still there for its owner */
+                fprintf(stderr, "  %s\n", rill_status_message(s));
+            CHECK(use_handle(owner, 0, handle, s));
+            CHECK(!use_handle(owner, 2, handle, s)); /* and gone once it dropped it */
+            CHECK_EQ_INT(rill_status_code(s), RILL_NOT_FOUND);
+        }
+        free(bytes);
+        rill__channel_close(owner);
+        rill__channel_close(thief);
+        rill_graph_free(g2);
+
         bool still = rill_session_run(sess, NULL, NULL, 0, &up, &t, 1, NULL, 0, s) == RILL_OK;
         if (!CHECK(still)) fprintf(stderr, "  %s\n", rill_status_message(s));
         else CHECK(*(float *)rill_tensor_data(t) == 3);
@@ -522,12 +616,13 @@ static void test_handles_unguessable(void)
     rill_server_free(sw);
     rill_server_free(sp);
     rill_cluster_spec_free(c);
+    rill_cluster_spec_free(c2);
     rill_status_free(s);
 }
 
 int main(void)
 {
-    test_handles_unguessable();
+    test_strangers_and_handles();
     test_string_roundtrips();
     test_mixed_roundtrip();
     test_string_too_big();

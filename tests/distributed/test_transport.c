@@ -140,11 +140,13 @@ static int raw_handshaked(int port)
 {
     int fd = raw_connect(port);
     if (fd < 0) return -1;
-    uint8_t ch[RILL__WIRE_HEADER_SIZE + 36], hs[RILL__WIRE_HEADER_SIZE + 4],
-        ok[RILL__WIRE_HEADER_SIZE];
-    rill__frame_header h = {.version = 1, .type = RILL__MSG_HANDSHAKE, .meta_len = 4};
+    /* HANDSHAKE meta: version, flags, the client's nonce, cluster and run ids, an empty task
+     * name; HANDSHAKE_OK's: flags and the server's run id. */
+    uint8_t ch[RILL__WIRE_HEADER_SIZE + 36], hs[RILL__WIRE_HEADER_SIZE + 90] = {0},
+        ok[RILL__WIRE_HEADER_SIZE + 20];
+    rill__frame_header h = {.version = RILL__WIRE_VERSION, .type = RILL__MSG_HANDSHAKE, .meta_len = 90};
     rill__frame_header_encode(&h, hs);
-    rill__put_u32(hs + RILL__WIRE_HEADER_SIZE, 1);
+    rill__put_u32(hs + RILL__WIRE_HEADER_SIZE, RILL__WIRE_VERSION);
     if (!recv_exact(fd, ch, sizeof ch) || send(fd, hs, sizeof hs, MSG_NOSIGNAL) != sizeof hs ||
         !recv_exact(fd, ok, sizeof ok) || ok[5] != RILL__MSG_HANDSHAKE_OK) {
         close(fd);
@@ -312,7 +314,7 @@ static void test_secret(void)
     int fd = raw_connect(rill__tcp_server_port(srv));
     if (CHECK(fd >= 0)) {
         uint8_t frame[RILL__WIRE_HEADER_SIZE];
-        rill__frame_header h = {.version = 1, .type = RILL__MSG_REQUEST, .request_id = 1};
+        rill__frame_header h = {.version = RILL__WIRE_VERSION, .type = RILL__MSG_REQUEST, .request_id = 1};
         rill__frame_header_encode(&h, frame);
         send(fd, frame, sizeof frame, MSG_NOSIGNAL);
         CHECK(wait_closed(fd));
@@ -339,7 +341,7 @@ static void test_hostile_bytes(void)
     rill__rng_seed(&rng, 777);
     uint8_t valid[RILL__WIRE_HEADER_SIZE + 8 + 16];
     rill__frame_header vh = {
-        .version = 1, .type = RILL__MSG_REQUEST, .request_id = 9, .meta_len = 8, .payload_len = 16};
+        .version = RILL__WIRE_VERSION, .type = RILL__MSG_REQUEST, .request_id = 9, .meta_len = 8, .payload_len = 16};
     rill__frame_header_encode(&vh, valid);
     memcpy(valid + RILL__WIRE_HEADER_SIZE, "metameta0123456789abcdef", 24);
     int served_ok = 0, rounds = 0, connected = 0;
@@ -356,7 +358,7 @@ static void test_hostile_bytes(void)
         } else if (kind == 1 || kind == 4) { /* random bytes */
             n = 1 + rill__rng_next(&rng) % sizeof buf;
             for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)rill__rng_next(&rng);
-            if (rill__rng_next(&rng) % 2) memcpy(buf, "RILL\x01", n < 5 ? n : 5);
+            if (rill__rng_next(&rng) % 2) memcpy(buf, "RILL\x02", n < 5 ? n : 5);
         } else if (kind == 2 || kind == 5) { /* a mutated valid frame, maybe truncated */
             memcpy(buf, valid, sizeof valid);
             int flips = 1 + (int)(rill__rng_next(&rng) % 3);
@@ -409,7 +411,7 @@ static void test_deadlines_close_silent_connections(void)
     /* half a header after the handshake: closed at the I/O deadline */
     fd = raw_handshaked(port);
     if (CHECK(fd >= 0)) {
-        send(fd, "RILL\x01", 5, MSG_NOSIGNAL);
+        send(fd, "RILL\x02", 5, MSG_NOSIGNAL);
         double t0 = now();
         CHECK(wait_closed(fd));
         CHECK(now() - t0 < 9);
@@ -779,7 +781,7 @@ static int raw_request(int port, const char *m)
     uint8_t frame[RILL__WIRE_HEADER_SIZE + 64];
     size_t ml = strlen(m);
     rill__frame_header h = {
-        .version = 1, .type = RILL__MSG_REQUEST, .request_id = 1, .meta_len = (uint32_t)ml};
+        .version = RILL__WIRE_VERSION, .type = RILL__MSG_REQUEST, .request_id = 1, .meta_len = (uint32_t)ml};
     rill__frame_header_encode(&h, frame);
     memcpy(frame + RILL__WIRE_HEADER_SIZE, m, ml);
     if (send(fd, frame, RILL__WIRE_HEADER_SIZE + ml, MSG_NOSIGNAL) !=

@@ -25,7 +25,7 @@ static void test_header_roundtrip(void)
     CHECK(memcmp(raw, "RILL", 4) == 0);
     CHECK_EQ_INT(raw[8], 0x08); /* little-endian request id */
     CHECK(rill__frame_header_decode(raw, UINT64_MAX, &d, s));
-    CHECK_EQ_INT(d.version, 1);
+    CHECK_EQ_INT(d.version, RILL__WIRE_VERSION);
     CHECK_EQ_INT(d.type, RILL__MSG_REQUEST);
     CHECK(d.request_id == h.request_id);
     CHECK_EQ_INT(d.meta_len, 40);
@@ -57,9 +57,9 @@ static void test_header_rejects(void)
     expect_reject(bad, UINT64_MAX, RILL_INVALID_ARGUMENT, "magic");
 
     memcpy(bad, raw, sizeof bad);
-    bad[4] = 2;
+    bad[4] = 3;
     expect_reject(bad, UINT64_MAX, RILL_FAILED_PRECONDITION,
-                  "peer speaks version 2, this build speaks version 1");
+                  "peer speaks version 3, this build speaks version 2");
 
     memcpy(bad, raw, sizeof bad);
     bad[5] = 0;
@@ -193,7 +193,7 @@ static void test_fuzz(void)
         uint64_t max = 1u << 20;
         if (rill__frame_header_decode(buf, max, &h, s)) {
             accepted++;
-            if (h.meta_len > RILL__WIRE_MAX_META || h.payload_len > max || h.version != 1 ||
+            if (h.meta_len > RILL__WIRE_MAX_META || h.payload_len > max || h.version != RILL__WIRE_VERSION ||
                 h.type < 1 || h.type > RILL__MSG_TYPE_MAX)
                 bad_accepts++;
         }
