@@ -835,13 +835,15 @@ static bool client_handshake(tcp_channel *c, const rill__tcp_options *o, double 
         /* HANDSHAKE_OK: u32 flags, the server's run id, then (with a secret) its proof over the
          * client's nonce, the whole HANDSHAKE meta and everything before the proof. */
         uint32_t want = 4 + 16 + (o->secret ? crypto_auth_BYTES : 0);
-        if (h.type != RILL__MSG_HANDSHAKE_OK || h.meta_len != want || h.payload_len != 0) {
-            rill_status_set(s, RILL_DATA_LOSS,
-                            "peer %s answered the handshake with a bad %s frame%s", c->peer,
-                            rill__msg_type_name(h.type),
-                            o->secret && h.type == RILL__MSG_HANDSHAKE_OK
-                                ? " (no proof that it knows the cluster secret)"
-                                : "");
+        if (o->secret && h.type == RILL__MSG_HANDSHAKE_OK && h.meta_len == 20) {
+            rill_status_set(s, RILL_UNAUTHENTICATED,
+                            "peer %s did not prove it knows the cluster secret: it is not a task "
+                            "of this cluster (an impostor on its address?)",
+                            c->peer);
+            ok = false;
+        } else if (h.type != RILL__MSG_HANDSHAKE_OK || h.meta_len != want || h.payload_len != 0) {
+            rill_status_set(s, RILL_DATA_LOSS, "peer %s answered the handshake with a bad %s frame",
+                            c->peer, rill__msg_type_name(h.type));
             ok = false;
         }
     }
@@ -971,6 +973,7 @@ struct rill__tcp_server {
     double next_refusal_log;
     int nhandshaking;
     uint64_t buffered; /* payload bytes reserved by frames being received */
+    atomic_uint_fast64_t buffered_seen; /* buffered, for other threads (tests) */
     int npaused;       /* connections waiting in STAGE_RESERVE */
     double next_trim;
     char address[256];
@@ -1402,7 +1405,9 @@ static bool serve_handshake(rill__tcp_server *srv, conn *c)
         return false;
     }
     uint32_t body = 58 + NONCE_BYTES, tlen = len >= body ? rill__get_u16(m + body - 2) : 0;
+    /* A client with a secret proves it even to a server without one (which ignores it). */
     uint32_t want = body + tlen + (srv->secret_copy ? crypto_auth_BYTES : 0);
+    if (!srv->secret_copy && len == want + crypto_auth_BYTES) want = len;
     if (len < body || tlen >= sizeof c->task || len != want) {
         if (srv->secret_copy && len == body + tlen) {
             refuse_handshake(srv, c, RILL_UNAUTHENTICATED,
@@ -1505,6 +1510,7 @@ static void unreserve(rill__tcp_server *srv, conn *c)
 {
     srv->buffered -= c->reserved;
     c->reserved = 0;
+    atomic_store(&srv->buffered_seen, srv->buffered);
 }
 
 /* The meta is in: decides what becomes of the payload. Over the request's limit it is read and
@@ -1554,6 +1560,7 @@ static bool reserve_payload(rill__tcp_server *srv, conn *c)
         if (big) {
             c->reserved = n;
             srv->buffered += n;
+            atomic_store(&srv->buffered_seen, srv->buffered);
         }
     }
     if (c->stage == STAGE_RESERVE) srv->npaused--;
@@ -1981,6 +1988,11 @@ int rill__tcp_server_port(const rill__tcp_server *srv)
 int rill__tcp_server_connections(rill__tcp_server *srv)
 {
     return atomic_load(&srv->open_conns);
+}
+
+uint64_t rill__tcp_server_buffered(rill__tcp_server *srv)
+{
+    return atomic_load(&srv->buffered_seen);
 }
 
 void rill__tcp_server_free(rill__tcp_server *srv)

@@ -218,6 +218,8 @@ rill__tcp_server *rill__tcp_server_new(const char *address, const rill__tcp_opti
 int rill__tcp_server_port(const rill__tcp_server *srv);
 /* Number of open connections (accepted, not yet closed). */
 int rill__tcp_server_connections(rill__tcp_server *srv);
+/* Payload bytes now reserved for frames being received (max_buffered counts these). */
+uint64_t rill__tcp_server_buffered(rill__tcp_server *srv);
 /* Stops the thread, closes every connection and the port, and frees; NULL is a no-op. */
 void rill__tcp_server_free(rill__tcp_server *srv);
 

@@ -14,6 +14,7 @@
 #include <rill/rill.h>
 
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -498,6 +499,55 @@ static bool use_handle(rill__channel *ch, int op, uint64_t h, rill_status *s)
     return ok;
 }
 
+static long rss_kb(void)
+{
+    long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f && fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = 0;
+    if (f) fclose(f);
+    return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static bool recv_all(int fd, void *p, size_t n)
+{
+    for (uint8_t *b = p; n;) {
+        ssize_t k = recv(fd, b, n, 0);
+        if (k <= 0) return false;
+        b += k, n -= (size_t)k;
+    }
+    return true;
+}
+
+/* A raw socket through the handshake as task `id` (no secret); -1 on failure. */
+static int raw_member(const char *addr, const rill__identity *id)
+{
+    int port = atoi(strchr(addr, ':') + 1);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    uint8_t ch[RILL__WIRE_HEADER_SIZE + 36], hs[RILL__WIRE_HEADER_SIZE + 90 + 128] = {0};
+    size_t tl = strlen(id->task);
+    rill__frame_header h = {.version = RILL__WIRE_VERSION, .type = RILL__MSG_HANDSHAKE,
+                            .meta_len = (uint32_t)(90 + tl)};
+    rill__frame_header_encode(&h, hs);
+    uint8_t *m = hs + RILL__WIRE_HEADER_SIZE;
+    rill__put_u32(m, RILL__WIRE_VERSION);
+    memcpy(m + 40, id->cluster, 32);
+    memcpy(m + 72, id->run, 16);
+    rill__put_u16(m + 88, (uint16_t)tl);
+    memcpy(m + 90, id->task, tl);
+    uint8_t ok[RILL__WIRE_HEADER_SIZE + 20];
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || !recv_all(fd, ch, sizeof ch) ||
+        send(fd, hs, RILL__WIRE_HEADER_SIZE + 90 + tl, MSG_NOSIGNAL) < 0 ||
+        !recv_all(fd, ok, sizeof ok) || ok[5] != RILL__MSG_HANDSHAKE_OK) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 /* Row 1 of issue 13: a stranger that completed the (secret-less) handshake sent DEREGISTER for
  * handles 1..200 (they were sequential) and both workers of a cluster died. Now a client that
  * names no task of the cluster is refused at its handshake, whoever it says it is otherwise
@@ -604,6 +654,43 @@ static void test_strangers_and_handles(void)
         rill__channel_close(owner);
         rill__channel_close(thief);
         rill_graph_free(g2);
+
+        /* Row 4: a peer announced 16 frames of 4 GiB (68 GB of address space reserved), and
+         * 256 MiB it sent stayed in RSS. Now a frame past max_payload (1 GiB) closes the
+         * connection at its header, and a TENSOR push past what the graphs receive (a scalar
+         * here) is read and dropped, never stored. */
+        long rss0 = rss_kb();
+        for (int i = 0; i < 16; i++) {
+            int fd = raw_member(ps, &member);
+            uint8_t f[RILL__WIRE_HEADER_SIZE + 4] = {0};
+            rill__frame_header h = {.version = RILL__WIRE_VERSION, .type = RILL__MSG_PUSH,
+                                    .meta_len = 4, .payload_len = UINT64_C(4) << 30};
+            rill__frame_header_encode(&h, f);
+            rill__put_u32(f + RILL__WIRE_HEADER_SIZE, RILL__RPC_TENSOR);
+            char b;
+            CHECK(fd >= 0 && send(fd, f, sizeof f, MSG_NOSIGNAL) == (ssize_t)sizeof f &&
+                  recv(fd, &b, 1, 0) <= 0); /* closed */
+            if (fd >= 0) close(fd);
+        }
+        int fd = raw_member(ps, &member);
+        uint8_t f[RILL__WIRE_HEADER_SIZE + 4] = {0};
+        uint64_t big = UINT64_C(256) << 20;
+        rill__frame_header h = {.version = RILL__WIRE_VERSION, .type = RILL__MSG_REQUEST,
+                                .meta_len = 4, .payload_len = big};
+        rill__frame_header_encode(&h, f);
+        rill__put_u32(f + RILL__WIRE_HEADER_SIZE, RILL__RPC_TENSOR);
+        uint8_t *junk = calloc(1, 1 << 20);
+        bool sent = fd >= 0 && send(fd, f, sizeof f, MSG_NOSIGNAL) == (ssize_t)sizeof f;
+        for (uint64_t k = 0; sent && k < big; k += 1 << 20)
+            sent = send(fd, junk, 1 << 20, MSG_NOSIGNAL) == 1 << 20;
+        free(junk);
+        uint8_t eh[RILL__WIRE_HEADER_SIZE];
+        rill__frame_header reply;
+        CHECK(sent && recv_all(fd, eh, sizeof eh) &&
+              rill__frame_header_decode(eh, 1 << 20, &reply, s) && reply.type == RILL__MSG_ERROR);
+        if (fd >= 0) close(fd);
+        long grew = rss_kb() - rss0;
+        if (!CHECK(grew < 64 * 1024)) fprintf(stderr, "  RSS grew by %ld KiB\n", grew);
 
         bool still = rill_session_run(sess, NULL, NULL, 0, &up, &t, 1, NULL, 0, s) == RILL_OK;
         if (!CHECK(still)) fprintf(stderr, "  %s\n", rill_status_message(s));

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -37,9 +38,12 @@ static void release_held(void *arg)
     free(h);
 }
 
+static atomic_int served; /* requests the echo handler saw */
+
 static void echo_handler(void *arg, rill__tcp_request *req, rill__tcp_response *resp)
 {
     (void)arg;
+    atomic_fetch_add(&served, 1);
     if (req->meta_len == 5 && memcmp(req->meta, "error", 5) == 0) {
         rill__tcp_response_set_error(resp, RILL_NOT_FOUND, "no variable named 'w' on this task");
         return;
@@ -1243,6 +1247,296 @@ out:
     dctx_free(x);
 }
 
+
+/* --- trust: issue 13 ------------------------------------------------------------------------ */
+
+/* A TCP proxy between a client and a server that records what the client sends and can flip
+ * one byte of it (at offset flip_at, counted from the client's first byte; -1: none). */
+typedef struct proxy {
+    int listen_fd, port, target_port;
+    long flip_at;
+    uint8_t *rec; /* the client's bytes, as sent (before any flip) */
+    size_t nrec, cap;
+    pthread_t th;
+} proxy;
+
+static void *proxy_main(void *arg)
+{
+    proxy *p = arg;
+    int c = accept(p->listen_fd, NULL, NULL);
+    int s = c >= 0 ? raw_connect(p->target_port) : -1;
+    long off = 0;
+    while (c >= 0 && s >= 0) {
+        struct pollfd f[2] = {{.fd = c, .events = POLLIN}, {.fd = s, .events = POLLIN}};
+        if (poll(f, 2, 10000) <= 0) break;
+        uint8_t buf[65536];
+        if (f[0].revents) {
+            ssize_t k = recv(c, buf, sizeof buf, 0);
+            if (k <= 0) break;
+            if (p->nrec + (size_t)k <= p->cap) memcpy(p->rec + p->nrec, buf, (size_t)k);
+            p->nrec += (size_t)k;
+            if (p->flip_at >= off && p->flip_at < off + k) buf[p->flip_at - off] ^= 0x10;
+            off += k;
+            if (send(s, buf, (size_t)k, MSG_NOSIGNAL) != k) break;
+        }
+        if (f[1].revents) {
+            ssize_t k = recv(s, buf, sizeof buf, 0);
+            if (k <= 0) break;
+            if (send(c, buf, (size_t)k, MSG_NOSIGNAL) != k) break;
+        }
+    }
+    if (c >= 0) close(c);
+    if (s >= 0) close(s);
+    return NULL;
+}
+
+static bool proxy_start(proxy *p, int target_port, long flip_at)
+{
+    memset(p, 0, sizeof *p);
+    p->target_port = target_port;
+    p->flip_at = flip_at;
+    p->cap = 1 << 20;
+    p->rec = malloc(p->cap);
+    p->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (bind(p->listen_fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(p->listen_fd, 4) != 0 ||
+        getsockname(p->listen_fd, (struct sockaddr *)&a, &len) != 0)
+        return false;
+    p->port = ntohs(a.sin_port);
+    return pthread_create(&p->th, NULL, proxy_main, p) == 0;
+}
+
+static void proxy_stop(proxy *p)
+{
+    shutdown(p->listen_fd, SHUT_RDWR);
+    close(p->listen_fd);
+    pthread_join(p->th, NULL);
+    free(p->rec);
+}
+
+static bool contains(const uint8_t *hay, size_t n, const char *needle)
+{
+    size_t k = strlen(needle);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(hay + i, needle, k) == 0) return true;
+    return false;
+}
+
+/* Both ends prove the secret: a member refuses an impostor server (one without the secret, or
+ * with another) on its peer's address before it sends any request. */
+static void test_server_proves_itself(void)
+{
+    char addr[64];
+    rill__tcp_options member = {.secret = "correct horse battery staple", .secret_len = 28};
+    rill__tcp_options impostor = {0};
+    rill__tcp_server *srv = start_server(&impostor, addr, sizeof addr);
+    if (!srv) return;
+    rill_status *s = rill_status_new();
+    int before = atomic_load(&served);
+    CHECK(rill__tcp_connect(addr, &member, 10, s) == NULL);
+    CHECK_EQ_INT(rill_status_code(s), RILL_UNAUTHENTICATED);
+    CHECK_STR_CONTAINS(rill_status_message(s), "did not prove it knows the cluster secret");
+    CHECK_STR_CONTAINS(rill_status_message(s), addr);
+    rill__tcp_server_free(srv);
+    rill__tcp_options other = {.secret = "another secret of many characters", .secret_len = 33};
+    srv = start_server(&other, addr, sizeof addr);
+    if (srv) {
+        CHECK(rill__tcp_connect(addr, &member, 10, s) == NULL);
+        CHECK_EQ_INT(rill_status_code(s), RILL_UNAUTHENTICATED);
+    }
+    CHECK_EQ_INT(atomic_load(&served), before); /* nothing was asked of either */
+    rill__tcp_server_free(srv);
+    rill_status_free(s);
+}
+
+/* A recorded handshake (and the requests after it) replayed on a new connection is refused
+ * before anything is served: the server's nonce differs each time. */
+static void test_replayed_handshake(void)
+{
+    char addr[64];
+    rill__tcp_options o = {.secret = "correct horse battery staple", .secret_len = 28};
+    rill__tcp_server *srv = start_server(&o, addr, sizeof addr);
+    if (!srv) return;
+    proxy p;
+    rill_status *s = rill_status_new();
+    if (CHECK(proxy_start(&p, rill__tcp_server_port(srv), -1))) {
+        char via[64];
+        snprintf(via, sizeof via, "127.0.0.1:%d", p.port);
+        rill__channel *ch = rill__tcp_connect(via, &o, 10, s);
+        if (CHECK(ch != NULL)) CHECK(echo_ok(ch, "recorded request"));
+        rill__channel_close(ch);
+        proxy_stop(&p);
+        int before = atomic_load(&served);
+        int fd = raw_connect(rill__tcp_server_port(srv));
+        uint8_t challenge[RILL__WIRE_HEADER_SIZE + 36];
+        if (CHECK(fd >= 0) && CHECK(recv_exact(fd, challenge, sizeof challenge))) {
+            send(fd, p.rec, p.nrec, MSG_NOSIGNAL);
+            uint8_t h[RILL__WIRE_HEADER_SIZE];
+            rill__frame_header fh;
+            CHECK(recv_exact(fd, h, sizeof h) && rill__frame_header_decode(h, 1 << 20, &fh, s) &&
+                  fh.type == RILL__MSG_ERROR);
+            CHECK(wait_closed(fd));
+        }
+        if (fd >= 0) close(fd);
+        CHECK_EQ_INT(atomic_load(&served), before);
+    }
+    rill_status_free(s);
+    rill__tcp_server_free(srv);
+}
+
+/* After the handshake every frame carries a MAC: a byte changed in flight (a hijacked
+ * connection) closes the connection, and the request is not served. With encryption the bytes
+ * on the wire do not show the meta, and round trips small and large still work. */
+static void test_frames_authenticated(void)
+{
+    char addr[64];
+    for (int enc = 0; enc < 2; enc++) {
+        rill__tcp_options o = {.secret = "correct horse battery staple", .secret_len = 28,
+                               .encrypt = enc == 1};
+        rill__tcp_server *srv = start_server(&o, addr, sizeof addr);
+        if (!srv) return;
+        rill_status *s = rill_status_new();
+        /* The client's handshake: header, 90 bytes of meta, its 32-byte proof. */
+        long hs = RILL__WIRE_HEADER_SIZE + 90 + 32;
+        proxy p;
+        if (CHECK(proxy_start(&p, rill__tcp_server_port(srv), hs + RILL__WIRE_HEADER_SIZE + 3))) {
+            char via[64];
+            snprintf(via, sizeof via, "127.0.0.1:%d", p.port);
+            int before = atomic_load(&served);
+            rill__channel *ch = rill__tcp_connect(via, &o, 10, s);
+            if (CHECK(ch != NULL)) {
+                rill__reply r = {0};
+                CHECK(!rill__channel_call(ch, RILL__MSG_REQUEST, "tampered", 8, NULL, 0, &r, 10, s));
+                CHECK_EQ_INT(rill_status_code(s), RILL_UNAVAILABLE); /* the server hung up */
+            }
+            rill__channel_close(ch);
+            proxy_stop(&p);
+            CHECK_EQ_INT(atomic_load(&served), before);
+        }
+        /* Untampered: served; the meta is visible on the wire only without encryption. */
+        if (CHECK(proxy_start(&p, rill__tcp_server_port(srv), -1))) {
+            char via[64];
+            snprintf(via, sizeof via, "127.0.0.1:%d", p.port);
+            rill__channel *ch = rill__tcp_connect(via, &o, 10, s);
+            if (CHECK(ch != NULL)) {
+                CHECK(echo_ok(ch, "a secret-looking meta"));
+                size_t n = 3 * MIB + 5;
+                uint8_t *big = malloc(n);
+                for (size_t i = 0; i < n; i++) big[i] = (uint8_t)(i * 7 + 1);
+                struct iovec iov = {big, n};
+                rill__reply r = {0};
+                CHECK(rill__channel_call(ch, RILL__MSG_REQUEST, "big", 3, &iov, 1, &r, 20, s));
+                CHECK(r.payload_len == n && memcmp(r.payload, big, n) == 0);
+                if (r.payload_owned) rill__aligned_free(r.payload, r.payload_len);
+                free(big);
+            }
+            rill__channel_close(ch);
+            proxy_stop(&p);
+            CHECK(contains(p.rec, p.nrec < p.cap ? p.nrec : p.cap, "a secret-looking meta") == !enc);
+        }
+        rill_status_free(s);
+        rill__tcp_server_free(srv);
+    }
+}
+
+/* Bounded resources per peer: connections idle past idle_timeout_s are closed; one client task
+ * holds at most max_per_task connections; connections that never finish their handshake cannot
+ * keep a real client out (the oldest makes room). */
+static void test_bounded_connections(void)
+{
+    char addr[64];
+    rill__tcp_options o = {.idle_timeout_s = 0.5, .max_per_task = 3, .max_handshaking = 4,
+                           .handshake_timeout_s = 30};
+    rill__tcp_server *srv = start_server(&o, addr, sizeof addr);
+    if (!srv) return;
+    rill_status *s = rill_status_new();
+    rill__tcp_options me = {0};
+    snprintf(me.identity.task, sizeof me.identity.task, "/job:worker/replica:0/task:1");
+    rill__channel *ch[4];
+    for (int i = 0; i < 3; i++) CHECK((ch[i] = rill__tcp_connect(addr, &me, 10, s)) != NULL);
+    ch[3] = rill__tcp_connect(addr, &me, 10, s);
+    CHECK(ch[3] == NULL);
+    CHECK_EQ_INT(rill_status_code(s), RILL_RESOURCE_EXHAUSTED);
+    CHECK_STR_CONTAINS(rill_status_message(s), "already holds 3 connections");
+    /* Idle past the deadline: closed by the server (a pool never uses such a one). */
+    double t0 = now();
+    while (rill__tcp_server_connections(srv) > 0 && now() - t0 < 20) usleep(20000);
+    CHECK_EQ_INT(rill__tcp_server_connections(srv), 0);
+    for (int i = 0; i < 3; i++) rill__channel_close(ch[i]);
+    /* Ten silent connections mid-handshake; a client still gets in, again and again. */
+    int fds[10];
+    for (int i = 0; i < 10; i++) fds[i] = raw_connect(rill__tcp_server_port(srv));
+    for (int k = 0; k < 3; k++) {
+        rill__channel *c = rill__tcp_connect(addr, &me, 10, s);
+        if (CHECK(c != NULL)) CHECK(echo_ok(c, "in despite the silent ones"));
+        rill__channel_close(c);
+    }
+    for (int i = 0; i < 10; i++)
+        if (fds[i] >= 0) close(fds[i]);
+    rill_status_free(s);
+    rill__tcp_server_free(srv);
+}
+
+static uint64_t limit_1k(void *arg, const rill__tcp_request *req)
+{
+    (void)arg;
+    return req->meta_len == 5 && memcmp(req->meta, "large", 5) == 0 ? UINT64_MAX : 1024;
+}
+
+/* Payloads: one over the request's limit is read and dropped, never stored or served, and
+ * answered with an error that says so (the connection goes on); frames announced and not sent
+ * reserve at most max_buffered between them: the next waits, unread, until one is done. */
+static void test_bounded_payloads(void)
+{
+    char addr[64];
+    rill__tcp_options o = {.payload_limit = limit_1k, .max_buffered = 48 * MIB,
+                           .io_timeout_s = 30};
+    rill__tcp_server *srv = start_server(&o, addr, sizeof addr);
+    if (!srv) return;
+    rill_status *s = rill_status_new();
+    rill__channel *ch = rill__tcp_connect(addr, NULL, 10, s);
+    if (CHECK(ch != NULL)) {
+        int before = atomic_load(&served);
+        size_t n = 2 * MIB;
+        uint8_t *big = calloc(1, n);
+        struct iovec iov = {big, n};
+        rill__reply r = {0};
+        CHECK(!rill__channel_call(ch, RILL__MSG_REQUEST, "small", 5, &iov, 1, &r, 20, s));
+        CHECK_EQ_INT(rill_status_code(s), RILL_RESOURCE_EXHAUSTED);
+        CHECK_STR_CONTAINS(rill_status_message(s), "2097152-byte payload");
+        CHECK_EQ_INT(atomic_load(&served), before);
+        CHECK(echo_ok(ch, "the connection goes on"));
+        free(big);
+    }
+    /* Two raw clients announce 40 MiB each and send a little: only one is given memory. */
+    int fd[2];
+    for (int i = 0; i < 2; i++) {
+        fd[i] = raw_handshaked(rill__tcp_server_port(srv));
+        uint8_t f[RILL__WIRE_HEADER_SIZE + 5 + 4096] = {0};
+        rill__frame_header h = {.version = RILL__WIRE_VERSION, .type = RILL__MSG_REQUEST,
+                                .request_id = 1, .meta_len = 5, .payload_len = 40 * MIB};
+        rill__frame_header_encode(&h, f);
+        memcpy(f + RILL__WIRE_HEADER_SIZE, "large", 5);
+        CHECK(fd[i] >= 0 && send(fd[i], f, sizeof f, MSG_NOSIGNAL) == (ssize_t)sizeof f);
+    }
+    double t0 = now();
+    while (rill__tcp_server_buffered(srv) == 0 && now() - t0 < 10) usleep(5000);
+    usleep(100000);
+    CHECK(rill__tcp_server_buffered(srv) == 40 * MIB); /* not 80 */
+    close(fd[0]);
+    t0 = now();
+    while (rill__tcp_server_buffered(srv) != 0 && now() - t0 < 10) usleep(5000);
+    close(fd[1]);
+    t0 = now();
+    while (rill__tcp_server_buffered(srv) != 0 && now() - t0 < 10) usleep(5000);
+    CHECK(rill__tcp_server_buffered(srv) == 0);
+    if (ch) CHECK(echo_ok(ch, "still served"));
+    rill__channel_close(ch);
+    rill_status_free(s);
+    rill__tcp_server_free(srv);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -1264,5 +1558,10 @@ int main(void)
     test_deferred_many();
     test_deferred_then_server_free();
     test_deferred_finish_races_hangup();
+    test_server_proves_itself();
+    test_replayed_handshake();
+    test_frames_authenticated();
+    test_bounded_connections();
+    test_bounded_payloads();
     TEST_MAIN_END();
 }
