@@ -3,7 +3,9 @@
  *   - round-trip latency of a small request (8-byte meta) through a rill channel and server,
  *     vs a blocking 8-byte ping-pong between two plain sockets;
  *   - bandwidth of 64 MiB payloads: rill push (request payload), pull (response payload into
- *     the caller's buffer) and push+pull, vs a raw 64 MiB write/read with a 1-byte ack.
+ *     the caller's buffer) and push+pull, vs a raw 64 MiB write/read with a 1-byte ack;
+ *   - each for plain frames, authenticated frames (a cluster secret: a Poly1305 MAC per frame)
+ *     and encrypted ones (ChaCha20 too), so the cost of each is a ratio in the same run.
  * Usage: bench_transport [round_trips] [reps_64MiB]   (defaults 20000 and 10; ~10-20 s). */
 #include "distributed/transport.h"
 
@@ -132,36 +134,6 @@ int main(int argc, char **argv)
     pthread_join(rt, NULL);
     close(rp.lfd);
 
-    /* rill round trips */
-    rill_status *s = rill_status_new();
-    rill__tcp_server *srv = rill__tcp_server_new("127.0.0.1:0", NULL, handler, NULL, s);
-    if (!srv) {
-        fprintf(stderr, "bench_transport: %s\n", rill_status_message(s));
-        return 1;
-    }
-    char addr[64];
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", rill__tcp_server_port(srv));
-    rill__channel *ch = rill__tcp_connect(addr, NULL, 10, s);
-    if (!ch) {
-        fprintf(stderr, "bench_transport: %s\n", rill_status_message(s));
-        return 1;
-    }
-    for (int i = 0; i < rtts + warm; i++) {
-        rill__reply r = {0};
-        double t0 = rill__now_seconds();
-        if (!rill__channel_call(ch, RILL__MSG_REQUEST, "8bytes!!", 8, NULL, 0, &r, 10, s)) {
-            fprintf(stderr, "bench_transport: %s\n", rill_status_message(s));
-            return 1;
-        }
-        if (i >= warm) lat[i - warm] = rill__now_seconds() - t0;
-    }
-    double rill_rtt = median(lat, rtts) * 1e6;
-    printf("round trip, 8 bytes: rill %.1f us, raw TCP %.1f us, ratio %.2fx\n", rill_rtt, raw_rtt,
-           rill_rtt / raw_rtt);
-    printf("RESULT transport=rill op=rtt_8B us=%.2f\n", rill_rtt);
-    printf("RESULT transport=raw_tcp op=rtt_8B us=%.2f\n", raw_rtt);
-    printf("RESULT transport=rill op=rtt_ratio_vs_raw x=%.3f\n", rill_rtt / raw_rtt);
-
     /* raw 64 MiB */
     raw_peer bp = {.mode = 1, .count = reps + 1, .buf = dst};
     fd = raw_pair(&bp, &rt);
@@ -180,41 +152,80 @@ int main(int argc, char **argv)
     close(bp.lfd);
     double raw_gbps = (double)BIG * reps / raw_sum / 1e9;
 
-    /* rill push, pull, push+pull */
-    double push_sum = 0, pull_sum = 0;
-    for (int i = 0; i < reps + 1; i++) {
-        struct iovec iov = {src, BIG};
-        rill__reply r = {0};
-        double t0 = rill__now_seconds();
-        bool ok = rill__channel_call(ch, RILL__MSG_REQUEST, "push", 4, &iov, 1, &r, 60, s);
-        double t1 = rill__now_seconds();
-        rill__reply q = {.payload_dst = dst, .payload_cap = BIG};
-        ok = ok && rill__channel_call(ch, RILL__MSG_REQUEST, "pull", 4, NULL, 0, &q, 60, s);
-        double t2 = rill__now_seconds();
-        if (!ok) {
+    /* rill three ways: plain frames, authenticated (a secret: per-frame MACs), encrypted */
+    static const char *const modes[] = {"plain", "mac", "encrypted"};
+    double plain_rtt = 0, plain_pp = 0;
+    for (int m = 0; m < 3; m++) {
+        rill__tcp_options o = {.secret = m ? "bench secret of thirty-two chars!" : NULL,
+                               .secret_len = m ? 33 : 0, .encrypt = m == 2};
+        rill_status *s = rill_status_new();
+        rill__tcp_server *srv = rill__tcp_server_new("127.0.0.1:0", &o, handler, NULL, s);
+        if (!srv) {
             fprintf(stderr, "bench_transport: %s\n", rill_status_message(s));
             return 1;
         }
-        if (i == 0) continue;
-        push_sum += t1 - t0;
-        pull_sum += t2 - t1;
+        char addr[64];
+        snprintf(addr, sizeof addr, "127.0.0.1:%d", rill__tcp_server_port(srv));
+        rill__channel *ch = rill__tcp_connect(addr, &o, 10, s);
+        if (!ch) {
+            fprintf(stderr, "bench_transport: %s\n", rill_status_message(s));
+            return 1;
+        }
+        for (int i = 0; i < rtts + warm; i++) {
+            rill__reply r = {0};
+            double t0 = rill__now_seconds();
+            if (!rill__channel_call(ch, RILL__MSG_REQUEST, "8bytes!!", 8, NULL, 0, &r, 10, s)) {
+                fprintf(stderr, "bench_transport: %s\n", rill_status_message(s));
+                return 1;
+            }
+            if (i >= warm) lat[i - warm] = rill__now_seconds() - t0;
+        }
+        double rill_rtt = median(lat, rtts) * 1e6;
+        if (m == 0) plain_rtt = rill_rtt;
+        printf("%s frames: round trip, 8 bytes: rill %.1f us, raw TCP %.1f us, ratio %.2fx "
+               "(%.2fx plain)\n",
+               modes[m], rill_rtt, raw_rtt, rill_rtt / raw_rtt, rill_rtt / plain_rtt);
+        printf("RESULT transport=rill frames=%s op=rtt_8B us=%.2f\n", modes[m], rill_rtt);
+        printf("RESULT transport=rill frames=%s op=rtt_ratio_vs_raw x=%.3f\n", modes[m],
+               rill_rtt / raw_rtt);
+        double push_sum = 0, pull_sum = 0;
+        for (int i = 0; i < reps + 1; i++) {
+            struct iovec iov = {src, BIG};
+            rill__reply r = {0};
+            double t0 = rill__now_seconds();
+            bool ok = rill__channel_call(ch, RILL__MSG_REQUEST, "push", 4, &iov, 1, &r, 60, s);
+            double t1 = rill__now_seconds();
+            rill__reply q = {.payload_dst = dst, .payload_cap = BIG};
+            ok = ok && rill__channel_call(ch, RILL__MSG_REQUEST, "pull", 4, NULL, 0, &q, 60, s);
+            double t2 = rill__now_seconds();
+            if (!ok) {
+                fprintf(stderr, "bench_transport: %s\n", rill_status_message(s));
+                return 1;
+            }
+            if (i == 0) continue;
+            push_sum += t1 - t0;
+            pull_sum += t2 - t1;
+        }
+        double push_gbps = (double)BIG * reps / push_sum / 1e9;
+        double pull_gbps = (double)BIG * reps / pull_sum / 1e9;
+        double pp_gbps = 2.0 * BIG * reps / (push_sum + pull_sum) / 1e9;
+        if (m == 0) plain_pp = pp_gbps;
+        printf("%s frames, 64 MiB: raw TCP %.2f GB/s; rill push %.2f GB/s (%.0f%%), pull %.2f "
+               "GB/s (%.0f%%), push+pull %.2f GB/s (%.0f%% of raw, %.0f%% of plain)\n",
+               modes[m], raw_gbps, push_gbps, 100 * push_gbps / raw_gbps, pull_gbps,
+               100 * pull_gbps / raw_gbps, pp_gbps, 100 * pp_gbps / raw_gbps,
+               100 * pp_gbps / plain_pp);
+        printf("RESULT transport=rill frames=%s op=push_64MiB gbps=%.3f\n", modes[m], push_gbps);
+        printf("RESULT transport=rill frames=%s op=pull_64MiB gbps=%.3f\n", modes[m], pull_gbps);
+        printf("RESULT transport=rill frames=%s op=push_pull_64MiB gbps=%.3f fraction_of_raw=%.3f "
+               "fraction_of_plain=%.3f\n",
+               modes[m], pp_gbps, pp_gbps / raw_gbps, pp_gbps / plain_pp);
+        rill__channel_close(ch);
+        rill__tcp_server_free(srv);
+        rill_status_free(s);
     }
-    double push_gbps = (double)BIG * reps / push_sum / 1e9;
-    double pull_gbps = (double)BIG * reps / pull_sum / 1e9;
-    double pp_gbps = 2.0 * BIG * reps / (push_sum + pull_sum) / 1e9;
-    printf("64 MiB: raw TCP %.2f GB/s; rill push %.2f GB/s (%.0f%%), pull %.2f GB/s (%.0f%%), "
-           "push+pull %.2f GB/s (%.0f%% of raw)\n",
-           raw_gbps, push_gbps, 100 * push_gbps / raw_gbps, pull_gbps, 100 * pull_gbps / raw_gbps,
-           pp_gbps, 100 * pp_gbps / raw_gbps);
+    printf("RESULT transport=raw_tcp op=rtt_8B us=%.2f\n", raw_rtt);
     printf("RESULT transport=raw_tcp op=write_64MiB gbps=%.3f\n", raw_gbps);
-    printf("RESULT transport=rill op=push_64MiB gbps=%.3f\n", push_gbps);
-    printf("RESULT transport=rill op=pull_64MiB gbps=%.3f\n", pull_gbps);
-    printf("RESULT transport=rill op=push_pull_64MiB gbps=%.3f fraction_of_raw=%.3f\n", pp_gbps,
-           pp_gbps / raw_gbps);
-
-    rill__channel_close(ch);
-    rill__tcp_server_free(srv);
-    rill_status_free(s);
     rill__aligned_free(src, BIG);
     rill__aligned_free(dst, BIG);
     free(lat);

@@ -279,8 +279,8 @@ out:
 int main(int argc, char **argv)
 {
     options opt;
-    const char *ps_hosts, *worker_hosts, *job_name, *secret_file;
-    int64_t task_index;
+    const char *ps_hosts, *worker_hosts, *job_name, *secret_file, *run_id;
+    int64_t task_index, encrypt, max_payload_mb;
     rill_flags *flags = rill_flags_new(
         argv[0], "The seed's distributed.py: trains y = 2x + 10 on a cluster of ps and worker "
                  "tasks. Without --ps_hosts/--worker_hosts the cluster comes from TF_CONFIG, "
@@ -321,6 +321,17 @@ int main(int argc, char **argv)
                              "every connection must prove it knows it. Default: the file "
                              "RILL_CLUSTER_SECRET_FILE names; without either, anyone who can "
                              "reach the ports is trusted (docs/LAUNCHING.md).");
+    rill_flags_define_int(flags, "encrypt", &encrypt, 0,
+                          "1: encrypt every frame between the tasks (needs the secret); 0: "
+                          "frames are authenticated (with a secret), not encrypted.");
+    rill_flags_define_string(flags, "run_id", &run_id, "",
+                             "The run this task belongs to, the same for every task of a job "
+                             "(default: RILL_JOB_ID, or the launcher's job id; else the chief "
+                             "makes one, kept in <logdir>/rill_run_id, and the other tasks "
+                             "learn it). A task of another run on the same ports is refused.");
+    rill_flags_define_int(flags, "max_payload_mb", &max_payload_mb, 1024,
+                          "The largest message (MiB) this task accepts: a graph, a step's feeds, "
+                          "a tensor of unknown shape.");
     rill_flags_define_int(flags, "seed", &opt.seed, 0,
                           "Random seed of the data and initial values (0: from the clock).");
     int rc = rill_flags_parse_or_exit_code(flags, argc, argv);
@@ -381,8 +392,24 @@ int main(int argc, char **argv)
     bool is_chief = is_chief_job || (!is_ps && cfg.task_index == 0 &&
                                      !rill_cluster_spec_has_job(cfg.cluster, "chief"));
 
+    if (encrypt != 0 && encrypt != 1) {
+        fprintf(stderr, "--encrypt must be 0 or 1, not %lld\n", (long long)encrypt);
+        goto out;
+    }
+    if (max_payload_mb < 1 || max_payload_mb > (INT64_C(1) << 24)) {
+        fprintf(stderr, "--max_payload_mb must be between 1 and %lld, not %lld\n",
+                (long long)(INT64_C(1) << 24), (long long)max_payload_mb);
+        goto out;
+    }
     rc = 1;
     rill_server_options so = {0};
+    so.run_id = *run_id ? run_id : NULL;
+    so.encrypt = encrypt == 1;
+    so.max_payload = (uint64_t)max_payload_mb << 20;
+    char run_file[4096];
+    snprintf(run_file, sizeof run_file, "%s%srill_run_id", opt.logdir,
+             *opt.logdir && opt.logdir[strlen(opt.logdir) - 1] == '/' ? "" : "/");
+    if (is_chief && *opt.logdir) so.run_id_file = run_file;
     so.connect_deadline_s = opt.startup_deadline > 0 ? opt.startup_deadline : 60;
     /* A step may wait up to --sync_timeout for its token: the transport waits a little longer,
      * so that the error that comes back is the token's ("Dequeueing from queue ..."). */

@@ -37,6 +37,10 @@ typedef struct rill_server_options {
      * that the ps tasks adopt and the other workers learn from the chief (then a restarted
      * chief must be given the same run id to rejoin; docs/SECURITY.md). Borrowed. */
     const char *run_id;
+    /* For a chief with no run id from the above: a file that keeps the random run id it makes
+     * (written, mode 0600, when missing; read when there), so that the chief restarted rejoins
+     * its run, e.g. "<logdir>/rill_run_id". NULL: none. Borrowed. */
+    const char *run_id_file;
     /* Encrypt every frame (ChaCha20, under keys drawn from the secret): needs a secret; a
      * connection is encrypted when either end asks [false: authenticated, not encrypted]. */
     bool encrypt;

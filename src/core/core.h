@@ -27,6 +27,9 @@ void rill__aligned_trim(void);
 /* Returns the cached blocks no allocation took for idle_s seconds (servers call it every few
  * seconds, so that memory a burst left in the cache goes back to the system); the bytes freed. */
 size_t rill__aligned_release_idle(double idle_s);
+/* mkdir -p dir; false with s set (naming the directory) when a part cannot be made or is not a
+ * directory. */
+bool rill__make_dirs(const char *dir, rill_status *s);
 char *rill__strdup(const char *s);
 char *rill__strndup(const char *s, size_t n);
 /* printf into a new string; caller rill__free()s. */

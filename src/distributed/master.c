@@ -36,6 +36,7 @@
 #include "rpc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -613,6 +614,11 @@ static sig *build_sig(master *m, const rill_output *feeds, int nfeeds, const ril
             o.log_device_placement = false; /* the master logged the cluster's placement */
             p->sess = rill__session_new_with_rm(p->g, &o, m->local_task->rm, s);
             if (!p->sess) goto out;
+            uint64_t want = rill__graph_recv_bytes(p->g),
+                     had = atomic_load(&m->local_task->own_recv);
+            while (want > had &&
+                   !atomic_compare_exchange_weak(&m->local_task->own_recv, &had, want)) {
+            }
             continue;
         }
         if (!p->work) continue;
@@ -1133,6 +1139,32 @@ void rill__master_remove_task(rill__local_task *t)
     pthread_mutex_unlock(&tasks_mu);
 }
 
+/* Bytes of a tensor of dtype and shape; UINT64_MAX when not fully known. */
+static uint64_t shape_bytes(rill_dtype dt, rill_shape sh)
+{
+    size_t esz = rill_dtype_size(dt);
+    if (sh.rank < 0 || esz == 0) return UINT64_MAX;
+    uint64_t n = esz;
+    for (int d = 0; d < sh.rank; d++) {
+        if (sh.dims[d] < 0 || (sh.dims[d] > 0 && n > UINT64_MAX / (uint64_t)sh.dims[d]))
+            return UINT64_MAX;
+        n *= (uint64_t)sh.dims[d];
+    }
+    return n;
+}
+
+uint64_t rill__graph_recv_bytes(const rill_graph *g)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < rill_graph_num_nodes(g) && total != UINT64_MAX; i++) {
+        rill_node *n = rill_graph_node((rill_graph *)g, i);
+        if (strcmp(n->op->name, "_RemoteRecv") != 0) continue;
+        uint64_t b = shape_bytes(n->out_dtypes[0], n->out_shapes[0]);
+        total = b == UINT64_MAX || total + b < b ? UINT64_MAX : total + b;
+    }
+    return total;
+}
+
 /* --- who a task is on the wire --- */
 
 static void run_hex(const uint8_t run[16], char out[17])
@@ -1187,9 +1219,36 @@ void rill__local_task_identity_init(rill__local_task *t)
         run_of(job_id, t->id.run);
         snprintf(t->run_from, sizeof t->run_from, "%s=%s", from, job_id);
     } else if (t->chief) {
-        randombytes_buf(t->id.run, 16);
-        if (all_zero(t->id.run, 16)) t->id.run[0] = 1;
-        snprintf(t->run_from, sizeof t->run_from, "made by this task, the chief, at its start");
+        char made[33] = "", kept[64] = "";
+        const char *file = t->opts.run_id_file && *t->opts.run_id_file ? t->opts.run_id_file : NULL;
+        FILE *f = file ? fopen(file, "r") : NULL;
+        if (f) {
+            if (fgets(kept, sizeof kept, f)) kept[strcspn(kept, "\r\n")] = 0;
+            fclose(f);
+        }
+        if (kept[0]) {
+            run_of(kept, t->id.run);
+            snprintf(t->run_from, sizeof t->run_from, "kept in %s", file);
+        } else {
+            uint8_t r[16];
+            randombytes_buf(r, sizeof r);
+            for (int i = 0; i < 16; i++) snprintf(made + 2 * i, 3, "%02x", r[i]);
+            run_of(made, t->id.run);
+            snprintf(t->run_from, sizeof t->run_from, "made by this task, the chief, at its start");
+            if (file && strrchr(file, '/')) { /* its directory (a logdir) may not be there yet */
+                char *dir = rill__strndup(file, (size_t)(strrchr(file, '/') - file));
+                if (*dir) rill__make_dirs(dir, rill__scratch_status());
+                rill__free(dir);
+            }
+            int fd = file ? open(file, O_WRONLY | O_CREAT | O_EXCL, 0600) : -1;
+            if (fd >= 0) {
+                dprintf(fd, "%s\n", made);
+                close(fd);
+            } else if (file) {
+                rill__log(RILL_LOG_WARNING, "cannot keep the run id in %s: %s (a restarted "
+                          "chief will not rejoin this run)", file, strerror(errno));
+            }
+        }
     } else {
         memset(t->id.run, 0, 16);
         t->run_known = false;

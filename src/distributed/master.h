@@ -33,7 +33,14 @@ typedef struct rill__local_task {
     char chief_name[RILL_JOB_NAME_MAX + 32];
     const char *chief_addr;   /* in cluster */
     char run_from[160];       /* where the run id came from, for errors */
+    /* The most one step's pushed tensors to the pieces this task's master runs itself take
+     * (rill__graph_recv_bytes, the largest so far): what the server lets a TENSOR carry. */
+    atomic_uint_fast64_t own_recv;
 } rill__local_task;
+
+/* Bytes that g's _RemoteRecvs take in one step, from their shapes; UINT64_MAX when a shape is
+ * not fully known. What a server lets a push for g carry. */
+uint64_t rill__graph_recv_bytes(const rill_graph *g);
 
 /* Fills t->id from the cluster, job and index, and the run id from opts.run_id, RILL_JOB_ID, the
  * launcher's job (SLURM_JOB_ID, PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid), or, for the chief

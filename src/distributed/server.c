@@ -76,20 +76,6 @@ static reg_graph *find_graph(rill_server *srv, uint64_t h, const char *task)
     return found;
 }
 
-/* Bytes of a tensor of dtype and shape; UINT64_MAX when not fully known. */
-static uint64_t shape_bytes(rill_dtype dt, rill_shape sh)
-{
-    size_t esz = rill_dtype_size(dt);
-    if (sh.rank < 0 || esz == 0) return UINT64_MAX;
-    uint64_t n = esz;
-    for (int d = 0; d < sh.rank; d++) {
-        if (sh.dims[d] < 0 || (sh.dims[d] > 0 && n > UINT64_MAX / (uint64_t)sh.dims[d]))
-            return UINT64_MAX;
-        n *= (uint64_t)sh.dims[d];
-    }
-    return n;
-}
-
 /* The largest TENSOR payload any registered graph takes (under mu): a push carries tensors of
  * one step for one graph. Unknown shapes allow max_payload. */
 static void update_tensor_limit(rill_server *srv)
@@ -113,7 +99,12 @@ static uint64_t payload_limit(void *arg, const rill__tcp_request *req)
     uint32_t op = rill__mread_u32(&r);
     if (r.bad) return 0;
     switch (op) {
-    case RILL__RPC_TENSOR: return atomic_load(&srv->tensor_limit);
+    case RILL__RPC_TENSOR: {
+        /* The graphs registered here, and the pieces this task's own master runs. */
+        uint64_t lim = atomic_load(&srv->tensor_limit), own = atomic_load(&srv->self.own_recv);
+        if (own == UINT64_MAX) own = srv->self.opts.max_payload;
+        return own > lim && own <= srv->self.opts.max_payload ? own : lim;
+    }
     case RILL__RPC_REGISTER:
     case RILL__RPC_RUN: return srv->self.opts.max_payload;
     default: return 0;
@@ -200,13 +191,7 @@ static void do_register(rill_server *srv, rill__tcp_request *req, rill__mread *r
         for (int i = 0; i < srv->graphs.n && !taken; i++)
             taken = ((reg_graph *)srv->graphs.items[i])->handle == r->handle;
     }
-    r->recv_bytes = 0;
-    for (int i = 0; i < rill_graph_num_nodes(g) && r->recv_bytes != UINT64_MAX; i++) {
-        rill_node *n = rill_graph_node(g, i);
-        if (strcmp(n->op->name, "_RemoteRecv") != 0) continue;
-        uint64_t b = shape_bytes(n->out_dtypes[0], n->out_shapes[0]);
-        r->recv_bytes = b == UINT64_MAX || r->recv_bytes + b < b ? UINT64_MAX : r->recv_bytes + b;
-    }
+    r->recv_bytes = rill__graph_recv_bytes(g);
     rill__vec_push(&srv->graphs, r);
     update_tensor_limit(srv);
     pthread_mutex_unlock(&srv->mu);
@@ -742,6 +727,7 @@ rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, 
     self->opts.secret = srv->secret;
     if (opts && opts->run_id) srv->run_id = rill__strdup(opts->run_id);
     self->opts.run_id = srv->run_id;
+    self->opts.run_id_file = NULL; /* read once, below */
     if (self->opts.max_payload == 0) self->opts.max_payload = UINT64_C(1) << 30;
     if (self->opts.encrypt && !self->opts.secret) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
@@ -754,7 +740,9 @@ rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, 
         return NULL;
     }
     pthread_mutex_init(&self->id_mu, NULL);
+    self->opts.run_id_file = opts ? opts->run_id_file : NULL;
     rill__local_task_identity_init(self);
+    self->opts.run_id_file = NULL;
     atomic_init(&srv->tensor_limit, UINT64_C(64) << 10);
     pthread_mutex_init(&srv->mu, NULL);
     pthread_mutex_init(&srv->jmu, NULL);

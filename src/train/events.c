@@ -235,8 +235,7 @@ static double wall_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* mkdir -p. */
-static bool make_dirs(const char *dir, rill_status *s)
+bool rill__make_dirs(const char *dir, rill_status *s)
 {
     char *p = rill__strdup(dir);
     bool ok = true;
@@ -465,7 +464,7 @@ rill_summary_writer *rill_summary_writer_new(const char *logdir, const char *fil
     w->logdir = rill__strndup(logdir, len);
     w->suffix = rill__strdup(filename_suffix ? filename_suffix : "");
     if (strcmp(w->logdir, "/") == 0) w->logdir[0] = 0; /* "/events..." rather than "//..." */
-    if (!make_dirs(logdir, s) || !open_file(w, s)) {
+    if (!rill__make_dirs(logdir, s) || !open_file(w, s)) {
         rill_summary_writer_free(w);
         return NULL;
     }
