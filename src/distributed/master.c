@@ -147,11 +147,13 @@ static rill__channel *channel_get(master *m, task *t, rill_status *s)
         if (t->nidle) c = t->idle[--t->nidle];
         pthread_mutex_unlock(&t->mu);
         if (!c.ch) break;
-        if (now() - c.last_used <= so->heartbeat_idle_s) return c.ch;
-        if (now() - c.last_used > RILL__TCP_POOL_IDLE_S) { /* the server may close it soon */
+        /* Closed by its peer meanwhile (a restarted task), or soon to be by the server: a new
+         * one. Between calls nothing comes on a pooled connection but its peer's close. */
+        if (rill__channel_readable(c.ch, 0) || now() - c.last_used > RILL__TCP_POOL_IDLE_S) {
             rill__channel_close(c.ch);
             continue;
         }
+        if (now() - c.last_used <= so->heartbeat_idle_s) return c.ch;
         double hb = so->step_deadline_s < 5 ? so->step_deadline_s : 5;
         if (rill__channel_ping(c.ch, hb, s)) return c.ch;
         rill__log(RILL_LOG_WARNING, "task /job:%s/replica:0/task:%d (%s) missed a heartbeat: %s",

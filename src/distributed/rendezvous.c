@@ -277,9 +277,14 @@ static void push_group(push_item **items, int from, int to, rill_status **errors
     if (ok) {
         pthread_mutex_lock(&rv->pmu);
         rv_peer *p = peer_of(rv, a->job, a->index);
-        while (p->nidle && !ch) { /* the server closes one idle for long: never use it */
+        /* Never one the server closes soon for idling, nor one whose peer went away (a task
+         * restarted on its address): a push on it would be lost without a word, and the step
+         * would wait for its deadline. A push connection is never answered, so one that can be
+         * read from was closed. */
+        while (p->nidle && !ch) {
             ch = p->idle[--p->nidle];
-            if (rill__now_seconds() - p->used[p->nidle] > RILL__TCP_POOL_IDLE_S) {
+            if (rill__now_seconds() - p->used[p->nidle] > RILL__TCP_POOL_IDLE_S ||
+                rill__channel_readable(ch, 0)) {
                 rill__channel_close(ch);
                 ch = NULL;
             }
