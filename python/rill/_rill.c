@@ -1670,20 +1670,43 @@ static rill_cluster_spec *cluster_of(PyObject *spec)
     return c;
 }
 
-/* Server.new(cluster, job_name, task_index): this process's task of a cluster. */
-static PyObject *server_new_task(PyTypeObject *type, PyObject *args)
+/* Server.new(cluster, job_name, task_index, cluster_secret_file=None, encrypt=False,
+ * run_id=None): this process's task of a cluster. */
+static PyObject *server_new_task(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
+    static char *names[] = {"cluster", "job_name", "task_index", "cluster_secret_file", "encrypt",
+                            "run_id", NULL};
     PyObject *spec;
-    const char *job;
-    int task;
-    if (!PyArg_ParseTuple(args, "Osi", &spec, &job, &task)) return NULL;
-    rill_cluster_spec *c = cluster_of(spec);
-    if (!c) return NULL;
+    const char *job, *secret_file = NULL, *run_id = NULL;
+    int task, encrypt = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Osi|zpz", names, &spec, &job, &task, &secret_file,
+                                     &encrypt, &run_id))
+        return NULL;
     rill_status *s = rill_status_new();
+    rill_server_options so = {0};
+    char *secret = NULL;
+    if (secret_file) {
+        secret = rill_cluster_secret_read(secret_file, s);
+        if (!secret) {
+            raise_status(s);
+            rill_status_free(s);
+            return NULL;
+        }
+    }
+    so.secret = secret;
+    so.encrypt = encrypt != 0;
+    so.run_id = run_id;
+    rill_cluster_spec *c = cluster_of(spec);
+    if (!c) {
+        free(secret);
+        rill_status_free(s);
+        return NULL;
+    }
     rill_server *srv;
     Py_BEGIN_ALLOW_THREADS
-    srv = rill_server_new(c, job, task, NULL, s);
+    srv = rill_server_new(c, job, task, &so, s);
     Py_END_ALLOW_THREADS
+    free(secret);
     rill_cluster_spec_free(c);
     if (!srv) {
         raise_status(s);
@@ -1746,8 +1769,9 @@ static PyGetSetDef server_getset[] = {
 static PyMethodDef server_methods[] = {
     {"create_local", (PyCFunction)server_create_local, METH_NOARGS | METH_CLASS,
      "An in-process server of a one-task cluster on a free loopback port."},
-    {"new", (PyCFunction)server_new_task, METH_VARARGS | METH_CLASS,
-     "Server.new(cluster, job_name, task_index): this process's task of a cluster"},
+    {"new", (PyCFunction)(void (*)(void))server_new_task, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "Server.new(cluster, job_name, task_index, cluster_secret_file=None, encrypt=False, "
+     "run_id=None): this process's task of a cluster"},
     {"join", (PyCFunction)server_join, METH_NOARGS, "Blocks until the server stops."},
     {"stop", (PyCFunction)server_stop, METH_NOARGS, "Stops the server."},
     {NULL, NULL, 0, NULL},

@@ -136,3 +136,61 @@ def test_threads_share_one_cluster_session():
     finally:
         stop_ps(ps)
     assert ps.returncode == 0
+
+
+PS_SECRET = r'''
+import sys
+import rill.compat.v1 as tf
+cluster = tf.train.ClusterSpec({"ps": [sys.argv[1]], "worker": [sys.argv[2]]})
+server = tf.train.Server(cluster, job_name="ps", task_index=0, cluster_secret_file=sys.argv[3],
+                         encrypt=True)
+print("serving", flush=True)
+server.join()
+'''
+
+
+def test_secret_and_encryption(tmp_path):
+    """tf.train.Server's cluster_secret_file and encrypt: a worker with the ps's secret trains
+    over encrypted frames; one without it, or with another, is refused before anything runs,
+    and the error says why."""
+    key, other = tmp_path / "cluster.key", tmp_path / "other.key"
+    for f in (key, other):
+        f.write_text(os.urandom(32).hex() + "\n")
+        f.chmod(0o600)
+    ps_addr, worker_addr = f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
+    ps = subprocess.Popen([sys.executable, "-c", PS_SECRET, ps_addr, worker_addr, str(key)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert ps.stdout.readline().strip() == "serving"
+        cluster = tf.train.ClusterSpec({"ps": [ps_addr], "worker": [worker_addr]})
+
+        def train(server):
+            g = tf.Graph()
+            with g.as_default(), tf.device(tf.train.replica_device_setter(
+                    worker_device="/job:worker/task:0", cluster=cluster)):
+                step = tf.train.get_or_create_global_step()
+                w = tf.Variable([0.0], name="w")
+                up = tf.assign_add(w, [1.0])
+                init = tf.global_variables_initializer()
+            with tf.Session(server.target, graph=g) as sess:
+                sess.run(init)
+                for _ in range(5):
+                    sess.run(up)
+                return sess.run(w)[0], step.device
+
+        for secret in (None, str(other)):
+            server = tf.train.Server(cluster, job_name="worker", task_index=0,
+                                     cluster_secret_file=secret)
+            try:
+                train(server)
+                raise AssertionError("a worker without the ps's secret was let in")
+            except tf.errors.OpError as e:
+                assert "cluster secret" in str(e), str(e)
+            del server
+        server = tf.train.Server(cluster, job_name="worker", task_index=0,
+                                 cluster_secret_file=str(key))
+        wv, dev = train(server)
+        assert wv == 5.0 and dev == "/job:ps/task:0"
+    finally:
+        out, err = stop_ps(ps)
+    assert ps.returncode == 0, err

@@ -58,7 +58,11 @@ class Server:
     cluster); its target is what tf.Session(target) connects to."""
 
     def __init__(self, server_or_cluster, job_name=None, task_index=None, protocol=None,
-                 config=None, start=True):
+                 config=None, start=True, cluster_secret_file=None, encrypt=False, run_id=None):
+        """TF's arguments, and rill's: cluster_secret_file (default: the file
+        RILL_CLUSTER_SECRET_FILE names) makes every connection prove the cluster's secret and
+        authenticates every frame; encrypt=True encrypts them too; run_id is the id the tasks of
+        one job share (default: RILL_JOB_ID or the launcher's job id; docs/SECURITY.md)."""
         if isinstance(server_or_cluster, _rill.Server):
             self._srv = server_or_cluster
             return
@@ -72,7 +76,9 @@ class Server:
             if len(idx) != 1:
                 raise ValueError("Must specify an explicit `task_index`.")
             task_index = idx[0]
-        self._srv = _rill.Server.new(cluster._spec, job_name, int(task_index))
+        self._srv = _rill.Server.new(cluster._spec, job_name, int(task_index),
+                                     cluster_secret_file=cluster_secret_file, encrypt=encrypt,
+                                     run_id=run_id)
 
     @staticmethod
     def create_local_server(config=None, start=True):
