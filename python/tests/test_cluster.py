@@ -170,13 +170,14 @@ def test_secret_and_encryption(tmp_path):
                     worker_device="/job:worker/task:0", cluster=cluster)):
                 step = tf.train.get_or_create_global_step()
                 w = tf.Variable([0.0], name="w")
-                up = tf.assign_add(w, [1.0])
+                loss = tf.reduce_sum(tf.square(w - 3.0))
+                up = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
                 init = tf.global_variables_initializer()
             with tf.Session(server.target, graph=g) as sess:
                 sess.run(init)
                 for _ in range(5):
                     sess.run(up)
-                return sess.run(w)[0], step.device
+                return sess.run(step), w.device
 
         for secret in (None, str(other)):
             server = tf.train.Server(cluster, job_name="worker", task_index=0,
@@ -190,7 +191,7 @@ def test_secret_and_encryption(tmp_path):
         server = tf.train.Server(cluster, job_name="worker", task_index=0,
                                  cluster_secret_file=str(key))
         wv, dev = train(server)
-        assert wv == 5.0 and dev == "/job:ps/task:0"
+        assert wv == 5 and dev == "/job:ps/task:0"
     finally:
         out, err = stop_ps(ps)
     assert ps.returncode == 0, err
