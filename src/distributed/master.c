@@ -147,9 +147,18 @@ static rill__channel *channel_get(master *m, task *t, rill_status *s)
         if (t->nidle) c = t->idle[--t->nidle];
         pthread_mutex_unlock(&t->mu);
         if (!c.ch) break;
-        /* Closed by its peer meanwhile (a restarted task), or soon to be by the server: a new
-         * one. Between calls nothing comes on a pooled connection but its peer's close. */
-        if (rill__channel_readable(c.ch, 0) || now() - c.last_used > RILL__TCP_POOL_IDLE_S) {
+        /* Between calls nothing comes on a pooled connection but its peer's close: the task
+         * crashed or was restarted since the last call, and its state with it. The step fails
+         * at once, naming it (as a call on it would have); the next one connects anew. */
+        if (rill__channel_readable(c.ch, 0)) {
+            rill__channel_close(c.ch);
+            rill_status_set(s, RILL_UNAVAILABLE,
+                            "task /job:%s/replica:0/task:%d (%s) closed its connection since the "
+                            "last call: it crashed or was restarted",
+                            t->job, t->index, t->addr);
+            return NULL;
+        }
+        if (now() - c.last_used > RILL__TCP_POOL_IDLE_S) { /* the server may close it soon */
             rill__channel_close(c.ch);
             continue;
         }

@@ -43,37 +43,6 @@
 
 /* --- file helpers --- */
 
-rill_code rill__errno_code(int err)
-{
-    switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-        return RILL_NOT_FOUND;
-    case EEXIST:
-        return RILL_ALREADY_EXISTS;
-    case EACCES:
-    case EPERM:
-    case EROFS:
-        return RILL_PERMISSION_DENIED;
-    case ENOSPC:
-    case EDQUOT:
-    case EMFILE:
-    case ENFILE:
-    case ENOMEM:
-    case EFBIG:
-        return RILL_RESOURCE_EXHAUSTED;
-    case EISDIR:
-    case ENOTEMPTY:
-    case EBUSY:
-    case ELOOP:
-        return RILL_FAILED_PRECONDITION;
-    case EINVAL:
-    case ENAMETOOLONG:
-        return RILL_INVALID_ARGUMENT;
-    default:
-        return RILL_UNAVAILABLE;
-    }
-}
 
 char *rill__path_join(const char *dir, const char *path)
 {

@@ -81,9 +81,6 @@ char *rill__bundle_data_path(const char *prefix, int shard, int nshards);
 /* Reverses the bytes of each width-byte element of p[0, nbytes) (endianness). */
 void rill__swap_elements(uint8_t *p, size_t nbytes, size_t width);
 
-/* The status code for an errno, as TF's file system maps them (ENOENT NOT_FOUND, EACCES
- * PERMISSION_DENIED, ENOSPC RESOURCE_EXHAUSTED, ...; UNAVAILABLE for I/O errors). */
-rill_code rill__errno_code(int err);
 /* TF's os.path.join(dir, path): path itself when absolute or dir empty. Caller frees. */
 char *rill__path_join(const char *dir, const char *path);
 /* The directory part of path ("." when none). Caller frees. */
