@@ -29,8 +29,10 @@
  *
  * As the seed, workers run under tf.train.Supervisor with --logdir (default ./checkpoint/, relative
  * to the current directory): the chief initializes the variables, or restores them from the
- * latest checkpoint in --logdir when there is one (a restarted cluster goes on from there); the
- * other workers wait until the model is ready. The chief saves model.ckpt-<step> every
+ * latest checkpoint in --logdir when there is one (a restarted cluster goes on from there); a
+ * chief restarted while the ps tasks kept a live model at a global step not older than that
+ * checkpoint goes on from the live model instead, and says so (--restore_over_live restores the
+ * checkpoint over it); the other workers wait until the model is ready. The chief saves model.ckpt-<step> every
  * --save_model_secs and at the end, and records the scalar `cost` in the logdir's event file
  * every --summary_steps of its steps.
  *
@@ -82,6 +84,7 @@ typedef struct options {
     double sync_timeout;
     int64_t summary_steps;
     int64_t replicas_to_aggregate;
+    bool restore_over_live;
 } options;
 
 static int run_worker(const options *opt, const rill_task_config *cfg, rill_server *server,
@@ -169,6 +172,7 @@ static int run_worker(const options *opt, const rill_task_config *cfg, rill_serv
     svo.global_step = global_step;
     svo.save_model_secs = opt->save_model_secs;
     svo.max_wait_secs = opt->startup_deadline;
+    svo.restore_over_live = opt->restore_over_live;
     sv = rill_supervisor_new(g, &svo, s);
     if (!sv) {
         rc = fail("creating the supervisor", s);
@@ -306,6 +310,10 @@ int main(int argc, char **argv)
                              "The Supervisor's logdir: checkpoints (model.ckpt-<step>) and the "
                              "event file with the scalar `cost`; a restarted cluster goes on "
                              "from its latest checkpoint.");
+    rill_flags_define_bool(flags, "restore_over_live", &opt.restore_over_live, false,
+                           "A restarted chief restores the latest checkpoint even when the ps "
+                           "tasks hold a live model at a newer global step (by default it goes "
+                           "on from the live model and logs both steps).");
     rill_flags_define_float(flags, "save_model_secs", &opt.save_model_secs, 60,
                             "Seconds between the chief's checkpoints (and one at the end).");
     rill_flags_define_int(flags, "summary_steps", &opt.summary_steps, 100,

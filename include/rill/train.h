@@ -174,6 +174,10 @@ typedef struct rill_supervisor_options {
     double recovery_wait_secs;       /* a waiting task polls this often [0.5; TF: 30] */
     double max_wait_secs;            /* [7200] */
     const char *checkpoint_basename; /* [model.ckpt] */
+    /* The chief restores the latest checkpoint even when the ps tasks hold a live model with a
+     * global step newer than the checkpoint's (TF's behaviour). By default [false] it goes on
+     * from the live model and logs both steps. */
+    bool restore_over_live;
 } rill_supervisor_options;
 #define RILL_SUPERVISOR_OPTIONS_INIT                                                               \
     {.is_chief = true, .save_model_secs = 600, .save_summaries_secs = 120,                         \
@@ -186,7 +190,8 @@ struct rill_summary_writer;
 rill_supervisor *rill_supervisor_new(rill_graph *g, const rill_supervisor_options *o,
                                      rill_status *s);
 /* A session on g (so may be NULL or name a server's target), prepared: the chief restores the
- * latest checkpoint of logdir or runs init_op, the others wait until the model is ready
+ * latest checkpoint of logdir (unless the ps tasks hold a live model whose global step is not
+ * older: see restore_over_live) or runs init_op, the others wait until the model is ready
  * (DEADLINE_EXCEEDED "Session was not ready after waiting N secs."); then local_init_op. The
  * chief with a logdir starts the standard services. The caller frees the session after stop. */
 rill_session *rill_supervisor_prepare_or_wait_for_session(rill_supervisor *sv,
