@@ -21,7 +21,9 @@
  * --replicas_to_aggregate gradients (default: the number of workers) per global step; workers
  * beyond that many are backups whose late gradients are dropped, so a worker that stops does not
  * stop training. When done, the chief leaves a token for every worker, so none waits for a step
- * that will not come.
+ * that will not come. A sync step that waits for a worker that stopped (and no backup) is logged
+ * by every task waiting on it every --stall_report_secs, naming the workers whose gradients have
+ * not come and whether they answer; after --sync_timeout the error names them too.
  *
  * The cluster comes from the seed's flags (--ps_hosts, --worker_hosts, --job_name, --task_index)
  * or, when those are not given, from TF_CONFIG, Slurm or mpirun (docs/LAUNCHING.md), so the same
@@ -82,6 +84,7 @@ typedef struct options {
     const char *logdir;
     double save_model_secs;
     double sync_timeout;
+    double stall_report_secs;
     int64_t summary_steps;
     int64_t replicas_to_aggregate;
     bool restore_over_live;
@@ -321,6 +324,10 @@ int main(int argc, char **argv)
     rill_flags_define_float(flags, "sync_timeout", &opt.sync_timeout, 300,
                             "--issync=1: seconds a worker waits for its token, and the chief "
                             "for gradients, before failing.");
+    rill_flags_define_float(flags, "stall_report_secs", &opt.stall_report_secs, 5,
+                            "A step that has waited this long on another task logs what for, "
+                            "and again at this interval (--issync=1: the workers whose "
+                            "gradients have not come, and whether they answer); < 0: never.");
     rill_flags_define_float(flags, "startup_deadline", &opt.startup_deadline, 60,
                             "Seconds to wait for the other tasks to come up and, on a non-chief "
                             "worker, for the chief to initialize the variables.");
@@ -395,6 +402,7 @@ int main(int argc, char **argv)
     /* A step may wait up to --sync_timeout for its token: the transport waits a little longer,
      * so that the error that comes back is the token's ("Dequeueing from queue ..."). */
     if (opt.issync && opt.sync_timeout + 30 > 300) so.step_deadline_s = opt.sync_timeout + 30;
+    so.stall_report_s = opt.stall_report_secs;
     char *secret = NULL;
     if (*secret_file) {
         secret = rill_cluster_secret_read(secret_file, s);

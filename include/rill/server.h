@@ -30,6 +30,11 @@ typedef struct rill_server_options {
     /* A connection idle this long gets a heartbeat before its next call, answered within
      * min(5 s, step deadline), so a peer that hung meanwhile is found at once [10 s]. */
     double heartbeat_idle_s;
+    /* A step that has waited this long on another task asks it what for, and logs the answer
+     * (a sync step waiting for a worker's gradients names the worker and whether it answers),
+     * again at this interval; a blocking op waiting here logs what it waits for as often.
+     * [5 s; < 0: never ask] */
+    double stall_report_s;
 } rill_server_options;
 
 /* Reads a cluster secret from a file (as `rill-keygen FILE` writes one): its first line, at
