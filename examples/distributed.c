@@ -34,9 +34,9 @@
  * latest checkpoint in --logdir when there is one (a restarted cluster goes on from there); a
  * chief restarted while the ps tasks kept a live model at a global step not older than that
  * checkpoint goes on from the live model instead, and says so (--restore_over_live restores the
- * checkpoint over it); the other workers wait until the model is ready. The chief saves model.ckpt-<step> every
- * --save_model_secs and at the end, and records the scalar `cost` in the logdir's event file
- * every --summary_steps of its steps.
+ * checkpoint over it); the other workers wait until the model is ready. The chief saves
+ * model.ckpt-<step> every --save_model_secs and at the end, and records the scalar `cost` in the
+ * logdir's event file every --summary_steps of its steps.
  *
  * Exit codes: 0 done (a ps task: stopped by SIGTERM or SIGINT), 1 a run-time failure (a task
  * that cannot be reached, a PS lost mid-run), 2 a usage error. */

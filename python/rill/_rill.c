@@ -2384,7 +2384,8 @@ static PyObject *supervisor_new(PyTypeObject *type, PyObject *args, PyObject *kw
     o.save_summaries_secs = opt_double(opts, "save_summaries_secs", o.save_summaries_secs);
     o.recovery_wait_secs = opt_double(opts, "recovery_wait_secs", o.recovery_wait_secs);
     o.max_wait_secs = opt_double(opts, "max_wait_secs", o.max_wait_secs);
-    if ((v = PyDict_GetItemString(opts, "restore_over_live"))) o.restore_over_live = PyObject_IsTrue(v) == 1;
+    if ((v = PyDict_GetItemString(opts, "restore_over_live")))
+        o.restore_over_live = PyObject_IsTrue(v) == 1;
     rill_status *s = rill_status_new();
     rill_supervisor *sv = rill_supervisor_new(g->g, &o, s);
     if (!sv) {

@@ -941,8 +941,8 @@ static void report_stall(step_job *j, int ti, double waited)
     rill__mbuf_u64(&q, j->dl.step_owner);
     rill__mbuf_u64(&q, j->dl.step_id);
     rill__reply rep = {0};
-    bool ok = ch && rill__channel_call(ch, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, NULL, 0, &rep,
-                                       2, s);
+    bool ok =
+        ch && rill__channel_call(ch, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, NULL, 0, &rep, 2, s);
     rill__mbuf_free(&q);
     if (!ok) {
         rill__log(RILL_LOG_WARNING,

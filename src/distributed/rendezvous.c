@@ -295,9 +295,10 @@ static void push_group(push_item **items, int from, int to, rill_status **errors
         for (int i = 0; i < nstale; i++) rill__channel_close(stale[i]);
         bool pooled = ch != NULL;
         if (nstale)
-            rill__log(RILL_LOG_INFO, "/job:%s/replica:0/task:%d (%s) closed %d pooled "
-                      "connection%s (restarted?): pushing on a fresh one", a->job, a->index,
-                      a->addr, nstale, nstale == 1 ? "" : "s");
+            rill__log(RILL_LOG_INFO,
+                      "/job:%s/replica:0/task:%d (%s) closed %d pooled "
+                      "connection%s (restarted?): pushing on a fresh one",
+                      a->job, a->index, a->addr, nstale, nstale == 1 ? "" : "s");
         if (!ch) {
             rill__tcp_options o;
             rill__local_task_client_options(rv->task, &o);

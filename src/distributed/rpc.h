@@ -29,8 +29,16 @@
 
 #include <sys/uio.h>
 
-enum { RILL__RPC_GET_DEVICES = 1, RILL__RPC_REGISTER = 2, RILL__RPC_RUN = 3, RILL__RPC_DEREGISTER = 4,
-       RILL__RPC_CANCEL = 5, RILL__RPC_TENSOR = 6, RILL__RPC_ABORT = 7, RILL__RPC_STATUS = 8 };
+enum {
+    RILL__RPC_GET_DEVICES = 1,
+    RILL__RPC_REGISTER = 2,
+    RILL__RPC_RUN = 3,
+    RILL__RPC_DEREGISTER = 4,
+    RILL__RPC_CANCEL = 5,
+    RILL__RPC_TENSOR = 6,
+    RILL__RPC_ABORT = 7,
+    RILL__RPC_STATUS = 8
+};
 
 typedef rill__pbw rill__mbuf; /* the core's growable byte buffer */
 void rill__mbuf_put(rill__mbuf *m, const void *d, size_t n);

@@ -400,9 +400,9 @@ bool rill__bundle_write_data_order(const char *prefix, int shard, int nshards,
         e->shard = shard;
         e->offset = offset;
         uint32_t crc;
-        ok = t->dtype == RILL_STRING ? write_strings(&f, t, big_endian, &e->size, &crc, s)
-                                     : write_numeric(&f, t, big_endian, &e->size, &crc,
-                                                     &e->nonfinite, s);
+        ok = t->dtype == RILL_STRING
+                 ? write_strings(&f, t, big_endian, &e->size, &crc, s)
+                 : write_numeric(&f, t, big_endian, &e->size, &crc, &e->nonfinite, s);
         e->crc = rill__crc32c_mask(crc);
         offset += e->size;
     }

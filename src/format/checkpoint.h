@@ -46,8 +46,9 @@ int64_t rill__count_nonfinite(rill_dtype t, const void *p, int64_t n);
 /* Writes <prefix>.data-<shard:05d>-of-<nshards:05d> holding vals in order (numeric: raw
  * little-endian bytes; DT_STRING: varint lengths, the masked crc of the lengths, the bytes).
  * entries[i] receives each tensor's metadata (name copied; free with rill__bundle_entries_free,
- * also after a failure), with its count of non-finite elements. names and vals are borrowed. INVALID_ARGUMENT for a non-host tensor, an
- * empty name or bad arguments; file errors name the file. */
+ * also after a failure), with its count of non-finite elements. names and vals are borrowed.
+ * INVALID_ARGUMENT for a non-host tensor, an empty name or bad arguments; file errors name the
+ * file. */
 bool rill__bundle_write_data(const char *prefix, int shard, int nshards, const char *const *names,
                              rill_tensor *const *vals, int n, rill__bundle_entry *entries,
                              rill_status *s);

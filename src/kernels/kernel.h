@@ -125,9 +125,9 @@ double rill__resource_mgr_stall_report_s(rill__resource_mgr *rm);
  * waits on (a gradient accumulator: the workers whose gradients have not come). */
 #define RILL__WAIT_TASKS 8
 typedef struct rill__wait_report {
-    char what[1024];                   /* "sync step 12 has waited 6 s for gradients from ..." */
-    char tasks[RILL__WAIT_TASKS][96];  /* the first tasks it waits on ("/job:worker/task:2") */
-    int ntasks;                        /* how many it waits on (may exceed RILL__WAIT_TASKS) */
+    char what[1024];                  /* "sync step 12 has waited 6 s for gradients from ..." */
+    char tasks[RILL__WAIT_TASKS][96]; /* the first tasks it waits on ("/job:worker/task:2") */
+    int ntasks;                       /* how many it waits on (may exceed RILL__WAIT_TASKS) */
 } rill__wait_report;
 
 typedef struct rill__wait {

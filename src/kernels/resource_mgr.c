@@ -188,8 +188,10 @@ void rill__resource_mgr_wait_begin(rill__resource_mgr *rm, rill__wait *w)
 void rill__resource_mgr_wait_end(rill__resource_mgr *rm, rill__wait *w)
 {
     pthread_mutex_lock(&rm->waits_mu);
-    if (w->prev) w->prev->next = w->next;
-    else rm->waits = w->next;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        rm->waits = w->next;
     if (w->next) w->next->prev = w->prev;
     w->prev = w->next = NULL;
     pthread_mutex_unlock(&rm->waits_mu);

@@ -246,8 +246,10 @@ static bool finite_on_disk(const char *prefix)
         rill_tensor_free(v);
     }
     if (!rill_status_ok(s))
-        rill__log(RILL_LOG_WARNING, "checkpoint %s cannot be read back (so it is not one to keep "
-                  "for its finite values): %s", prefix, rill_status_message(s));
+        rill__log(RILL_LOG_WARNING,
+                  "checkpoint %s cannot be read back (so it is not one to keep "
+                  "for its finite values): %s",
+                  prefix, rill_status_message(s));
     else if (!ok)
         rill__log(RILL_LOG_INFO, "checkpoint %s holds NaN or Inf (read back from its files)",
                   prefix);

@@ -210,7 +210,8 @@ static void recover_saver(rill_supervisor *sv)
 static rill_code chief_prepare(rill_supervisor *sv, rill_session *sess, rill_status *s)
 {
     char latest[4096];
-    bool have_ckpt = sv->saver && sv->logdir && rill_latest_checkpoint(sv->logdir, latest, sizeof latest);
+    bool have_ckpt =
+        sv->saver && sv->logdir && rill_latest_checkpoint(sv->logdir, latest, sizeof latest);
     if (have_ckpt && sv->o.restore_over_live) {
         if (restore_latest(sv, sess, latest, s) != RILL_OK) return rill_status_code(s);
         recover_saver(sv);
@@ -242,8 +243,10 @@ static rill_code chief_prepare(rill_supervisor *sv, rill_session *sess, rill_sta
                       "checkpoint %s (global step %lld): restoring the checkpoint",
                       (long long)live_step, latest, (long long)ckpt_step);
         else if (live)
-            rill__log(RILL_LOG_INFO, "the ps tasks hold a live model but there is no global step "
-                                     "to compare with the checkpoint's: restoring %s", latest);
+            rill__log(RILL_LOG_INFO,
+                      "the ps tasks hold a live model but there is no global step "
+                      "to compare with the checkpoint's: restoring %s",
+                      latest);
         if (restore_latest(sv, sess, latest, s) != RILL_OK) return rill_status_code(s);
         recover_saver(sv);
         return RILL_OK;

@@ -508,7 +508,8 @@ static bool build_nan_model(nan_model *m)
     m->d = rill_variable(g, RILL_DOUBLE, rill_shape_scalar(), rill_zeros_initializer(), true, "d");
     m->wv = rill_placeholder(g, RILL_FLOAT, rill_shape_vector(3), "wv");
     m->dv = rill_placeholder(g, RILL_DOUBLE, rill_shape_scalar(), "dv");
-    rill_node *both[2] = {rill_assign(g, m->w, m->wv, NULL).node, rill_assign(g, m->d, m->dv, NULL).node};
+    rill_node *both[2] = {rill_assign(g, m->w, m->wv, NULL).node,
+                          rill_assign(g, m->d, m->dv, NULL).node};
     m->set = rill_group(g, both, 2, "set");
     m->init = rill_global_variables_initializer(g, NULL);
     return graph_ok(g);
@@ -563,7 +564,8 @@ static void test_nonfinite_kept(void)
         !run_ok(rill_saver_save(sa, sess, save_path, 1, NULL, 0, s), s))
         goto out;
     for (int i = 2; i <= 4; i++) {
-        bool ok = i == 3 ? set_values(sess, &m, 1.0f, -(double)INFINITY) : set_values(sess, &m, NAN, 1.0);
+        bool ok =
+            i == 3 ? set_values(sess, &m, 1.0f, -(double)INFINITY) : set_values(sess, &m, NAN, 1.0);
         if (!ok || !run_ok(rill_saver_save(sa, sess, save_path, i, NULL, 0, s), s)) goto out;
     }
     CHECK(ckpt_files_exist(p[1]));
@@ -600,13 +602,15 @@ static void test_nonfinite_kept(void)
     rill_checkpoint_state_free(st);
     CHECK_EQ_INT(rill_saver_last_checkpoints(sb, kept, 8), 3);
     CHECK(ckpt_files_exist(p[1]));
-    if (set_values(sess, &m, NAN, 2.0) && run_ok(rill_saver_save(sb, sess, save_path, 5, NULL, 0, s), s)) {
+    if (set_values(sess, &m, NAN, 2.0) &&
+        run_ok(rill_saver_save(sb, sess, save_path, 5, NULL, 0, s), s)) {
         CHECK(ckpt_files_exist(p[1]));
         CHECK(ckpt_files_gone(p[3]));
         check_listed(dir, (const char *const[]){p[1], p[4], p[5]}, 3, "after a restart");
     }
     /* A finite checkpoint again: rotation goes back to max_to_keep, step 1 goes. */
-    if (set_values(sess, &m, 3.0f, 4.0) && run_ok(rill_saver_save(sb, sess, save_path, 6, NULL, 0, s), s)) {
+    if (set_values(sess, &m, 3.0f, 4.0) &&
+        run_ok(rill_saver_save(sb, sess, save_path, 6, NULL, 0, s), s)) {
         CHECK(ckpt_files_gone(p[1]));
         CHECK(ckpt_files_gone(p[4]));
         check_listed(dir, (const char *const[]){p[5], p[6]}, 2, "after a finite one");

@@ -220,8 +220,7 @@ static void add_missing(rill__wait_report *r, const char *task)
 {
     for (int i = 0; i < r->ntasks && i < RILL__WAIT_TASKS; i++)
         if (strcmp(r->tasks[i], task) == 0) return;
-    if (r->ntasks < RILL__WAIT_TASKS)
-        snprintf(r->tasks[r->ntasks], sizeof r->tasks[0], "%s", task);
+    if (r->ntasks < RILL__WAIT_TASKS) snprintf(r->tasks[r->ntasks], sizeof r->tasks[0], "%s", task);
     r->ntasks++;
 }
 
@@ -250,9 +249,10 @@ static void list_tasks(const rill__wait_report *r, char *out, size_t len)
     size_t off = 0;
     int shown = r->ntasks < 4 ? r->ntasks : 3;
     out[0] = 0;
-    for (int i = 0; i < shown && off < len; i++)
-        off += (size_t)snprintf(out + off, len - off, "%s%s",
-                                i == 0 ? "" : i == r->ntasks - 1 ? " and " : ", ", r->tasks[i]);
+    for (int i = 0; i < shown && off < len; i++) {
+        const char *sep = i == 0 ? "" : i == r->ntasks - 1 ? " and " : ", ";
+        off += (size_t)snprintf(out + off, len - off, "%s%s", sep, r->tasks[i]);
+    }
     if (shown < r->ntasks && off < len)
         snprintf(out + off, len - off, " and %d more", r->ntasks - shown);
 }
@@ -395,8 +395,8 @@ static void take_grad_kernel(rill__kctx *ctx)
     double interval = rill__resource_mgr_stall_report_s(ctx->rm);
     double next_report = interval > 0 ? start + interval : INFINITY;
     take_wait tw = {x, need};
-    rill__wait w = {.owner = ctx->step_owner, .step = ctx->step_id, .describe = describe_take,
-                    .arg = &tw};
+    rill__wait w = {
+        .owner = ctx->step_owner, .step = ctx->step_id, .describe = describe_take, .arg = &tw};
     rill__resource_mgr_wait_begin(ctx->rm, &w);
     pthread_mutex_lock(&x->mu);
     if (x->counter < need && !x->stalled_since) x->stalled_since = start;
@@ -593,8 +593,8 @@ static void enqueue_many_kernel(rill__kctx *ctx)
     char what[300];
     snprintf(what, sizeof what, "Enqueueing into the full queue '%s'", q->name);
     double deadline = rill__now_seconds() + timeout_s(ctx);
-    rill__wait w = {.owner = ctx->step_owner, .step = ctx->step_id, .describe = describe_text,
-                    .arg = what};
+    rill__wait w = {
+        .owner = ctx->step_owner, .step = ctx->step_id, .describe = describe_text, .arg = what};
     rill__resource_mgr_wait_begin(ctx->rm, &w);
     pthread_mutex_lock(&q->mu);
     for (int64_t i = 0; i < count; i++) {
@@ -687,8 +687,8 @@ static void dequeue_kernel(rill__kctx *ctx)
     double interval = rill__resource_mgr_stall_report_s(ctx->rm);
     double next_report = interval > 0 ? start + interval : INFINITY;
     dequeue_wait dw = {ctx->rm, q->name, what};
-    rill__wait w = {.owner = ctx->step_owner, .step = ctx->step_id, .describe = describe_dequeue,
-                    .arg = &dw};
+    rill__wait w = {
+        .owner = ctx->step_owner, .step = ctx->step_id, .describe = describe_dequeue, .arg = &dw};
     rill__resource_mgr_wait_begin(ctx->rm, &w);
     pthread_mutex_lock(&q->mu);
     waiter me = {q->last, NULL};

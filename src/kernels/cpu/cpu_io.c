@@ -71,7 +71,9 @@ static bool decode_entries(const uint8_t *b, size_t n, rill__bundle_entry **e, i
             case 6: x.offset = (int64_t)g.u; break;
             case 7: x.size = (int64_t)g.u; break;
             case 8: x.crc = (uint32_t)g.u; break;
-            case 9: x.nonfinite = (int64_t)g.u; break;
+            case 9:
+                x.nonfinite = (int64_t)g.u;
+                break;
             default: break;
             }
         }
