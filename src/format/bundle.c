@@ -259,7 +259,7 @@ void rill__swap_elements(uint8_t *p, size_t nbytes, size_t width)
     do {                                                                                           \
         const type *w = p;                                                                         \
         type any = 0;                                                                              \
-        for (int64_t i = 0; i < n; i++) any |= (type)((w[i] & (mask)) == (mask));                 \
+        for (int64_t i = 0; i < n; i++) any |= (type)((w[i] & (mask)) == (mask));                  \
         if (!any) return 0;                                                                        \
         int64_t bad = 0;                                                                           \
         for (int64_t i = 0; i < n; i++) bad += (w[i] & (mask)) == (mask);                          \
