@@ -878,7 +878,9 @@ static void abort_step(step_job *j)
 
 /* --- stall reports: a step that has waited a while asks the tasks still running what for ---
  * The task answers with what its blocking ops wait for (STATUS: a token, gradients) and the
- * tasks they wait on; those are pinged over fresh connections, and one line says it all. */
+ * tasks they wait on; those are pinged, and one line says it all. Both go over fresh
+ * connections (2 s for STATUS, 1 s per ping, at most 4 pinged), from the step's thread: a
+ * report holds it a few seconds at most, and only in a step that has waited already. */
 
 static double stall_every(const master *m)
 {
@@ -927,15 +929,10 @@ static void report_stall(step_job *j, int ti, double waited)
     master *m = j->m;
     task *tk = &m->tasks[ti];
     rill_status *s = rill_status_new();
-    rill__channel *ch = NULL;
-    pthread_mutex_lock(&tk->mu);
-    if (tk->nidle) ch = tk->idle[--tk->nidle].ch;
-    pthread_mutex_unlock(&tk->mu);
-    if (!ch) {
-        rill__tcp_options o;
-        rill__local_task_client_options(m->local_task, &o);
-        ch = rill__tcp_connect(tk->addr, &o, 2, s);
-    }
+    /* A fresh connection: the answer is about the task, not about a pooled socket. */
+    rill__tcp_options o;
+    rill__local_task_client_options(m->local_task, &o);
+    rill__channel *ch = rill__tcp_connect(tk->addr, &o, 2, s);
     rill__mbuf q = {0};
     rill__mbuf_u32(&q, RILL__RPC_STATUS);
     rill__mbuf_u64(&q, j->dl.step_owner);
@@ -972,7 +969,7 @@ static void report_stall(step_job *j, int ti, double waited)
         }
     }
     if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
-    channel_put(tk, ch, ok);
+    rill__channel_close(ch);
     rill_status_free(s);
 }
 
