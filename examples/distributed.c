@@ -21,7 +21,9 @@
  * --replicas_to_aggregate gradients (default: the number of workers) per global step; workers
  * beyond that many are backups whose late gradients are dropped, so a worker that stops does not
  * stop training. When done, the chief leaves a token for every worker, so none waits for a step
- * that will not come.
+ * that will not come. A sync step that waits for a worker that stopped (and no backup) is logged
+ * by every task waiting on it every --stall_report_secs, naming the workers whose gradients have
+ * not come and whether they answer; after --sync_timeout the error names them too.
  *
  * The cluster comes from the seed's flags (--ps_hosts, --worker_hosts, --job_name, --task_index)
  * or, when those are not given, from TF_CONFIG, Slurm or mpirun (docs/LAUNCHING.md), so the same
@@ -29,10 +31,12 @@
  *
  * As the seed, workers run under tf.train.Supervisor with --logdir (default ./checkpoint/, relative
  * to the current directory): the chief initializes the variables, or restores them from the
- * latest checkpoint in --logdir when there is one (a restarted cluster goes on from there); the
- * other workers wait until the model is ready. The chief saves model.ckpt-<step> every
- * --save_model_secs and at the end, and records the scalar `cost` in the logdir's event file
- * every --summary_steps of its steps.
+ * latest checkpoint in --logdir when there is one (a restarted cluster goes on from there); a
+ * chief restarted while the ps tasks kept a live model at a global step not older than that
+ * checkpoint goes on from the live model instead, and says so (--restore_over_live restores the
+ * checkpoint over it); the other workers wait until the model is ready. The chief saves
+ * model.ckpt-<step> every --save_model_secs and at the end, and records the scalar `cost` in the
+ * logdir's event file every --summary_steps of its steps.
  *
  * Exit codes: 0 done (a ps task: stopped by SIGTERM or SIGINT), 1 a run-time failure (a task
  * that cannot be reached, a PS lost mid-run), 2 a usage error. */
@@ -80,8 +84,10 @@ typedef struct options {
     const char *logdir;
     double save_model_secs;
     double sync_timeout;
+    double stall_report_secs;
     int64_t summary_steps;
     int64_t replicas_to_aggregate;
+    bool restore_over_live;
 } options;
 
 static int run_worker(const options *opt, const rill_task_config *cfg, rill_server *server,
@@ -169,6 +175,7 @@ static int run_worker(const options *opt, const rill_task_config *cfg, rill_serv
     svo.global_step = global_step;
     svo.save_model_secs = opt->save_model_secs;
     svo.max_wait_secs = opt->startup_deadline;
+    svo.restore_over_live = opt->restore_over_live;
     sv = rill_supervisor_new(g, &svo, s);
     if (!sv) {
         rc = fail("creating the supervisor", s);
@@ -306,6 +313,10 @@ int main(int argc, char **argv)
                              "The Supervisor's logdir: checkpoints (model.ckpt-<step>) and the "
                              "event file with the scalar `cost`; a restarted cluster goes on "
                              "from its latest checkpoint.");
+    rill_flags_define_bool(flags, "restore_over_live", &opt.restore_over_live, false,
+                           "A restarted chief restores the latest checkpoint even when the ps "
+                           "tasks hold a live model at a newer global step (by default it goes "
+                           "on from the live model and logs both steps).");
     rill_flags_define_float(flags, "save_model_secs", &opt.save_model_secs, 60,
                             "Seconds between the chief's checkpoints (and one at the end).");
     rill_flags_define_int(flags, "summary_steps", &opt.summary_steps, 100,
@@ -313,6 +324,10 @@ int main(int argc, char **argv)
     rill_flags_define_float(flags, "sync_timeout", &opt.sync_timeout, 300,
                             "--issync=1: seconds a worker waits for its token, and the chief "
                             "for gradients, before failing.");
+    rill_flags_define_float(flags, "stall_report_secs", &opt.stall_report_secs, 5,
+                            "A step that has waited this long on another task logs what for, "
+                            "and again at this interval (--issync=1: the workers whose "
+                            "gradients have not come, and whether they answer); < 0: never.");
     rill_flags_define_float(flags, "startup_deadline", &opt.startup_deadline, 60,
                             "Seconds to wait for the other tasks to come up and, on a non-chief "
                             "worker, for the chief to initialize the variables.");
@@ -414,6 +429,7 @@ int main(int argc, char **argv)
     /* A step may wait up to --sync_timeout for its token: the transport waits a little longer,
      * so that the error that comes back is the token's ("Dequeueing from queue ..."). */
     if (opt.issync && opt.sync_timeout + 30 > 300) so.step_deadline_s = opt.sync_timeout + 30;
+    so.stall_report_s = opt.stall_report_secs;
     char *secret = NULL;
     if (*secret_file) {
         secret = rill_cluster_secret_read(secret_file, s);

@@ -167,7 +167,9 @@ static int fashion_main(int argc, char **argv, const char *default_model)
     rill_flags_define_string(flags, "worker_hosts", &worker_hosts, "",
                              "Comma-separated list of hostname:port pairs");
     rill_flags_define_string(flags, "job_name", &job_name, "", "One of 'ps', 'worker'");
-    rill_flags_define_int(flags, "task_index", &task_index, 0, "Index of task within the job");
+    /* Used as an int: 4294967296 must be refused, not wrapped to task 0 (the chief). */
+    rill_flags_define_int_range(flags, "task_index", &task_index, 0, 0, INT32_MAX,
+                                "Index of task within the job");
     rill_flags_define_float(flags, "startup_deadline", &startup_deadline, 60,
                             "Seconds to wait for the other tasks to come up and, on a non-chief "
                             "worker, for the chief to initialize the variables.");

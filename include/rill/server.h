@@ -47,6 +47,11 @@ typedef struct rill_server_options {
     /* The largest payload a request may carry: a graph to register, a step's feeds, and a pushed
      * tensor of unknown shape; a pushed tensor of known shape may carry only its size [1 GiB]. */
     uint64_t max_payload;
+    /* A step that has waited this long on another task asks it what for, and logs the answer
+     * (a sync step waiting for a worker's gradients names the worker and whether it answers),
+     * again at this interval; a blocking op waiting here logs what it waits for as often.
+     * [5 s; < 0: never ask] */
+    double stall_report_s;
 } rill_server_options;
 
 /* Reads a cluster secret from a file (as `rill-keygen FILE` writes one): its first line, at

@@ -679,6 +679,8 @@ typedef struct step_job {
     rill__channel *ch[256];    /* per remote task: its RUN, written and not yet answered */
     int nwait;                 /* how many */
     double wait_until;         /* when the replies are given up (deadline or step deadline) */
+    double started;            /* when the step began */
+    double next_stall;         /* when the tasks still running are asked what for (0: never) */
     double next_tend;          /* when tend_local looks at the master's piece next */
     /* the master's piece: it runs asynchronously, ending on whichever thread (local_done) */
     rill_tensor *const *feed_values;
@@ -897,6 +899,113 @@ static void abort_step(step_job *j)
     }
 }
 
+/* --- stall reports: a step that has waited a while asks the tasks still running what for ---
+ * The task answers with what its blocking ops wait for (STATUS: a token, gradients) and the
+ * tasks they wait on; those are pinged, and one line says it all. Both go over fresh
+ * connections (2 s for STATUS, 1 s per ping, at most 4 pinged), from the step's thread: a
+ * report holds it a few seconds at most, and only in a step that has waited already. */
+
+static double stall_every(const master *m)
+{
+    double v = m->local_task->opts.stall_report_s;
+    return v < 0 ? 0 : v > 0 ? v : 5;
+}
+
+/* "/job:J/task:T" of the cluster, or NULL. */
+static task *task_named(master *m, const char *name)
+{
+    for (int i = 0; i < m->ntasks; i++) {
+        char n[128];
+        snprintf(n, sizeof n, "/job:%s/task:%d", m->tasks[i].job, m->tasks[i].index);
+        if (strcmp(n, name) == 0) return &m->tasks[i];
+    }
+    return NULL;
+}
+
+/* Appends "; T answers heartbeats" or "; T does not answer: why" for task name, pinged within
+ * 1 s over a fresh connection (a pooled one could outlive its process). */
+static void append_liveness(master *m, const char *name, char *out, size_t len)
+{
+    size_t off = strlen(out);
+    if (off >= len) return;
+    task *t = task_named(m, name);
+    if (!t || t->local) {
+        snprintf(out + off, len - off, "; %s is %s", name, t ? "this task" : "not in the cluster");
+        return;
+    }
+    rill_status *s = rill_status_new();
+    rill__tcp_options o;
+    rill__local_task_client_options(m->local_task, &o);
+    rill__channel *ch = rill__tcp_connect(t->addr, &o, 1, s);
+    bool ok = ch && rill__channel_ping(ch, 1, s);
+    rill__channel_close(ch);
+    if (ok)
+        snprintf(out + off, len - off, "; %s answers heartbeats", name);
+    else
+        snprintf(out + off, len - off, "; %s does not answer: %s", name, rill_status_message(s));
+    rill_status_free(s);
+}
+
+/* Asks task ti what the step waits for there and logs the answer (or that it gave none). */
+static void report_stall(step_job *j, int ti, double waited)
+{
+    master *m = j->m;
+    task *tk = &m->tasks[ti];
+    rill_status *s = rill_status_new();
+    /* A fresh connection: the answer is about the task, not about a pooled socket. */
+    rill__tcp_options o;
+    rill__local_task_client_options(m->local_task, &o);
+    rill__channel *ch = rill__tcp_connect(tk->addr, &o, 2, s);
+    rill__mbuf q = {0};
+    rill__mbuf_u32(&q, RILL__RPC_STATUS);
+    rill__mbuf_u64(&q, j->dl.step_owner);
+    rill__mbuf_u64(&q, j->dl.step_id);
+    rill__reply rep = {0};
+    bool ok =
+        ch && rill__channel_call(ch, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, NULL, 0, &rep, 2, s);
+    rill__mbuf_free(&q);
+    if (!ok) {
+        rill__log(RILL_LOG_WARNING,
+                  "a step of this task has waited %.0f s for task /job:%s/replica:0/task:%d (%s), "
+                  "which does not answer a status request: %s",
+                  waited, tk->job, tk->index, tk->addr, rill_status_message(s));
+    } else {
+        rill__mread r = {.p = rep.meta, .n = rep.meta_len};
+        uint32_t n = rill__mread_u32(&r);
+        for (uint32_t i = 0; i < n && i < 8 && !r.bad; i++) {
+            char *what = rill__mread_str(&r);
+            uint32_t ntasks = rill__mread_u32(&r), named = rill__mread_u32(&r);
+            char line[3072];
+            snprintf(line, sizeof line, "%s", what ? what : "?");
+            for (uint32_t k = 0; k < named && k < RILL__WAIT_TASKS && !r.bad; k++) {
+                char *name = rill__mread_str(&r);
+                if (name && k < 4) append_liveness(m, name, line, sizeof line);
+                rill__free(name);
+            }
+            if (!r.bad)
+                rill__log(RILL_LOG_WARNING,
+                          "a step of this task has waited %.0f s for task /job:%s/replica:0/"
+                          "task:%d: %s%s",
+                          waited, tk->job, tk->index, line,
+                          ntasks > 4 && named ? " (the others not asked)" : "");
+            rill__free(what);
+        }
+    }
+    if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+    rill__channel_close(ch);
+    rill_status_free(s);
+}
+
+/* Every stall_report_s of a step that still waits for tasks: ask them what for. */
+static void tend_stall(step_job *j)
+{
+    double t = now();
+    if (!j->next_stall || t < j->next_stall) return;
+    j->next_stall = t + stall_every(j->m);
+    for (int ti = 0; ti < j->m->ntasks && ti < 256; ti++)
+        if (j->ch[ti]) report_stall(j, ti, t - j->started);
+}
+
 /* Whether an error is only the echo of another part's failure. */
 static bool echo_error(const rill_status *s)
 {
@@ -928,6 +1037,8 @@ static rill_code run_step(master *m, sig *sg, rill__deadline dl, rill_tensor *co
     j.fetch_values = fetch_values;
     j.wait_until = now() + m->local_task->opts.step_deadline_s;
     j.next_tend = now() + 0.05;
+    j.started = now();
+    j.next_stall = stall_every(m) > 0 ? j.started + stall_every(m) : 0;
     if (dl.at && dl.at < j.wait_until) j.wait_until = dl.at;
     int parts[256], np = 0;
     bool mine = false;
@@ -949,6 +1060,7 @@ static rill_code run_step(master *m, sig *sg, rill__deadline dl, rill_tensor *co
     while (j.nwait) {
         take_replies(&j, 50);
         tend_local(&j, rv);
+        tend_stall(&j);
     }
     pthread_mutex_lock(&j.mu);
     while (!j.local_done) {
@@ -1132,6 +1244,21 @@ static const rill__remote_ops master_ops = {
 
 void rill__master_add_task(rill__local_task *t)
 {
+    /* The task's kernels learn their cluster's tasks (a sync step's accumulators name the
+     * workers whose gradients have not come) and how soon a wait is reported. */
+    const rill_cluster_spec *c = t->cluster;
+    rill__vec names = {0};
+    for (int jb = 0; c && jb < rill_cluster_spec_num_jobs(c); jb++) {
+        const char *job = rill_cluster_spec_job_name(c, jb);
+        int nt = rill_cluster_spec_num_tasks(c, job, NULL);
+        for (int i = 0; i < nt; i++)
+            rill__vec_push(&names, rill__asprintf("/job:%s/task:%d", job,
+                                                  rill_cluster_spec_task_index(c, job, i)));
+    }
+    rill__resource_mgr_set_cluster(t->rm, (const char *const *)names.items, names.n,
+                                   t->opts.stall_report_s);
+    for (int i = 0; i < names.n; i++) rill__free(names.items[i]);
+    rill__vec_free(&names);
     pthread_mutex_lock(&tasks_mu);
     for (int i = 0; i < MAX_LOCAL_TASKS; i++)
         if (!local_tasks[i]) {

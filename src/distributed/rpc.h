@@ -13,6 +13,11 @@
  *                                     -> (empty): into the task's rendezvous (rendezvous.c)
  *   ABORT     u64 step_owner, u64 step_id -> (empty): the step failed somewhere: drop its
  *             tensors, fail its waiting receives
+ *   STATUS    u64 step_owner, u64 step_id (0: any of owner's)
+ *                                     -> u32 n, n x {str what, u32 ntasks, u32 named,
+ *                                        named x str task}: what the blocking ops of that step
+ *             wait for on the task (rill__resource_mgr_waits) and the tasks they wait on; asked
+ *             by a master whose step has waited a while (the stall reports)
  * REGISTER's meta carries u64 owner after the op: the id of the master that registers.
  * "tensors" = u32 n, n x {str name (requests only), tensor_desc}; the bytes of the n tensors
  * follow each other in the payload. */
@@ -24,8 +29,16 @@
 
 #include <sys/uio.h>
 
-enum { RILL__RPC_GET_DEVICES = 1, RILL__RPC_REGISTER = 2, RILL__RPC_RUN = 3, RILL__RPC_DEREGISTER = 4,
-       RILL__RPC_CANCEL = 5, RILL__RPC_TENSOR = 6, RILL__RPC_ABORT = 7 };
+enum {
+    RILL__RPC_GET_DEVICES = 1,
+    RILL__RPC_REGISTER = 2,
+    RILL__RPC_RUN = 3,
+    RILL__RPC_DEREGISTER = 4,
+    RILL__RPC_CANCEL = 5,
+    RILL__RPC_TENSOR = 6,
+    RILL__RPC_ABORT = 7,
+    RILL__RPC_STATUS = 8
+};
 
 typedef rill__pbw rill__mbuf; /* the core's growable byte buffer */
 void rill__mbuf_put(rill__mbuf *m, const void *d, size_t n);

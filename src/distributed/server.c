@@ -575,6 +575,31 @@ static void do_cancel(rill_server *srv, rill__mread *r)
     rill__rendezvous_wake_step(srv->rv, owner, 0);
 }
 
+/* STATUS: what a master's step waits for here (its blocking ops' waits), answered inline:
+ * describing a wait takes only the locks of the resources it waits on. */
+static void do_status(rill_server *srv, rill__mread *r, rill__tcp_response *resp)
+{
+    uint64_t owner = rill__mread_u64(r), step = rill__mread_u64(r);
+    if (r->bad) {
+        rill__tcp_response_set_error(resp, RILL_INVALID_ARGUMENT, "malformed STATUS request");
+        return;
+    }
+    rill__wait_report rep[8];
+    int n = rill__resource_mgr_waits(srv->self.rm, owner, step, rep, 8);
+    if (n > 8) n = 8;
+    rill__mbuf q = {0};
+    rill__mbuf_u32(&q, (uint32_t)n);
+    for (int i = 0; i < n; i++) {
+        int named = rep[i].ntasks < RILL__WAIT_TASKS ? rep[i].ntasks : RILL__WAIT_TASKS;
+        rill__mbuf_str(&q, rep[i].what);
+        rill__mbuf_u32(&q, (uint32_t)rep[i].ntasks);
+        rill__mbuf_u32(&q, (uint32_t)named);
+        for (int k = 0; k < named; k++) rill__mbuf_str(&q, rep[i].tasks[k]);
+    }
+    rill__tcp_response_set_meta(resp, q.p, (uint32_t)q.n);
+    rill__mbuf_free(&q);
+}
+
 /* TENSOR: tensors another task pushed for one of its steps, into the rendezvous. The tensors
  * are views of the request's payload, which they take over (received once, never copied). */
 static void do_tensor(rill_server *srv, rill__tcp_request *req, rill__mread *r,
@@ -657,6 +682,7 @@ static void handle(void *arg, rill__tcp_request *req, rill__tcp_response *resp)
     case RILL__RPC_TENSOR: do_tensor(srv, req, &r, resp); break;
     case RILL__RPC_ABORT: do_abort(srv, &r); break;
     case RILL__RPC_DEREGISTER: do_deregister(srv, req, &r, resp); break;
+    case RILL__RPC_STATUS: do_status(srv, &r, resp); break;
     default:
         rill__tcp_response_set_error(resp, RILL_UNIMPLEMENTED, "unknown request %u from %s", op,
                                      req->peer);

@@ -369,6 +369,10 @@ class Supervisor:
     """tf.train.Supervisor over rill's: the chief restores the latest checkpoint of logdir or
     initialises, the others wait for the model; checkpoints every save_model_secs and at stop().
 
+    Beyond TF: a chief whose ps tasks hold a live model at a global step not older than the
+    latest checkpoint's goes on from the live model (and logs both steps) instead of restoring
+    over it; restore_over_live=True restores the checkpoint anyway, as TF does.
+
     A session it prepares for a graph with a SyncReplicasOptimizer also runs that optimizer's
     chief_init_op (chief) or local_step_init_op (the others), which TF ≥ 1.0 programs pass as
     local_init_op and TF 0.x's (the seed's) did not need.
@@ -382,7 +386,8 @@ class Supervisor:
                  local_init_op=0, logdir=None, summary_op=0, saver=0, global_step=0,
                  save_summaries_secs=120, save_model_secs=600, recovery_wait_secs=30,
                  stop_grace_secs=120, checkpoint_basename="model.ckpt", session_manager=None,
-                 summary_writer=0, init_fn=None, local_init_run_options=None):
+                 summary_writer=0, init_fn=None, local_init_run_options=None,
+                 restore_over_live=False):
         tf = _v1()
         self._tf = tf
         self._graph = graph or tf.get_default_graph()
@@ -391,7 +396,8 @@ class Supervisor:
         opts = {"is_chief": self._is_chief, "logdir": logdir,
                 "save_model_secs": float(save_model_secs or 0),
                 "save_summaries_secs": float(save_summaries_secs or 0),
-                "recovery_wait_secs": min(float(recovery_wait_secs), 0.5)}
+                "recovery_wait_secs": min(float(recovery_wait_secs), 0.5),
+                "restore_over_live": bool(restore_over_live)}
         if init_op not in (0, None):
             opts["init_op"] = init_op._op
         if local_init_op not in (0, None):
