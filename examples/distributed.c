@@ -34,8 +34,14 @@
  * --save_model_secs and at the end, and records the scalar `cost` in the logdir's event file
  * every --summary_steps of its steps.
  *
- * Exit codes: 0 done (a ps task: stopped by SIGTERM or SIGINT), 1 a run-time failure (a task
- * that cannot be reached, a PS lost mid-run), 2 a usage error. */
+ * A ps task serves until every worker (and the chief) has finished training, then exits 0, so
+ * that a launcher's job ends when training does: each worker tells every ps when it is done
+ * (rill_server_report_finished, after its sessions are closed, the chief's after its last
+ * checkpoint). A worker that crashes tells nobody, and the ps serves on. --ps_join_forever keeps
+ * TensorFlow's server.join(): serve until SIGTERM or SIGINT.
+ *
+ * Exit codes: 0 done (a ps task: every worker finished, or SIGTERM or SIGINT), 1 a run-time
+ * failure (a task that cannot be reached, a PS lost mid-run), 2 a usage error. */
 #include <rill/rill.h>
 
 #include <math.h>
@@ -281,6 +287,7 @@ int main(int argc, char **argv)
     options opt;
     const char *ps_hosts, *worker_hosts, *job_name, *secret_file;
     int64_t task_index;
+    bool join_forever;
     rill_flags *flags = rill_flags_new(
         argv[0], "The seed's distributed.py: trains y = 2x + 10 on a cluster of ps and worker "
                  "tasks. Without --ps_hosts/--worker_hosts the cluster comes from TF_CONFIG, "
@@ -321,6 +328,10 @@ int main(int argc, char **argv)
                              "every connection must prove it knows it. Default: the file "
                              "RILL_CLUSTER_SECRET_FILE names; without either, anyone who can "
                              "reach the ports is trusted (docs/LAUNCHING.md).");
+    rill_flags_define_bool(flags, "ps_join_forever", &join_forever, false,
+                           "A ps task serves until SIGTERM or SIGINT, as TensorFlow's "
+                           "server.join() (default: it exits 0 once every worker finished "
+                           "training).");
     rill_flags_define_int(flags, "seed", &opt.seed, 0,
                           "Random seed of the data and initial values (0: from the clock).");
     int rc = rill_flags_parse_or_exit_code(flags, argc, argv);
@@ -384,6 +395,7 @@ int main(int argc, char **argv)
     rc = 1;
     rill_server_options so = {0};
     so.connect_deadline_s = opt.startup_deadline > 0 ? opt.startup_deadline : 60;
+    so.join_forever = join_forever;
     /* A step may wait up to --sync_timeout for its token: the transport waits a little longer,
      * so that the error that comes back is the token's ("Dequeueing from queue ..."). */
     if (opt.issync && opt.sync_timeout + 30 > 300) so.step_deadline_s = opt.sync_timeout + 30;
@@ -416,13 +428,24 @@ int main(int argc, char **argv)
     rill_cluster_spec_to_string(cfg.cluster, spec, sizeof spec);
     fprintf(stderr, "%s: cluster from %s: %s\n", task_name, cfg.source, spec);
     if (is_ps) {
-        /* server.join(): serve until SIGTERM or SIGINT */
+        /* server.join(): serve until every worker finished (or, --ps_join_forever, until
+         * SIGTERM or SIGINT) */
         rc = rill_server_join(server, s) == RILL_OK ? 0 : fail("serving", s);
-        if (rc == 0) fprintf(stderr, "%s: stopped\n", task_name);
+        int total, done = rill_server_finished_tasks(server, &total);
+        const char *env_forever = getenv("RILL_PS_JOIN_FOREVER");
+        bool forever = join_forever || (env_forever && strcmp(env_forever, "1") == 0);
+        if (rc == 0 && total > 0 && done == total && !forever)
+            fprintf(stderr, "%s: exiting: all %d workers finished\n", task_name, total);
+        else if (rc == 0)
+            fprintf(stderr, "%s: stopped\n", task_name);
     } else {
         srand48(opt.seed ? (long)(opt.seed * 1000003 + cfg.task_index)
                          : (long)time(NULL) ^ ((long)getpid() << 16));
         rc = run_worker(&opt, &cfg, server, is_chief, s);
+        /* Its sessions are closed and the chief's last checkpoint is written: the ps tasks may
+         * go once every worker has said so. Training succeeded either way. */
+        if (rc == 0 && rill_server_report_finished(server, s) != RILL_OK)
+            fprintf(stderr, "%s: warning: %s\n", task_name, rill_status_message(s));
     }
     goto out;
 usage_error:

@@ -13,6 +13,9 @@
  *                                     -> (empty): into the task's rendezvous (rendezvous.c)
  *   ABORT     u64 step_owner, u64 step_id -> (empty): the step failed somewhere: drop its
  *             tensors, fail its waiting receives
+ *   FINISHED  str job, u32 task_index -> (empty): that training task ("worker" or "chief" job)
+ *             is done with the ps tasks (rill_server_report_finished); a ps's join returns once
+ *             every training task of its cluster has said so and been answered
  * REGISTER's meta carries u64 owner after the op: the id of the master that registers.
  * "tensors" = u32 n, n x {str name (requests only), tensor_desc}; the bytes of the n tensors
  * follow each other in the payload. */
@@ -25,7 +28,7 @@
 #include <sys/uio.h>
 
 enum { RILL__RPC_GET_DEVICES = 1, RILL__RPC_REGISTER = 2, RILL__RPC_RUN = 3, RILL__RPC_DEREGISTER = 4,
-       RILL__RPC_CANCEL = 5, RILL__RPC_TENSOR = 6, RILL__RPC_ABORT = 7 };
+       RILL__RPC_CANCEL = 5, RILL__RPC_TENSOR = 6, RILL__RPC_ABORT = 7, RILL__RPC_FINISHED = 8 };
 
 typedef rill__pbw rill__mbuf; /* the core's growable byte buffer */
 void rill__mbuf_put(rill__mbuf *m, const void *d, size_t n);
