@@ -181,6 +181,11 @@ static int run_worker(const options *opt, const rill_task_config *cfg, rill_serv
         goto out;
     }
     rill_session_options_set_target(so, rill_server_target(server));
+    /* ConfigProto(device_filters=["/job:ps", worker_device]), as TF's guides advise: this
+     * worker talks to the ps tasks and itself only, so a worker that starts late still starts
+     * when another one has already finished and gone. */
+    const char *filters[] = {"/job:ps", worker_device};
+    rill_session_options_set_device_filters(so, filters, 2);
     sess = rill_supervisor_prepare_or_wait_for_session(sv, so, s);
     if (!sess) {
         rc = fail(is_chief ? "preparing the session" : "waiting for the model", s);

@@ -347,6 +347,10 @@ static int fashion_main(int argc, char **argv, const char *default_model)
     if (clustered) {
         so = rill_session_options_new();
         rill_session_options_set_target(so, rill_server_target(server));
+        /* Only the ps tasks and this worker (TF's device_filters): a worker that starts late
+         * still starts when another has already finished and gone. */
+        const char *filters[] = {"/job:ps", worker_device};
+        rill_session_options_set_device_filters(so, filters, 2);
         /* tf.train.Supervisor(is_chief, init_op) without a logdir: the chief initializes the
          * variables unless the ps tasks already hold them; the others wait until they do. */
         rill_supervisor_options svo = RILL_SUPERVISOR_OPTIONS_INIT;

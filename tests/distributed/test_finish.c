@@ -6,7 +6,8 @@
  * job; a worker that goes away without reporting never counts; reports that name no training task
  * of the cluster, or are malformed, are refused and change nothing; a ps that is not there makes
  * the report fail within its deadline naming the ps; with a cluster secret the report goes
- * through. */
+ * through. A worker that starts after another one finished and went away trains with TF's device
+ * filters (it fails without them, naming the task that is gone). */
 #include "distributed/rpc.h"
 #include "distributed/transport.h"
 #include "distributed/wire.h"
@@ -135,18 +136,19 @@ static void unbuild(model *m)
 
 /* Trains `steps` steps on srv's session (the chief initialises first); the last global step, or
  * -1. The session is closed before returning, as a worker closes its sessions before it reports. */
-static int64_t train_on(rill_server *srv, const char *worker_device, bool chief, int steps)
+static int64_t train_filtered(rill_server *srv, const char *worker_device, bool chief, int steps,
+                              bool filtered, rill_status *s)
 {
     model m;
     build(&m, worker_device);
-    rill_status *s = rill_status_new();
     rill_session_options *o = rill_session_options_new();
     rill_session_options_set_target(o, rill_server_target(srv));
+    const char *filters[] = {"/job:ps", worker_device};
+    if (filtered) rill_session_options_set_device_filters(o, filters, 2);
     rill_session *sess = rill_session_new(m.g, o, s);
     rill_session_options_free(o);
     int64_t last = -1;
-    if (CHECK(sess != NULL) &&
-        (!chief || CHECK(rill_session_run_targets(sess, &m.init, 1, s) == RILL_OK))) {
+    if (sess && (!chief || CHECK(rill_session_run_targets(sess, &m.init, 1, s) == RILL_OK))) {
         rill_tensor *xv = rill_tensor_new(RILL_FLOAT, (int64_t[]){1}, 1);
         rill_tensor *yv = rill_tensor_new(RILL_FLOAT, (int64_t[]){1}, 1);
         rill_output f[] = {m.x, m.y};
@@ -169,10 +171,17 @@ static int64_t train_on(rill_server *srv, const char *worker_device, bool chief,
         rill_tensor_free(xv);
         rill_tensor_free(yv);
     }
-    if (!rill_status_ok(s)) fprintf(stderr, "  %s\n", rill_status_message(s));
     rill_session_free(sess);
-    rill_status_free(s);
     unbuild(&m);
+    return last;
+}
+
+static int64_t train_on(rill_server *srv, const char *worker_device, bool chief, int steps)
+{
+    rill_status *s = rill_status_new();
+    int64_t last = train_filtered(srv, worker_device, chief, steps, false, s);
+    if (!rill_status_ok(s)) fprintf(stderr, "  %s\n", rill_status_message(s));
+    rill_status_free(s);
     return last;
 }
 
@@ -466,6 +475,51 @@ out:
     cluster_stop(&c);
 }
 
+/* A worker that starts after another one finished and went away: without device filters its
+ * session looks for every task and fails naming the one that is gone; with TF's filters
+ * ("/job:ps" and itself) it trains. Bad filters are refused. */
+static void test_late_worker_with_device_filters(void)
+{
+    rill_server_options o = {.connect_deadline_s = 1};
+    cluster c;
+    if (!cluster_start(&c, 1, 2, &o)) goto out;
+    rill_status *s = rill_status_new();
+    CHECK(train_filtered(c.w[0], "/job:worker/task:0", true, 50, true, s) >= 50);
+    CHECK_EQ_INT(report(c.w[0]), RILL_OK);
+    rill_server_free(c.w[0]); /* worker 0 is done and gone */
+    c.w[0] = NULL;
+    const char *gone = rill_cluster_spec_task_address(c.spec, "worker", 0, NULL);
+    CHECK(train_filtered(c.w[1], "/job:worker/task:1", false, 10, false, s) < 0);
+    CHECK_EQ_INT(rill_status_code(s), RILL_UNAVAILABLE);
+    CHECK_STR_CONTAINS(rill_status_message(s), gone);
+    rill_status_clear(s);
+    CHECK(train_filtered(c.w[1], "/job:worker/task:1", false, 10, true, s) >= 60);
+    if (!rill_status_ok(s)) fprintf(stderr, "  %s\n", rill_status_message(s));
+    /* Filters that do not parse, or too many. */
+    model m;
+    build(&m, "/job:worker/task:1");
+    rill_session_options *so = rill_session_options_new();
+    rill_session_options_set_target(so, rill_server_target(c.w[1]));
+    const char *bad[] = {"/job:ps", "/jobb:worker"};
+    rill_session_options_set_device_filters(so, bad, 2);
+    rill_session *sess = rill_session_new(m.g, so, s);
+    CHECK(sess == NULL);
+    CHECK_EQ_INT(rill_status_code(s), RILL_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(rill_status_message(s), "device filter 1: Malformed device specification");
+    const char *many[RILL_MAX_DEVICE_FILTERS + 1];
+    for (int i = 0; i <= RILL_MAX_DEVICE_FILTERS; i++) many[i] = "/job:ps";
+    rill_session_options_set_device_filters(so, many, RILL_MAX_DEVICE_FILTERS + 1);
+    sess = rill_session_new(m.g, so, s);
+    CHECK(sess == NULL);
+    CHECK_STR_CONTAINS(rill_status_message(s), "at most 16 are supported");
+    rill_session_free(sess);
+    rill_session_options_free(so);
+    unbuild(&m);
+    rill_status_free(s);
+out:
+    cluster_stop(&c);
+}
+
 int main(void)
 {
     /* The CPU only: with PoCL standing in for a GPU, this model's training step fails today
@@ -482,5 +536,6 @@ int main(void)
     test_bad_reports();
     test_ps_not_there();
     test_with_a_secret();
+    test_late_worker_with_device_filters();
     TEST_MAIN_END();
 }
