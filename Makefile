@@ -15,8 +15,11 @@ BUILD_CLANG ?= build-clang
 BUILD_PY   := build-python
 PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc)
+# openmpi-bin, slurm-wlm and munge: the real launchers tests/distributed/test_launchers.sh runs
+# (mpirun, and a single-node Slurm cluster the test starts itself).
 DEB_PKGS   := build-essential cmake pkg-config libdnnl-dev zlib1g-dev libsodium-dev dataset-fashion-mnist \
-              ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd python3-venv python3-dev clang binutils qemu-user
+              ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd python3-venv python3-dev clang binutils qemu-user \
+              openmpi-bin slurm-wlm munge
 # The project's virtualenv: TensorFlow's checkpoint reader and TensorBoard's event reader, with
 # which tests/interop checks that rill's files are read as TensorFlow's (and the benchmarks' baselines).
 VENV       := .venv

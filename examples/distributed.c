@@ -38,8 +38,14 @@
  * model.ckpt-<step> every --save_model_secs and at the end, and records the scalar `cost` in the
  * logdir's event file every --summary_steps of its steps.
  *
- * Exit codes: 0 done (a ps task: stopped by SIGTERM or SIGINT), 1 a run-time failure (a task
- * that cannot be reached, a PS lost mid-run), 2 a usage error. */
+ * A ps task serves until every worker (and the chief) has finished training, then exits 0, so
+ * that a launcher's job ends when training does: each worker tells every ps when it is done
+ * (rill_server_report_finished, after its sessions are closed, the chief's after its last
+ * checkpoint). A worker that crashes tells nobody, and the ps serves on. --ps_join_forever keeps
+ * TensorFlow's server.join(): serve until SIGTERM or SIGINT.
+ *
+ * Exit codes: 0 done (a ps task: every worker finished, or SIGTERM or SIGINT), 1 a run-time
+ * failure (a task that cannot be reached, a PS lost mid-run), 2 a usage error. */
 #include <rill/rill.h>
 
 #include <math.h>
@@ -182,6 +188,11 @@ static int run_worker(const options *opt, const rill_task_config *cfg, rill_serv
         goto out;
     }
     rill_session_options_set_target(so, rill_server_target(server));
+    /* ConfigProto(device_filters=["/job:ps", worker_device]), as TF's guides advise: this
+     * worker talks to the ps tasks and itself only, so a worker that starts late still starts
+     * when another one has already finished and gone. */
+    const char *filters[] = {"/job:ps", worker_device};
+    rill_session_options_set_device_filters(so, filters, 2);
     sess = rill_supervisor_prepare_or_wait_for_session(sv, so, s);
     if (!sess) {
         rc = fail(is_chief ? "preparing the session" : "waiting for the model", s);
@@ -287,7 +298,8 @@ int main(int argc, char **argv)
 {
     options opt;
     const char *ps_hosts, *worker_hosts, *job_name, *secret_file, *run_id;
-    int64_t task_index, encrypt, max_payload_mb;
+    int64_t task_index, max_payload_mb;
+    bool join_forever, encrypt;
     rill_flags *flags = rill_flags_new(
         argv[0], "The seed's distributed.py: trains y = 2x + 10 on a cluster of ps and worker "
                  "tasks. Without --ps_hosts/--worker_hosts the cluster comes from TF_CONFIG, "
@@ -336,17 +348,21 @@ int main(int argc, char **argv)
                              "every connection must prove it knows it. Default: the file "
                              "RILL_CLUSTER_SECRET_FILE names; without either, anyone who can "
                              "reach the ports is trusted (docs/LAUNCHING.md).");
-    rill_flags_define_int(flags, "encrypt", &encrypt, 0,
-                          "1: encrypt every frame between the tasks (needs the secret); 0: "
-                          "frames are authenticated (with a secret), not encrypted.");
+    rill_flags_define_bool(flags, "encrypt", &encrypt, false,
+                           "Encrypt every frame between the tasks (needs the secret); without it "
+                           "frames are authenticated (with a secret), not encrypted.");
     rill_flags_define_string(flags, "run_id", &run_id, "",
                              "The run this task belongs to, the same for every task of a job "
                              "(default: RILL_JOB_ID, or the launcher's job id; else the chief "
                              "makes one, kept in <logdir>/rill_run_id, and the other tasks "
                              "learn it). A task of another run on the same ports is refused.");
-    rill_flags_define_int(flags, "max_payload_mb", &max_payload_mb, 1024,
-                          "The largest message (MiB) this task accepts: a graph, a step's feeds, "
-                          "a tensor of unknown shape.");
+    rill_flags_define_int_range(flags, "max_payload_mb", &max_payload_mb, 1024, 1, INT64_C(1) << 24,
+                                "The largest message (MiB) this task accepts: a graph, a step's "
+                                "feeds, a tensor of unknown shape.");
+    rill_flags_define_bool(flags, "ps_join_forever", &join_forever, false,
+                           "A ps task serves until SIGTERM or SIGINT, as TensorFlow's "
+                           "server.join() (default: it exits 0 once every worker finished "
+                           "training).");
     rill_flags_define_int(flags, "seed", &opt.seed, 0,
                           "Random seed of the data and initial values (0: from the clock).");
     int rc = rill_flags_parse_or_exit_code(flags, argc, argv);
@@ -407,25 +423,17 @@ int main(int argc, char **argv)
     bool is_chief = is_chief_job || (!is_ps && cfg.task_index == 0 &&
                                      !rill_cluster_spec_has_job(cfg.cluster, "chief"));
 
-    if (encrypt != 0 && encrypt != 1) {
-        fprintf(stderr, "--encrypt must be 0 or 1, not %lld\n", (long long)encrypt);
-        goto out;
-    }
-    if (max_payload_mb < 1 || max_payload_mb > (INT64_C(1) << 24)) {
-        fprintf(stderr, "--max_payload_mb must be between 1 and %lld, not %lld\n",
-                (long long)(INT64_C(1) << 24), (long long)max_payload_mb);
-        goto out;
-    }
     rc = 1;
     rill_server_options so = {0};
     so.run_id = *run_id ? run_id : NULL;
-    so.encrypt = encrypt == 1;
+    so.encrypt = encrypt;
     so.max_payload = (uint64_t)max_payload_mb << 20;
     char run_file[4096];
     snprintf(run_file, sizeof run_file, "%s%srill_run_id", opt.logdir,
              *opt.logdir && opt.logdir[strlen(opt.logdir) - 1] == '/' ? "" : "/");
     if (is_chief && *opt.logdir) so.run_id_file = run_file;
     so.connect_deadline_s = opt.startup_deadline > 0 ? opt.startup_deadline : 60;
+    so.join_forever = join_forever;
     /* A step may wait up to --sync_timeout for its token: the transport waits a little longer,
      * so that the error that comes back is the token's ("Dequeueing from queue ..."). */
     if (opt.issync && opt.sync_timeout + 30 > 300) so.step_deadline_s = opt.sync_timeout + 30;
@@ -459,13 +467,24 @@ int main(int argc, char **argv)
     rill_cluster_spec_to_string(cfg.cluster, spec, sizeof spec);
     fprintf(stderr, "%s: cluster from %s: %s\n", task_name, cfg.source, spec);
     if (is_ps) {
-        /* server.join(): serve until SIGTERM or SIGINT */
+        /* server.join(): serve until every worker finished (or, --ps_join_forever, until
+         * SIGTERM or SIGINT) */
         rc = rill_server_join(server, s) == RILL_OK ? 0 : fail("serving", s);
-        if (rc == 0) fprintf(stderr, "%s: stopped\n", task_name);
+        int total, done = rill_server_finished_tasks(server, &total);
+        const char *env_forever = getenv("RILL_PS_JOIN_FOREVER");
+        bool forever = join_forever || (env_forever && strcmp(env_forever, "1") == 0);
+        if (rc == 0 && total > 0 && done == total && !forever)
+            fprintf(stderr, "%s: exiting: all %d workers finished\n", task_name, total);
+        else if (rc == 0)
+            fprintf(stderr, "%s: stopped\n", task_name);
     } else {
         srand48(opt.seed ? (long)(opt.seed * 1000003 + cfg.task_index)
                          : (long)time(NULL) ^ ((long)getpid() << 16));
         rc = run_worker(&opt, &cfg, server, is_chief, s);
+        /* Its sessions are closed and the chief's last checkpoint is written: the ps tasks may
+         * go once every worker has said so. Training succeeded either way. */
+        if (rc == 0 && rill_server_report_finished(server, s) != RILL_OK)
+            fprintf(stderr, "%s: warning: %s\n", task_name, rill_status_message(s));
     }
     goto out;
 usage_error:

@@ -1168,7 +1168,7 @@ static PyObject *session_wrap(PyTypeObject *type, GraphObject *graph, rill_sessi
 
 /* Session options from {log_device_placement, allow_soft_placement, intra_op_threads,
  * inter_op_threads, operation_timeout_ms, gpu_allow_growth, gpu_memory_fraction,
- * gpu_visible_device_list, target}; NULL with the error raised. */
+ * gpu_visible_device_list, device_filters, target}; NULL with the error raised. */
 static rill_session_options *session_options_of(PyObject *opts)
 {
     rill_session_options *o = rill_session_options_new();
@@ -1201,6 +1201,19 @@ static rill_session_options *session_options_of(PyObject *opts)
             r = -1;
         else
             rill_session_options_set_gpu_visible_device_list(o, l);
+    }
+    /* ConfigProto.device_filters: a sequence of device-name strings */
+    PyObject *filters = opts ? PyDict_GetItemString(opts, "device_filters") : NULL;
+    if (r >= 0 && filters && filters != Py_None) {
+        PyObject *seq = PySequence_Fast(filters, "device_filters is a list of device names");
+        Py_ssize_t n = seq ? PySequence_Fast_GET_SIZE(seq) : 0;
+        const char **fs = seq ? PyMem_Calloc((size_t)n + 1, sizeof *fs) : NULL;
+        r = fs ? 0 : -1;
+        for (Py_ssize_t i = 0; r >= 0 && i < n; i++)
+            if (!(fs[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i)))) r = -1;
+        if (r >= 0) rill_session_options_set_device_filters(o, fs, (int)n);
+        PyMem_Free(fs);
+        Py_XDECREF(seq);
     }
     PyObject *target = opts ? PyDict_GetItemString(opts, "target") : NULL;
     if (r >= 0 && target && target != Py_None) {
@@ -1752,6 +1765,19 @@ static PyObject *server_join(ServerObject *o, PyObject *unused)
     return none_or_raise(code, s);
 }
 
+/* Server.report_finished(): tells every ps task this training task is done (rill_server_report_
+ * finished); raises what did not reach them. */
+static PyObject *server_report_finished(ServerObject *o, PyObject *unused)
+{
+    (void)unused;
+    rill_status *s = rill_status_new();
+    rill_code code;
+    Py_BEGIN_ALLOW_THREADS
+    code = rill_server_report_finished(o->srv, s);
+    Py_END_ALLOW_THREADS
+    return none_or_raise(code, s);
+}
+
 static PyObject *server_stop(ServerObject *o, PyObject *unused)
 {
     (void)unused;
@@ -1774,6 +1800,8 @@ static PyMethodDef server_methods[] = {
      "run_id=None): this process's task of a cluster"},
     {"join", (PyCFunction)server_join, METH_NOARGS, "Blocks until the server stops."},
     {"stop", (PyCFunction)server_stop, METH_NOARGS, "Stops the server."},
+    {"report_finished", (PyCFunction)server_report_finished, METH_NOARGS,
+     "Tells every ps task that this worker finished training."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -244,6 +244,60 @@ static bool call(master *m, task *t, const rill__mbuf *meta, const struct iovec 
     return false;
 }
 
+/* ConfigProto.device_filters: whether a filter could match a device of task t (its job, replica
+ * 0, its index), and whether device d passes them (no filters: everything passes). */
+static bool filters_allow_task(const master *m, const task *t)
+{
+    const rill_session_options *o = &m->opts;
+    if (o->ndevice_filters == 0 || t->local) return true;
+    for (int i = 0; i < o->ndevice_filters; i++) {
+        rill_device_name f;
+        rill_device_name_parse(o->device_filters[i], &f, NULL); /* checked in master_open */
+        if ((!f.has_job || strcmp(f.job, t->job) == 0) && (!f.has_replica || f.replica == 0) &&
+            (!f.has_task || f.task == t->index))
+            return true;
+    }
+    return false;
+}
+
+static bool filters_allow_device(const master *m, const rill__device *d)
+{
+    const rill_session_options *o = &m->opts;
+    rill_device_name n;
+    if (o->ndevice_filters == 0 || !rill_device_name_parse(d->name, &n, NULL)) return true;
+    for (int i = 0; i < o->ndevice_filters; i++) {
+        rill_device_name f;
+        rill_device_name_parse(o->device_filters[i], &f, NULL);
+        if (rill_device_name_matches(&f, &n)) return true;
+    }
+    return false;
+}
+
+/* The filters, checked once: INVALID_ARGUMENT naming the one that is wrong. */
+static bool filters_check(const rill_session_options *o, rill_status *s)
+{
+    if (o->ndevice_filters > RILL_MAX_DEVICE_FILTERS) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "%d device filters: at most %d are supported",
+                        o->ndevice_filters, RILL_MAX_DEVICE_FILTERS);
+        return false;
+    }
+    if (o->long_device_filter) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "device filter %d is longer than %d characters",
+                        o->long_device_filter - 1, RILL_DEVICE_NAME_MAX - 1);
+        return false;
+    }
+    for (int i = 0; i < o->ndevice_filters; i++) {
+        rill_status *why = rill_status_new();
+        bool ok = rill_device_name_parse(o->device_filters[i], NULL, why);
+        if (!ok)
+            rill_status_set(s, RILL_INVALID_ARGUMENT, "device filter %d: %s", i,
+                            rill_status_message(why));
+        rill_status_free(why);
+        if (!ok) return false;
+    }
+    return true;
+}
+
 static bool discover(master *m, rill_status *s)
 {
     const rill_cluster_spec *c = m->local_task->cluster;
@@ -266,6 +320,7 @@ static bool discover(master *m, rill_status *s)
             snprintf(t->addr, sizeof t->addr, "%s",
                      rill_cluster_spec_task_address(c, job, t->index, NULL));
             t->local = strcmp(job, m->local_task->job) == 0 && t->index == m->local_task->index;
+            if (!filters_allow_task(m, t)) continue; /* never contacted */
             pthread_mutex_init(&t->mu, NULL);
             if (t->local) m->self = m->ntasks;
             m->ntasks++;
@@ -292,10 +347,11 @@ static bool discover(master *m, rill_status *s)
                 char *name = rill__mread_str(&r), *type = rill__mread_str(&r),
                      *key = rill__mread_str(&r);
                 if (name && type && key) {
-                    rill__device *d = &m->devs[m->ndevs + got++];
+                    rill__device *d = &m->devs[m->ndevs + got];
                     snprintf(d->name, sizeof d->name, "%s", name);
                     snprintf(d->type, sizeof d->type, "%s", type);
                     snprintf(d->kernel_key, sizeof d->kernel_key, "%s", key);
+                    if (filters_allow_device(m, d)) got++;
                 }
                 rill__free(name);
                 rill__free(type);
@@ -1195,7 +1251,7 @@ static void *master_open(const char *target, rill_graph *g, const rill_session_o
     m->rv = rill__rendezvous_install((rill__local_task *)lt);
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->sigs_mu, NULL);
-    if (!discover(m, s)) {
+    if (!filters_check(o, s) || !discover(m, s)) {
         master_close(m);
         return NULL;
     }

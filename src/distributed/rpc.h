@@ -18,6 +18,9 @@
  *                                        named x str task}: what the blocking ops of that step
  *             wait for on the task (rill__resource_mgr_waits) and the tasks they wait on; asked
  *             by a master whose step has waited a while (the stall reports)
+ *   FINISHED  str job, u32 task_index -> (empty): that training task ("worker" or "chief" job)
+ *             is done with the ps tasks (rill_server_report_finished); a ps's join returns once
+ *             every training task of its cluster has said so and been answered
  * REGISTER's meta carries u64 owner after the op: the id of the master that registers.
  * "tensors" = u32 n, n x {str name (requests only), tensor_desc}; the bytes of the n tensors
  * follow each other in the payload. */
@@ -37,7 +40,8 @@ enum {
     RILL__RPC_CANCEL = 5,
     RILL__RPC_TENSOR = 6,
     RILL__RPC_ABORT = 7,
-    RILL__RPC_STATUS = 8
+    RILL__RPC_STATUS = 8,
+    RILL__RPC_FINISHED = 9
 };
 
 typedef rill__pbw rill__mbuf; /* the core's growable byte buffer */

@@ -3,7 +3,7 @@
 #  (row 2) a cluster with a secret (rill-keygen, --cluster_secret_file): a stray task without it,
 #      or with another, is refused before anything is served, and says so; the cluster's
 #      variables stay finite (the stray had --learning_rate=1e30 and made them NaN before);
-#      with --encrypt=1 the cluster trains the same; a stray with its own --worker_hosts is
+#      with --encrypt the cluster trains the same; a stray with its own --worker_hosts is
 #      refused even without a secret (another cluster);
 #  (row 3) 300 idle connections that finished their handshake no longer fill the ps: a stranger's
 #      are refused at the handshake, and the cluster's restarted worker gets in;
@@ -117,7 +117,7 @@ kill -TERM $psp 2>/dev/null; wait_exit $psp 10
 
 # --- an encrypted cluster trains the same -------------------------------------------------------
 free_port; ps=127.0.0.1:$PORT; free_port; w0=127.0.0.1:$PORT
-enc="--ps_hosts=$ps --worker_hosts=$w0 --cluster_secret_file=$T/key --encrypt=1 --startup_deadline=20"
+enc="--ps_hosts=$ps --worker_hosts=$w0 --cluster_secret_file=$T/key --encrypt --startup_deadline=20"
 "$P" $enc --job_name=ps --task_index=0 >"$T/ps4.log" 2>&1 & psp=$!; bg+=($psp)
 timeout 120 "$P" $enc --job_name=worker --task_index=0 --train_steps=500 --learning_rate=0.01 \
     --logdir="$T/enc" >"$T/w4.log" 2>&1; re=$?
