@@ -967,32 +967,25 @@ static double stall_every(const master *m)
     return v < 0 ? 0 : v > 0 ? v : 5;
 }
 
-/* "/job:J/task:T" of the cluster, or NULL. */
-static task *task_named(master *m, const char *name)
-{
-    for (int i = 0; i < m->ntasks; i++) {
-        char n[128];
-        snprintf(n, sizeof n, "/job:%s/task:%d", m->tasks[i].job, m->tasks[i].index);
-        if (strcmp(n, name) == 0) return &m->tasks[i];
-    }
-    return NULL;
-}
-
 /* Appends "; T answers heartbeats" or "; T does not answer: why" for task name, pinged within
  * 1 s over a fresh connection (a pooled one could outlive its process). */
 static void append_liveness(master *m, const char *name, char *out, size_t len)
 {
     size_t off = strlen(out);
     if (off >= len) return;
-    task *t = task_named(m, name);
-    if (!t || t->local) {
-        snprintf(out + off, len - off, "; %s is %s", name, t ? "this task" : "not in the cluster");
+    /* From the cluster spec: device filters may keep the task out of this session's tasks. */
+    rill_device_name dn;
+    const rill__local_task *self = m->local_task;
+    const char *addr = rill_device_name_parse(name, &dn, NULL) && dn.has_job && dn.has_task
+                           ? rill_cluster_spec_task_address(self->cluster, dn.job, dn.task, NULL)
+                           : NULL;
+    bool me = addr && strcmp(dn.job, self->job) == 0 && dn.task == self->index;
+    if (!addr || me) {
+        snprintf(out + off, len - off, "; %s is %s", name, me ? "this task" : "not in the cluster");
         return;
     }
     rill_status *s = rill_status_new();
-    rill__tcp_options o;
-    rill__local_task_client_options(m->local_task, &o);
-    rill__channel *ch = rill__tcp_connect(t->addr, &o, 1, s);
+    rill__channel *ch = rill__local_task_connect(m->local_task, addr, 1, s);
     bool ok = ch && rill__channel_ping(ch, 1, s);
     rill__channel_close(ch);
     if (ok)
@@ -1450,6 +1443,14 @@ void rill__local_task_identity_init(rill__local_task *t)
     }
 }
 
+rill__identity rill__cluster_identity(const rill_cluster_spec *c, const char *job, int index)
+{
+    rill__local_task t = {.cluster = (rill_cluster_spec *)c, .index = index};
+    snprintf(t.job, sizeof t.job, "%s", job);
+    rill__local_task_identity_init(&t);
+    return t.id;
+}
+
 /* t has no run id yet: takes run, which came from `from`. */
 static void adopt_run(rill__local_task *t, const uint8_t run[16], const char *from)
 {
@@ -1543,26 +1544,40 @@ rill__channel *rill__local_task_connect(rill__local_task *t, const char *addr, d
     bool known = t->run_known;
     pthread_mutex_unlock(&t->id_mu);
     bool to_chief = t->chief_addr && strcmp(addr, t->chief_addr) == 0;
+    bool from_anyone = to_chief;
     if (!known && !to_chief && t->chief_addr) {
-        /* Not from whoever answers first: a task of another job still serving on these ports
-         * would hand it its own run. */
+        /* From the chief, not from whoever answers first: a task of another job still serving
+         * on these ports would hand it its own run. */
         rill__local_task_client_options(t, &o);
         rill__channel *ch = rill__tcp_connect(t->chief_addr, &o, deadline_s, s);
-        if (!ch) {
+        rill_code code = ch ? RILL_OK : rill_status_code(s);
+        if (ch) {
+            adopt_run(t, rill__channel_peer_run(ch), t->chief_name);
+            rill__channel_close(ch);
+        } else if (code == RILL_UNAVAILABLE || code == RILL_DEADLINE_EXCEEDED) {
+            /* The chief is gone (it finished before this task started): the run is the one the
+             * task it connects to serves. Ambiguous (another job's task would do the same), so
+             * said out loud, with how to make it not. */
+            rill__log(RILL_LOG_WARNING,
+                      "/job:%s/task:%d: the chief %s (%s) does not answer (%s); joining the run "
+                      "of the task at %s instead. Give the tasks of a job one run id "
+                      "(RILL_JOB_ID, --run_id) to make sure it is this job's",
+                      t->job, t->index, t->chief_name, t->chief_addr, rill_status_message(s), addr);
+            rill_status_clear(s);
+            from_anyone = true;
+        } else {
             char why[1024];
             snprintf(why, sizeof why, "%s", rill_status_message(s));
-            rill_status_set(s, rill_status_code(s),
+            rill_status_set(s, code,
                             "learning the run id from the chief %s (%s) before connecting to "
                             "%s: %s",
                             t->chief_name, t->chief_addr, addr, why);
             return NULL;
         }
-        adopt_run(t, rill__channel_peer_run(ch), t->chief_name);
-        rill__channel_close(ch);
     }
     rill__local_task_client_options(t, &o);
     rill__channel *ch = rill__tcp_connect(addr, &o, deadline_s, s);
-    if (ch && !known && to_chief) adopt_run(t, rill__channel_peer_run(ch), t->chief_name);
+    if (ch && !known && from_anyone) adopt_run(t, rill__channel_peer_run(ch), addr);
     return ch;
 }
 

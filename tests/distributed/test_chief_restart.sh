@@ -35,7 +35,8 @@ free_port() {
 }
 free_port; PSH="127.0.0.1:$PORT"
 free_port; WH="127.0.0.1:$PORT"
-"$P" --ps_hosts="$PSH" --worker_hosts="$WH" --job_name=ps --task_index=0 >"$T/ps.log" 2>&1 &
+"$P" --ps_hosts="$PSH" --worker_hosts="$WH" --job_name=ps --task_index=0 --ps_join_forever \
+    >"$T/ps.log" 2>&1 &
 PSPID=$!; pids+=($PSPID)
 
 # chief LOG [flags...]: runs the chief in the foreground; its exit code in RC.

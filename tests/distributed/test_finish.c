@@ -8,6 +8,7 @@
  * the report fail within its deadline naming the ps; with a cluster secret the report goes
  * through. A worker that starts after another one finished and went away trains with TF's device
  * filters (it fails without them, naming the task that is gone). */
+#include "distributed/master.h"
 #include "distributed/rpc.h"
 #include "distributed/transport.h"
 #include "distributed/wire.h"
@@ -384,10 +385,17 @@ out:
 }
 
 /* FINISHED as a peer could send it by hand: the ps's answer, or its error in s. */
-static bool send_finished(const char *addr, const char *job, int index, bool truncated,
-                          rill_status *s)
+/* FINISHED for job:index, sent by task `as` (job:index) of c. */
+static bool send_finished(const rill_cluster_spec *c, const char *as, const char *addr,
+                          const char *job, int index, bool truncated, rill_status *s)
 {
-    rill__channel *ch = rill__tcp_connect(addr, NULL, 5, s);
+    rill__tcp_options o = {0};
+    char asjob[64];
+    int asindex = 0;
+    sscanf(as, "%63[^:]:%d", asjob, &asindex);
+    o.identity = rill__cluster_identity(c, asjob, asindex);
+    memset(o.identity.run, 0, sizeof o.identity.run); /* not the chief's run: none */
+    rill__channel *ch = rill__tcp_connect(addr, &o, 5, s);
     if (!ch) return false;
     rill__mbuf m = {0};
     rill__mbuf_u32(&m, RILL__RPC_FINISHED);
@@ -412,18 +420,20 @@ static void test_bad_reports(void)
     CHECK_EQ_INT(rill_server_report_finished(c.ps[0], s), RILL_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(rill_status_message(s), "/job:ps/task:0");
     const char *addr = rill_cluster_spec_task_address(c.spec, "ps", 0, NULL);
-    /* A task the cluster does not have, a job that does not train, a truncated request. */
-    CHECK(!send_finished(addr, "worker", 7, false, s));
+    /* A task reports only for itself; a task that does not train, a truncated request. */
+    CHECK(!send_finished(c.spec, "worker:0", addr, "worker", 7, false, s));
+    CHECK_EQ_INT(rill_status_code(s), RILL_PERMISSION_DENIED);
+    CHECK_STR_CONTAINS(rill_status_message(s), "cannot report that /job:worker/replica:0/task:7");
+    CHECK(!send_finished(c.spec, "ps:0", addr, "worker", 0, false, s));
+    CHECK_EQ_INT(rill_status_code(s), RILL_PERMISSION_DENIED);
+    CHECK(!send_finished(c.spec, "ps:0", addr, "ps", 0, false, s));
     CHECK_EQ_INT(rill_status_code(s), RILL_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(rill_status_message(s), "/job:worker/task:7");
-    CHECK(!send_finished(addr, "ps", 0, false, s));
-    CHECK_EQ_INT(rill_status_code(s), RILL_INVALID_ARGUMENT);
-    CHECK(!send_finished(addr, NULL, 0, true, s));
+    CHECK(!send_finished(c.spec, "worker:0", addr, NULL, 0, true, s));
     CHECK_EQ_INT(rill_status_code(s), RILL_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(rill_status_message(s), "malformed FINISHED");
     CHECK_EQ_INT(rill_server_finished_tasks(c.ps[0], NULL), 0);
     /* The real one still counts. */
-    CHECK(send_finished(addr, "worker", 0, false, s));
+    CHECK(send_finished(c.spec, "worker:0", addr, "worker", 0, false, s));
     CHECK_EQ_INT(rill_server_finished_tasks(c.ps[0], NULL), 1);
     rill_status_free(s);
 out:
@@ -463,8 +473,8 @@ static void test_with_a_secret(void)
     join_start(&j, c.ps[0]);
     /* A stranger's report is refused at the handshake and does not count. */
     rill_status *s = rill_status_new();
-    CHECK(!send_finished(rill_cluster_spec_task_address(c.spec, "ps", 0, NULL), "worker", 0, false,
-                         s));
+    CHECK(!send_finished(c.spec, "worker:0", rill_cluster_spec_task_address(c.spec, "ps", 0, NULL),
+                         "worker", 0, false, s));
     CHECK_EQ_INT(rill_status_code(s), RILL_UNAUTHENTICATED);
     CHECK_EQ_INT(rill_server_finished_tasks(c.ps[0], NULL), 0);
     rill_status_free(s);

@@ -459,17 +459,6 @@ static int free_port(void)
     return ntohs(a.sin_port);
 }
 
-/* Who task job:index of cluster c is on the wire (as its server would say). */
-static rill__identity identity_of(const rill_cluster_spec *c, const char *job, int index)
-{
-    rill__local_task t = {.cluster = (rill_cluster_spec *)c, .index = index};
-    snprintf(t.job, sizeof t.job, "%s", job);
-    pthread_mutex_init(&t.id_mu, NULL);
-    rill__local_task_identity_init(&t);
-    pthread_mutex_destroy(&t.id_mu);
-    return t.id;
-}
-
 static rill__channel *connect_as(const char *addr, const rill__identity *id, rill_status *s)
 {
     rill__tcp_options o = {0};
@@ -587,22 +576,22 @@ static void test_strangers_and_handles(void)
         CHECK(connect_as(ps, NULL, s) == NULL);
         CHECK_EQ_INT(rill_status_code(s), RILL_PERMISSION_DENIED);
         CHECK_STR_CONTAINS(rill_status_message(s), "only tasks of this cluster");
-        rill__identity foreign = identity_of(c2, "worker", 0);
+        rill__identity foreign = rill__cluster_identity(c2, "worker", 0);
         CHECK(connect_as(ps, &foreign, s) == NULL);
         CHECK_EQ_INT(rill_status_code(s), RILL_FAILED_PRECONDITION);
         CHECK_STR_CONTAINS(rill_status_message(s), "is a task of another cluster");
-        rill__identity nosuch = identity_of(c, "worker", 0);
+        rill__identity nosuch = rill__cluster_identity(c, "worker", 0);
         snprintf(nosuch.task, sizeof nosuch.task, "/job:worker/replica:0/task:7");
         CHECK(connect_as(ps, &nosuch, s) == NULL);
         CHECK_EQ_INT(rill_status_code(s), RILL_PERMISSION_DENIED);
         CHECK_STR_CONTAINS(rill_status_message(s), "names no task of this cluster");
-        rill__identity rerun = identity_of(c, "worker", 0); /* a fresh random run */
+        rill__identity rerun = rill__cluster_identity(c, "worker", 0); /* a fresh random run */
         CHECK(connect_as(ps, &rerun, s) == NULL);
         CHECK_EQ_INT(rill_status_code(s), RILL_FAILED_PRECONDITION);
         CHECK_STR_CONTAINS(rill_status_message(s), "belongs to another run of this cluster");
 
         /* A member (the ps task itself, say) guessing handles finds none of them. */
-        rill__identity member = identity_of(c, "ps", 0);
+        rill__identity member = rill__cluster_identity(c, "ps", 0);
         rill__channel *ch = connect_as(ps, &member, s);
         CHECK(ch != NULL);
         int refused = 0;
@@ -623,7 +612,7 @@ static void test_strangers_and_handles(void)
         size_t len = 0;
         uint64_t handle = 0;
         rill__channel *owner = connect_as(ps, &member, s);
-        rill__identity wid = identity_of(c, "ps", 0);
+        rill__identity wid = rill__cluster_identity(c, "ps", 0);
         snprintf(wid.task, sizeof wid.task, "/job:worker/replica:0/task:0");
         rill__channel *thief = connect_as(ps, &wid, s);
         if (CHECK(owner && thief && rill__graph_encode(g2, &bytes, &len, s))) {

@@ -68,7 +68,8 @@ kill -TERM $psp 2>/dev/null; wait_exit $psp 10
 # --- row 11: a second job on the same ports ------------------------------------------------------
 free_port; ps=127.0.0.1:$PORT; free_port; w0=127.0.0.1:$PORT
 one="--ps_hosts=$ps --worker_hosts=$w0 --startup_deadline=10"
-"$P" $one --job_name=ps --task_index=0 >"$T/psA.log" 2>&1 & psp=$!; bg+=($psp)
+# (A ps of a finished job exits by itself; one that serves on, as TF's does, is the hazard.)
+"$P" $one --job_name=ps --task_index=0 --ps_join_forever >"$T/psA.log" 2>&1 & psp=$!; bg+=($psp)
 timeout 120 "$P" $one --job_name=worker --task_index=0 --train_steps=500 --learning_rate=0.01 \
     --logdir="$T/jobA" >"$T/A.log" 2>&1; ra=$?
 check "[ $ra -eq 0 ]" "job A trains and exits 0 ($ra)" || show "$T/A.log"
