@@ -188,6 +188,9 @@ rill_tensor *rill__mread_tensor(rill__mread *r, rill__buffer *payload, uint64_t 
 {
     if (r->bad) return NULL;
     if (r->n - r->off >= 8 && rill__get_u32(r->p + r->off) == RILL_STRING) return read_strings(r);
+    /* A block of no bytes (a message without a payload, adopted) is no block: a view of it
+     * would be a tensor without data. */
+    if (payload && !payload->data) payload = NULL;
     /* Each tensor starts at the next aligned offset (see rill__payload_iovecs). */
     uint64_t aligned = (*off + RILL__RPC_ALIGN - 1) / RILL__RPC_ALIGN * RILL__RPC_ALIGN;
     if (aligned > payload_len) {

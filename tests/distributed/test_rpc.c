@@ -525,9 +525,39 @@ static void test_handles_unguessable(void)
     rill_status_free(s);
 }
 
+/* A RUN request without a payload reaches the reader as a block adopted from NULL (server.c
+ * adopts whatever came); an empty tensor read from it must still have data of its own, not a
+ * view at NULL + 0 (found by fuzz/fuzz_rpc.c: UBSan, "applying zero offset to null pointer" in
+ * rill__tensor_view). */
+static void test_empty_without_payload(void)
+{
+    rill_status *s = rill_status_new();
+    rill_tensor *empty = rill_tensor_new(RILL_FLOAT, (int64_t[]){0, 3}, 2);
+    rill__mbuf meta = {0};
+    rill__mbuf_u32(&meta, 1);
+    CHECK(rill__mbuf_tensor(&meta, empty, s));
+    rill__buffer *none = rill__buffer_adopt(NULL, 0);
+    rill__mread r = {.p = meta.p, .n = meta.n};
+    rill__mread_u32(&r);
+    uint64_t off = 0;
+    rill_tensor *t = rill__mread_tensor(&r, none, 0, &off, s);
+    if (CHECK(t != NULL)) {
+        CHECK(!r.bad && off == 0);
+        CHECK_EQ_INT(rill_tensor_num_elements(t), 0);
+        CHECK_EQ_INT(rill_tensor_dim(t, 1), 3);
+        CHECK(rill_tensor_data(t) != NULL);
+    }
+    rill_tensor_free(t);
+    rill__buffer_unref(none);
+    rill__mbuf_free(&meta);
+    rill_tensor_free(empty);
+    rill_status_free(s);
+}
+
 int main(void)
 {
     test_handles_unguessable();
+    test_empty_without_payload();
     test_string_roundtrips();
     test_mixed_roundtrip();
     test_string_too_big();
