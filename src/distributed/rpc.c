@@ -156,13 +156,16 @@ static rill_tensor *read_strings(rill__mread *r)
         r->bad = true;
         return NULL;
     }
-    int64_t dims[RILL_MAX_DIMS], numel = 1;
+    /* span: the dims' product with zeros counted as ones, bounded even for an empty tensor
+     * (see rill__tensor_desc_decode). */
+    int64_t dims[RILL_MAX_DIMS], numel = 1, span = 1;
     for (uint32_t i = 0; i < hdr[1]; i++) {
         if (!take(r, &dims[i], 8) || dims[i] < 0 || dims[i] > (int64_t)MAX_STRING_META ||
-            (numel *= dims[i]) > (int64_t)MAX_STRING_META) {
+            (span *= dims[i] ? dims[i] : 1) > (int64_t)MAX_STRING_META) {
             r->bad = true;
             return NULL;
         }
+        numel *= dims[i];
     }
     if ((uint64_t)numel * 4 > r->n - r->off) { /* each element needs at least its length */
         r->bad = true;

@@ -299,10 +299,20 @@ static void test_hostile_headers(void)
         expect_bad(buf, n, pl, "2^63 elements");
         n = one_header(buf, dtype, 1, (int64_t[]){1LL << 18}, 1);
         expect_bad(buf, n, pl, "2^18 elements, little data");
+        /* empty, but the other dims multiply past what a kernel can index: a RUN feeding
+         * [0, 433791921152, 2199023255880] to an Add overflowed its broadcast strides (found
+         * by fuzz/fuzz_rpc.c: UBSan, signed overflow in rill__bcast_init) */
+        n = one_header(buf, dtype, 3, (int64_t[]){0, 433791921152LL, 2199023255880LL}, 3);
+        expect_bad(buf, n, pl, "empty, 2^80 in the other dims");
+        n = one_header(buf, dtype, 4, (int64_t[]){1LL << 21, 0, 1LL << 21, 1LL << 21}, 4);
+        expect_bad(buf, n, pl, "empty, 2^63 in the other dims");
         /* a truncated header */
         n = one_header(buf, dtype, 2, (int64_t[]){1, 1}, 2);
         for (size_t len = 4; len < n; len++) expect_bad(buf, len, pl, "truncated header");
     }
+    /* strings: empty, with the other dims past what a string tensor may hold */
+    n = one_header(buf, RILL_STRING, 4, (int64_t[]){0, 1LL << 19, 1LL << 19, 1LL << 19}, 4);
+    expect_bad(buf, n, 0, "empty strings, 2^57 in the other dims");
     /* strings: an element longer than the meta, and lengths near 2^32 */
     uint32_t lens[] = {1, 100, 0x7FFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFCu};
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
