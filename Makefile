@@ -5,7 +5,7 @@
 #               then the Python tests and every fuzz target for 20 s
 #   make build  build only
 #   make install PREFIX=P   install headers, libraries, rill.pc, the CMake package, programs
-#   make fuzz   the libFuzzer targets (fuzz/), FUZZ_SECONDS each (default 60); docs/TESTING.md
+#   make fuzz   the libFuzzer targets (fuzz/), FUZZ_SECONDS each (default 60); docs/ARCHITECTURE.md
 #   make bench  benchmarks (results go in docs/BENCHMARKS.md by hand)
 #   make python       the Python package (pyproject.toml) into the virtualenv .venv
 #   make test-python  its tests (pytest python/tests) in .venv

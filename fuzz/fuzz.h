@@ -5,7 +5,8 @@
  * decoder accepts the input, the invariants FUZZ_ASSERT states (bounds, round trips). Strings
  * and buffers handed to rill live in blocks of exactly their size, so a read one byte past the
  * end is an ASan report. Decoders that read files get them from this process's own scratch
- * directory (fuzz_dir), made once and removed at exit. fuzz/README.md says how to run them. */
+ * directory (fuzz_dir), made once and removed at exit. docs/ARCHITECTURE.md ("Fuzzing") says
+ * how to run them. */
 #ifndef RILL_FUZZ_FUZZ_H
 #define RILL_FUZZ_FUZZ_H
 

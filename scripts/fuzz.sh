@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of a RILL_FUZZ build for a while on its seed corpus, JOBS at a time,
 # and fails if any of them found a crash, a leak, undefined behaviour, a broken invariant or a
-# hang (make fuzz; docs/TESTING.md).
+# hang (make fuzz; docs/ARCHITECTURE.md, "Fuzzing").
 #
 #   scripts/fuzz.sh BUILD SECONDS [JOBS] [TARGET...]
 #
