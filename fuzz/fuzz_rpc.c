@@ -165,17 +165,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t mlen, plen;
     const uint8_t *meta = fuzz_bytes(&in, fuzz_u16(&in), &mlen);
     const uint8_t *payload = fuzz_bytes(&in, in.n, &plen);
-    if (which == 8) {
+    if (which >= 8) {
+        /* A reply's meta, in a block of exactly its size. */
         uint8_t *copy = malloc(mlen ? mlen : 1);
+        if (!copy) abort();
         memcpy(copy, meta, mlen);
-        read_devices_reply(copy, mlen);
-        free(copy);
-        return 0;
-    }
-    if (which == 9) {
-        uint8_t *copy = malloc(mlen ? mlen : 1);
-        memcpy(copy, meta, mlen);
-        read_run_reply(copy, mlen, payload, plen);
+        if (which == 8)
+            read_devices_reply(copy, mlen);
+        else
+            read_run_reply(copy, mlen, payload, plen);
         free(copy);
         return 0;
     }
