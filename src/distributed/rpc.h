@@ -71,7 +71,8 @@ uint64_t rill__mread_u64(rill__mread *r);
 char *rill__mread_str(rill__mread *r);
 /* Reads a descriptor and takes its bytes from payload at *off (advanced): a new host tensor
  * viewing the payload in place (no copy) — payload is the adopted block of the message, or NULL
- * when it came without one (then only empty numeric tensors can be read). */
+ * (or a block adopted from NULL) when it came without one: then only empty numeric tensors can
+ * be read, each a new tensor of its own. */
 rill_tensor *rill__mread_tensor(rill__mread *r, rill__buffer *payload, uint64_t payload_len,
                                 uint64_t *off, rill_status *s);
 

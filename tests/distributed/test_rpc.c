@@ -302,10 +302,20 @@ static void test_hostile_headers(void)
         expect_bad(buf, n, pl, "2^63 elements");
         n = one_header(buf, dtype, 1, (int64_t[]){1LL << 18}, 1);
         expect_bad(buf, n, pl, "2^18 elements, little data");
+        /* empty, but the other dims multiply past what a kernel can index: a RUN feeding
+         * [0, 433791921152, 2199023255880] to an Add overflowed its broadcast strides (found
+         * by fuzz/fuzz_rpc.c: UBSan, signed overflow in rill__bcast_init) */
+        n = one_header(buf, dtype, 3, (int64_t[]){0, 433791921152LL, 2199023255880LL}, 3);
+        expect_bad(buf, n, pl, "empty, 2^80 in the other dims");
+        n = one_header(buf, dtype, 4, (int64_t[]){1LL << 21, 0, 1LL << 21, 1LL << 21}, 4);
+        expect_bad(buf, n, pl, "empty, 2^63 in the other dims");
         /* a truncated header */
         n = one_header(buf, dtype, 2, (int64_t[]){1, 1}, 2);
         for (size_t len = 4; len < n; len++) expect_bad(buf, len, pl, "truncated header");
     }
+    /* strings: empty, with the other dims past what a string tensor may hold */
+    n = one_header(buf, RILL_STRING, 4, (int64_t[]){0, 1LL << 19, 1LL << 19, 1LL << 19}, 4);
+    expect_bad(buf, n, 0, "empty strings, 2^57 in the other dims");
     /* strings: an element longer than the meta, and lengths near 2^32 */
     uint32_t lens[] = {1, 100, 0x7FFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFCu};
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
@@ -696,9 +706,39 @@ static void test_strangers_and_handles(void)
     rill_status_free(s);
 }
 
+/* A RUN request without a payload reaches the reader as a block adopted from NULL (server.c
+ * adopts whatever came); an empty tensor read from it must still have data of its own, not a
+ * view at NULL + 0 (found by fuzz/fuzz_rpc.c: UBSan, "applying zero offset to null pointer" in
+ * rill__tensor_view). */
+static void test_empty_without_payload(void)
+{
+    rill_status *s = rill_status_new();
+    rill_tensor *empty = rill_tensor_new(RILL_FLOAT, (int64_t[]){0, 3}, 2);
+    rill__mbuf meta = {0};
+    rill__mbuf_u32(&meta, 1);
+    CHECK(rill__mbuf_tensor(&meta, empty, s));
+    rill__buffer *none = rill__buffer_adopt(NULL, 0);
+    rill__mread r = {.p = meta.p, .n = meta.n};
+    rill__mread_u32(&r);
+    uint64_t off = 0;
+    rill_tensor *t = rill__mread_tensor(&r, none, 0, &off, s);
+    if (CHECK(t != NULL)) {
+        CHECK(!r.bad && off == 0);
+        CHECK_EQ_INT(rill_tensor_num_elements(t), 0);
+        CHECK_EQ_INT(rill_tensor_dim(t, 1), 3);
+        CHECK(rill_tensor_data(t) != NULL);
+    }
+    rill_tensor_free(t);
+    rill__buffer_unref(none);
+    rill__mbuf_free(&meta);
+    rill_tensor_free(empty);
+    rill_status_free(s);
+}
+
 int main(void)
 {
     test_strangers_and_handles();
+    test_empty_without_payload();
     test_string_roundtrips();
     test_mixed_roundtrip();
     test_string_too_big();
