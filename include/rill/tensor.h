@@ -108,6 +108,10 @@ int rill_tensor_set_string(rill_tensor *t, int64_t i, const char *s, size_t len)
 const char *rill_tensor_get_string(const rill_tensor *t, int64_t i, size_t *len);
 /* Element i converted to double (any numeric dtype). */
 double rill_tensor_get_double(const rill_tensor *t, int64_t i);
+/* Element i as an int64: exact for the integer dtypes (an int64 past 2^53 stays itself), a
+ * float one truncated and saturated at int64's range (NaN: 0). For shapes and indices that came
+ * from a tensor. */
+int64_t rill_tensor_get_int64(const rill_tensor *t, int64_t i);
 /* A deep copy with its own buffer. Caller frees. */
 rill_tensor *rill_tensor_copy(const rill_tensor *t);
 /* Prints like numpy: "[2. 4. 6.]". Writes at most n bytes, NUL-terminated; returns buf. */

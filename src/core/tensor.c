@@ -468,6 +468,27 @@ double rill_tensor_get_double(const rill_tensor *t, int64_t i)
     }
 }
 
+int64_t rill_tensor_get_int64(const rill_tensor *t, int64_t i)
+{
+    const void *d = t->buf->data;
+    switch (t->dtype) {
+    case RILL_INT32:
+        return ((const int32_t *)d)[i];
+    case RILL_INT64:
+        return ((const int64_t *)d)[i];
+    case RILL_BOOL:
+        return ((const uint8_t *)d)[i] != 0;
+    default: {
+        /* A float out of int64's range (or NaN) must not reach the cast: that is undefined. */
+        double v = rill_tensor_get_double(t, i);
+        if (!(v == v)) return 0;
+        if (v >= 9223372036854775807.0) return INT64_MAX;
+        if (v <= -9223372036854775808.0) return INT64_MIN;
+        return (int64_t)v;
+    }
+    }
+}
+
 rill_tensor *rill_tensor_copy(const rill_tensor *t)
 {
     rill_tensor *c = rill_tensor_new(t->dtype, t->shape.dims, t->shape.rank);

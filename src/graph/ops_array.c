@@ -57,6 +57,11 @@ static bool reshape_dims(const rill_node *n, const rill_shape *in, rill_shape *o
                 return false;
             }
             unknown = i;
+        } else if (out->dims[i] > 0 && prod > INT64_MAX / out->dims[i]) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT,
+                            "Reshape '%s': the shape's sizes multiply past what an int64 holds",
+                            n->name);
+            return false;
         } else {
             prod *= out->dims[i];
         }
@@ -111,7 +116,7 @@ static void reshape_shape(rill_node *n, rill_status *s)
         }
         rill_shape out = {.rank = (int)t->numel};
         for (int i = 0; i < out.rank; i++) {
-            out.dims[i] = (int64_t)rill_tensor_get_double(t, i);
+            out.dims[i] = rill_tensor_get_int64(t, i);
             if (out.dims[i] < -1) {
                 rill_status_set(s, RILL_INVALID_ARGUMENT,
                                 "Reshape '%s': size %d is %lld; sizes must be >= -1", n->name, i,
@@ -190,7 +195,7 @@ static void fill_shape(rill_node *n, rill_status *s)
         }
         rill_shape out = {.rank = (int)t->numel};
         for (int i = 0; i < out.rank; i++) {
-            out.dims[i] = (int64_t)rill_tensor_get_double(t, i);
+            out.dims[i] = rill_tensor_get_int64(t, i);
             if (out.dims[i] < 0) {
                 rill_status_set(s, RILL_INVALID_ARGUMENT, "Fill '%s': dims[%d] = %lld < 0", n->name,
                                 i, (long long)out.dims[i]);

@@ -205,7 +205,7 @@ static bool size_input(const rill_node *n, int i, const char *param, rill_shape 
     if (strcmp(so.node->op->name, "Const") == 0) {
         const rill_tensor *t = rill__node_attr(so.node, "value")->v.tensor;
         for (int k = 0; k < 4; k++) {
-            d[k] = (int64_t)rill_tensor_get_double(t, k);
+            d[k] = rill_tensor_get_int64(t, k);
             if (d[k] < 0) {
                 rill_status_set(s, RILL_INVALID_ARGUMENT,
                                 "%s: %s[%d] = %lld must be >= 0 (node '%s')", n->op->name, param, k,

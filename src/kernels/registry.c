@@ -111,6 +111,12 @@ char *rill__kernels_registered_for(const char *op)
 rill_tensor *rill__kctx_alloc_output(rill__kctx *ctx, int i, rill_dtype t, const rill_shape *s)
 {
     int64_t numel = rill_shape_num_elements(s);
+    if (numel < 0) { /* a shape from a tensor whose size int64 cannot hold */
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "a tensor of shape %s has more elements than an int64 counts",
+                        rill_shape_str(s, (char[96]){0}, 96));
+        return NULL;
+    }
     rill__device *dev = ctx->device;
     if (!dev || (ctx->host_memory_outputs & (1u << i)) || t == RILL_STRING) dev = NULL;
     if (dev && !dev->ops) dev = NULL; /* CPU:0: host memory */
@@ -125,7 +131,8 @@ rill_tensor *rill__kctx_alloc_output(rill__kctx *ctx, int i, rill_dtype t, const
         if (!b) {
             rill__kctx_fail(ctx, RILL_RESOURCE_EXHAUSTED,
                             "OOM when allocating tensor with shape %s and type %s on %s",
-                            rill_shape_str(s, (char[96]){0}, 96), rill_dtype_name(t), dev->name);
+                            rill_shape_str(s, (char[96]){0}, 96), rill_dtype_name(t),
+                            dev ? dev->name : "the host");
             return NULL;
         }
         out = rill__tensor_wrap(t, s, b);

@@ -5,6 +5,8 @@
 
 #include "test.h"
 
+#include <math.h>
+
 #include <string.h>
 
 /* Message starts with prefix. */
@@ -460,6 +462,43 @@ out:
     rill_graph_free(g);
 }
 
+/* Shapes that come from tensors (a step's feeds, a graph from the wire) at int64's edge: the
+ * int64 values were read through a double, and INT64_MAX turned into 2^63, which no int64 holds
+ * (undefined behaviour, found by fuzz_rpc's review). Now they are read exactly and refused. */
+static void test_huge_shape_values(void)
+{
+    rill_graph *g = rill_graph_new();
+    rill_status *s = rill_status_new();
+    rill_output a = rill_placeholder(g, RILL_FLOAT, rill_shape_unknown(), "a");
+    rill_output sh = rill_placeholder(g, RILL_INT64, rill_shape_unknown(), "sh");
+    rill_output r = rill_reshape_to(g, a, sh, "r");
+    rill_output f = rill_fill(g, sh, rill_const_float(g, 1, NULL), "f");
+    rill_session *sess = session_or_report(g, s);
+    if (!sess) goto out;
+    rill_tensor *av = rill_tensor_new(RILL_FLOAT, (int64_t[]){2, 3}, 2);
+    memset(rill_tensor_data(av), 0, 24);
+    rill_tensor *shv = rill_tensor_new(RILL_INT64, (int64_t[]){2}, 1);
+    ((int64_t *)rill_tensor_data(shv))[0] = INT64_MAX;
+    ((int64_t *)rill_tensor_data(shv))[1] = 2;
+    CHECK(rill_tensor_get_int64(shv, 0) == INT64_MAX); /* exact, not through a double */
+    rill_output feeds[] = {a, sh};
+    rill_tensor *vals[] = {av, shv};
+    expect_run_error(sess, feeds, vals, 2, r, RILL_INVALID_ARGUMENT, s);
+    expect_run_error(sess, feeds + 1, vals + 1, 1, f, RILL_INVALID_ARGUMENT, s);
+    rill_tensor *big = rill_tensor_new(RILL_DOUBLE, (int64_t[]){3}, 1);
+    double *b = rill_tensor_data(big);
+    b[0] = 1e300, b[1] = -1e300, b[2] = NAN;
+    CHECK(rill_tensor_get_int64(big, 0) == INT64_MAX && rill_tensor_get_int64(big, 1) == INT64_MIN &&
+          rill_tensor_get_int64(big, 2) == 0);
+    rill_tensor_free(big);
+    rill_tensor_free(av);
+    rill_tensor_free(shv);
+    rill_session_free(sess);
+out:
+    rill_graph_free(g);
+    rill_status_free(s);
+}
+
 int main(void)
 {
     test_missing_feed();
@@ -469,5 +508,6 @@ int main(void)
     test_bad_run_arguments();
     test_cycle();
     test_run_time_errors();
+    test_huge_shape_values();
     TEST_MAIN_END();
 }

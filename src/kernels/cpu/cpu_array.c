@@ -67,12 +67,16 @@ void rill__cpu_reshape(rill__kctx *ctx)
     int unknown = -1;
     int64_t prod = 1;
     for (int i = 0; i < out.rank; i++) {
-        out.dims[i] = (int64_t)rill_tensor_get_double(sh, i);
+        out.dims[i] = rill_tensor_get_int64(sh, i);
         if (out.dims[i] == -1 && unknown < 0) {
             unknown = i;
         } else if (out.dims[i] < 0) {
             rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Reshape: size %d is %lld", i,
                             (long long)out.dims[i]);
+            return;
+        } else if (out.dims[i] > 0 && prod > INT64_MAX / out.dims[i]) {
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                            "Reshape: the shape's sizes multiply past what an int64 holds");
             return;
         } else {
             prod *= out.dims[i];
@@ -221,7 +225,7 @@ void rill__cpu_fill(rill__kctx *ctx)
     }
     rill_shape s = {.rank = (int)dims->numel};
     for (int i = 0; i < s.rank; i++) {
-        s.dims[i] = (int64_t)rill_tensor_get_double(dims, i);
+        s.dims[i] = rill_tensor_get_int64(dims, i);
         if (s.dims[i] < 0) {
             rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Fill: dims[%d] = %lld must be >= 0", i,
                             (long long)s.dims[i]);
@@ -233,6 +237,7 @@ void rill__cpu_fill(rill__kctx *ctx)
         return;
     }
     rill_tensor *out = rill__kctx_alloc_output(ctx, 0, val->dtype, &s);
+    if (!out) return;
     fill_elems(out->buf->data, val->dtype, val->buf->data, out->numel);
 }
 

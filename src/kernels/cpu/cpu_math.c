@@ -426,7 +426,7 @@ static bool read_shape(rill__kctx *ctx, const rill_tensor *t, rill_shape *s)
         return false;
     }
     s->rank = (int)t->numel;
-    for (int i = 0; i < s->rank; i++) s->dims[i] = (int64_t)rill_tensor_get_double(t, i);
+    for (int i = 0; i < s->rank; i++) s->dims[i] = rill_tensor_get_int64(t, i);
     return true;
 }
 

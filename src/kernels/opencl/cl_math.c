@@ -620,7 +620,7 @@ static bool read_shape(rill__kctx *ctx, const rill_tensor *t, rill_shape *s)
         return false;
     }
     s->rank = (int)t->numel;
-    for (int i = 0; i < s->rank; i++) s->dims[i] = (int64_t)rill_tensor_get_double(t, i);
+    for (int i = 0; i < s->rank; i++) s->dims[i] = rill_tensor_get_int64(t, i);
     return true;
 }
 
@@ -859,7 +859,7 @@ static void fill_kernel(rill__kctx *ctx)
     }
     rill_shape s = {.rank = (int)dims->numel};
     for (int i = 0; i < s.rank; i++) {
-        s.dims[i] = (int64_t)rill_tensor_get_double(dims, i);
+        s.dims[i] = rill_tensor_get_int64(dims, i);
         if (s.dims[i] < 0) {
             rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Fill: dims[%d] = %lld must be >= 0", i,
                             (long long)s.dims[i]);
