@@ -104,6 +104,22 @@ static rill_output remember(builder *b, rill_node *src, int index, rill__device 
     return x->recv;
 }
 
+/* The next free "<origin>/_<k>/" (exact: see rill__node_create) for a node the builder adds, in
+ * name; returns k. The graph may hold such names from an earlier pass already (a piece of a
+ * task partitioned again over its devices), so taken ones are skipped. */
+static int fresh_name(builder *b, const char *origin_name, char *name, size_t cap)
+{
+    for (;;) {
+        int k = b->counter++;
+        snprintf(name, cap, "%s/_%d", origin_name, k);
+        /* Taken in the graph being built, or in the one it is built from (whose nodes may be
+         * copied in after this one). */
+        if (rill_graph_find_node(b->xg, name) || rill_graph_find_node(b->g, name)) continue;
+        snprintf(name, cap, "%s/_%d/", origin_name, k);
+        return k;
+    }
+}
+
 /* The _Recv output delivering src to (dst device, host or device memory). */
 static rill_output transfer(builder *b, rill_output src, rill__device *src_dev, rill__device *dst,
                             bool host, const char *origin_name)
@@ -114,15 +130,15 @@ static rill_output transfer(builder *b, rill_output src, rill__device *src_dev, 
             return x->recv;
     }
     char tensor_name[512], name[512];
-    snprintf(tensor_name, sizeof tensor_name, "edge_%d_%s", b->counter, origin_name);
-    snprintf(name, sizeof name, "%s/_%d/", origin_name, b->counter++);
+    int k = fresh_name(b, origin_name, name, sizeof name);
+    snprintf(tensor_name, sizeof tensor_name, "edge_%d_%s", k, origin_name);
     rill__attr sa[] = {RILL__A_STRING("tensor_name", tensor_name),
                        RILL__A_STRING("send_device", src_dev->name),
                        RILL__A_STRING("recv_device", dst->name)};
     rill_node *send = rill__node_create(b->xg, "_Send", name, &src, 1, sa, 3);
     if (!send) return (rill_output){NULL, 0};
     send->assigned = src_dev;
-    snprintf(name, sizeof name, "%s/_%d/", origin_name, b->counter++);
+    fresh_name(b, origin_name, name, sizeof name);
     rill__attr ra[] = {RILL__A_STRING("tensor_name", tensor_name),
                        RILL__A_STRING("send_device", src_dev->name),
                        RILL__A_STRING("recv_device", dst->name), RILL__A_BOOL("host_memory", host)};
@@ -151,9 +167,9 @@ static rill_output remote_transfer(builder *b, rill_output src, rill__device *sr
     b->tasks->task_name(b->tasks->arg, task_of(b, src_dev), &sjob, &stask);
     b->tasks->task_name(b->tasks->arg, task_of(b, dst), &rjob, &rtask);
     char tensor_name[512], name[512];
-    snprintf(tensor_name, sizeof tensor_name, "edge_%d_%s", b->counter, origin_name);
+    int k = fresh_name(b, origin_name, name, sizeof name);
+    snprintf(tensor_name, sizeof tensor_name, "edge_%d_%s", k, origin_name);
     if (!src.node) { /* a control edge: a scalar made once ctl has run */
-        snprintf(name, sizeof name, "%s/_%d/", origin_name, b->counter++);
         rill_tensor *zero = rill_tensor_scalar_int32(0);
         rill__attr ca[] = {RILL__A_TENSOR("value", zero), RILL__A_TYPE("dtype", RILL_INT32)};
         rill_node *c = rill__node_create(b->xg, "Const", name, NULL, 0, ca, 2);
@@ -165,14 +181,14 @@ static rill_output remote_transfer(builder *b, rill_output src, rill__device *sr
     }
     rill_dtype dt = src.node->out_dtypes[src.index];
     rill_shape sh = src.node->out_shapes[src.index];
-    snprintf(name, sizeof name, "%s/_%d/", origin_name, b->counter++);
+    if (ctl) fresh_name(b, origin_name, name, sizeof name); /* the Const took the first one */
     rill__attr sa[] = {RILL__A_STRING("tensor_name", tensor_name), RILL__A_STRING("send_job", sjob),
                        RILL__A_INT("send_task", stask), RILL__A_STRING("recv_job", rjob),
                        RILL__A_INT("recv_task", rtask)};
     rill_node *send = rill__node_create(b->xg, "_RemoteSend", name, &src, 1, sa, 5);
     if (!send) return (rill_output){NULL, 0};
     send->assigned = src_dev;
-    snprintf(name, sizeof name, "%s/_%d/", origin_name, b->counter++);
+    fresh_name(b, origin_name, name, sizeof name);
     rill__attr ra[] = {RILL__A_STRING("tensor_name", tensor_name),
                        RILL__A_TYPE("dtype", dt),
                        RILL__A_SHAPE("shape", sh),

@@ -170,5 +170,23 @@ kill "$sp" 2>/dev/null
 wait "$sp" 2>/dev/null
 check "[ $rc -ne 0 ] && echo \"\$err\" | grep -q 'already in use' && echo \"\$err\" | grep -q RILL_BASE_PORT" \
       "a second Slurm job on the same ports names RILL_BASE_PORT (exit $rc): $err"
+# --- tasks with a GPU (PoCL's CPU device standing in): each task's piece is cut again over its
+# devices, and the transfers it adds must not take names the master's cut already gave
+# ("Duplicate node name in graph: 'weight/_0'" failed the first step on the ps) ---
+if ls /etc/OpenCL/vendors/*.icd >/dev/null 2>&1; then
+    free_port; ps=$PORT; free_port; w=$PORT
+    hosts="--ps_hosts=127.0.0.1:$ps --worker_hosts=127.0.0.1:$w"
+    RILL_OPENCL_CPU_AS_GPU=1 "$P" $hosts --job_name=ps --task_index=0 >"$T/gps.log" 2>&1 & gpp=$!
+    bg+=($gpp)
+    RILL_OPENCL_CPU_AS_GPU=1 timeout 120 "$P" $hosts --job_name=worker --task_index=0 \
+        --learning_rate=0.01 --train_steps=200 --steps_to_validate=200 --startup_deadline=20 \
+        --logdir="$T/gpu" >"$T/gw.log" 2>&1; rc=$?
+    check "[ $rc -eq 0 ] && grep -q '^final: global_step 200' '$T/gw.log'" \
+          "a cluster whose tasks have a GPU trains (exit $rc): $(tail -n 1 "$T/gw.log")"
+    kill -TERM $gpp 2>/dev/null
+    wait $gpp 2>/dev/null
+else
+    echo "(no OpenCL device here: the GPU-task cluster is not run)"
+fi
 echo "$((checks-fail)) passed, $fail failed"
 [ $fail -eq 0 ]
