@@ -13,25 +13,13 @@ ROOT=$HERE
 while [ ! -x "$ROOT/scripts/local_cluster.sh" ] && [ "$ROOT" != / ]; do ROOT=$(dirname "$ROOT"); done
 P="$B/examples/distributed"
 export RILL_OPENCL_CPU_AS_GPU=0
+. "$(dirname "$0")/../lib.sh" || exit 1  # free_port, wait_exit
 fail=0; checks=0
 check() { checks=$((checks+1)); if ! eval "$1"; then echo "FAIL: $2"; fail=$((fail+1)); fi; }
 T=$(mktemp -d)
 bg=()
 trap 'for p in "${bg[@]}"; do kill -KILL "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
 
-# A loopback port in 20000-32000 (below the kernel's ephemeral range, so no outgoing
-# connection holds it) that nothing answers on, in PORT.
-free_port() {
-    while :; do
-        PORT=$((20000 + (RANDOM * 32768 + RANDOM) % 12001))
-        (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null || return 0
-    done
-}
-# Waits up to $2 seconds for process $1 to exit; 0 when it did.
-wait_exit() {
-    for _ in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-    return 1
-}
 within() { awk -v v="$1" -v c="$2" -v d="$3" 'BEGIN{exit !(v > c - d && v < c + d)}'; }
 
 # --- the seed's create_local_server ---

@@ -27,6 +27,7 @@ P="$B/examples/distributed"
 EV="$B/bin/rill-events"
 RELOAD="$B/examples/local_reload_test"
 export RILL_OPENCL_CPU_AS_GPU=0
+. "$(dirname "$0")/../lib.sh" || exit 1  # free_port, wait_exit
 fail=0; checks=0
 check() { checks=$((checks+1)); if ! eval "$1"; then echo "FAIL: $2"; fail=$((fail+1)); fi; }
 T=$(mktemp -d)
@@ -37,22 +38,6 @@ T0=$(date +%s)
 within() { awk -v v="$1" -v c="$2" -v d="$3" 'BEGIN{exit !(v > c - d && v < c + d)}'; }
 # Field $2 ("global_step", "weight", "local_steps", ...) of the "final:" line in $1.
 final_field() { grep '^final:' "$1" | tail -1 | sed -n "s/.* $2 \([-0-9.]*\)[, ].*/\1/p"; }
-# Waits up to $2 seconds for process $1 to exit; 0 when it did.
-wait_exit() {
-    for _ in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-    return 1
-}
-# A loopback port in 20000-32000 that nothing answers on and this test has not handed out, in PORT.
-taken=" "
-free_port() {
-    while :; do
-        PORT=$((20000 + (RANDOM * 32768 + RANDOM) % 12001))
-        case "$taken" in *" $PORT "*) continue ;; esac
-        (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && continue
-        taken="$taken$PORT "
-        return 0
-    done
-}
 # start_cluster NAME NWORKERS [worker flags...]: 1 ps and NWORKERS workers of distributed, logs in
 # $T/NAME.ps.log and $T/NAME.w<i>.log, pids in PSPID and WPID[i]. Started again on other ports
 # when a port was taken between the probe and the bind.
