@@ -277,9 +277,15 @@ static void push_group(push_item **items, int from, int to, rill_status **errors
     if (ok) {
         pthread_mutex_lock(&rv->pmu);
         rv_peer *p = peer_of(rv, a->job, a->index);
-        while (p->nidle && !ch) { /* the server closes one idle for long: never use it */
+        /* Never use one the server closes for being idle long, nor one the peer has closed (a
+         * task that died and was started again on its address): a push is answered by
+         * nothing, so one written there would be lost without an error, and its receiver
+         * would wait for it until the step deadline. Nothing ever comes on a push
+         * connection, so one with something to read has been closed or broken. */
+        while (p->nidle && !ch) {
             ch = p->idle[--p->nidle];
-            if (rill__now_seconds() - p->used[p->nidle] > RILL__TCP_POOL_IDLE_S) {
+            if (rill__now_seconds() - p->used[p->nidle] > RILL__TCP_POOL_IDLE_S ||
+                rill__channel_readable(ch, 0)) {
                 rill__channel_close(ch);
                 ch = NULL;
             }
