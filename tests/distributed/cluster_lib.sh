@@ -130,8 +130,8 @@ stop_ps() {
 
 # now: seconds since the epoch, to the millisecond.
 now() { date +%s.%N | cut -c1-14; }
-# elapsed T0: seconds since T0 (from now), one decimal.
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b - a}'; }
+# elapsed T0 [DECIMALS]: seconds since T0 (from now), with one decimal or DECIMALS.
+elapsed() { awk -v a="$1" -v b="$(now)" -v d="${2:-1}" 'BEGIN{printf "%.*f", d, b - a}'; }
 
 # last_step LOG...: the highest global step the logs printed ("step: N, ..."), or -1.
 last_step() {
