@@ -111,8 +111,10 @@ EOF
     ); rc=$?
     check "[ $rc -eq 0 ] && echo \"\$out\" | grep -q '^tf read [1-9]'" \
         "TensorFlow's reader loads every listed checkpoint of every state: $(echo "$out" | grep '^tf read' || echo "$out" | tail -3)"
+elif required RILL_REQUIRE_VENV; then
+    check false "TensorFlow's reader: no TensorFlow in $ROOT/.venv (required here: CI or RILL_REQUIRE_VENV=1; make venv)"
 else
-    echo "SKIPPED: TensorFlow's reader: no TensorFlow in $ROOT/.venv (make venv); rill-inspect-checkpoint checked them"
+    echo "SKIPPED: TensorFlow's reader: no TensorFlow in $ROOT/.venv (make venv; CI or RILL_REQUIRE_VENV=1 require it); rill-inspect-checkpoint checked them"
 fi
 
 # A last chief goes on from the latest checkpoint to the end.

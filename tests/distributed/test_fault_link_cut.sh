@@ -57,6 +57,8 @@ RUN_PREFIX=()
 
 wait_step $CUT_AT 60 "$T/w0.log" "$T/w1.log"
 check "[ $? -eq 0 ]" "the cluster trains across the namespaces (step $(last_step "$T"/w*.log))"
+wait_log '^/job:worker/task:1: training$' 30 "$T/w1.log"
+check "[ $? -eq 0 ]" "worker 1 trains too"
 link="v${tag}b0"
 t_cut=$(now)
 ip netns exec "$br" ip link set "$link" down

@@ -28,6 +28,8 @@ for _ in $(seq 600); do
     sleep 0.05
 done
 check "[ '${ck:-0}' -gt 1000 ]" "the chief checkpointed past step 1000 (latest: ${ck:-none})"
+wait_log '^/job:worker/task:1: training$' 30 "$T/w1.log"
+check "[ $? -eq 0 ]" "worker 1 trains too"
 sleep "0.$((RANDOM % 10))" # a random moment of a step
 check "alive w0 && alive w1" "both workers train when the ps is killed"
 t_kill=$(now)
