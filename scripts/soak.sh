@@ -113,7 +113,7 @@ kill -TERM "${PID[stranger]}" 2>/dev/null
 wait_exit stranger 30
 kill -TERM "$pspid" 2>/dev/null
 wait_exit ps0 120; psrc=$RC # LeakSanitizer's scan at exit takes a while
-kill_task sampler KILL
+wait_exit sampler $((SAMPLE + 10)) # it ends with the ps
 
 # --- the checks ---
 check "[ $wrc_bad -eq 0 ]" "every worker of the $leg legs exits 0 ($wrc_bad did not)"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/distributed/cluster_lib.sh - what the fault tests (test_fault_*.sh) and scripts/soak.sh
 # share: clusters of examples/distributed as real processes on loopback, started, killed and
 # restarted one task at a time, every wait bounded. Source it after tests/lib.sh:
@@ -90,12 +91,14 @@ start_cluster() {
 }
 
 # alive NAME: the task is still running.
-alive() { kill -0 "${PID[$1]}" 2>/dev/null; }
+alive() { [ -n "${PID[$1]:-}" ] && kill -0 "${PID[$1]}" 2>/dev/null; }
 
 # wait_exit NAME SECS: waits up to SECS (may be fractional) for the task to exit and puts its
-# exit status in RC; 124 (and the task killed) when it did not.
+# exit status in RC; 124 (and the task killed) when it did not. A task reaped is dropped from
+# PID: its pid may soon be another process's, which the cleanup must not kill.
 wait_exit() {
-    local pid=${PID[$1]} end
+    local pid=${PID[$1]:-} end
+    [ -n "$pid" ] || { RC=127; return 0; }
     end=$(awk -v n="$(now)" -v s="$2" 'BEGIN{printf "%.3f", n + s}')
     while kill -0 "$pid" 2>/dev/null; do
         awk -v n="$(now)" -v e="$end" 'BEGIN{exit !(n >= e)}' && break
@@ -109,11 +112,13 @@ wait_exit() {
         { wait "$pid"; } 2>/dev/null
         RC=$?
     fi
+    unset "PID[$1]"
     return 0
 }
 
 # kill_task NAME SIG: sends SIG and, for KILL, reaps the task (RC 137).
 kill_task() {
+    [ -n "${PID[$1]:-}" ] || return 0
     # (bash reports a job killed by a signal on stderr when it reaps it: not here)
     {
         kill -"$2" "${PID[$1]}"
@@ -124,7 +129,7 @@ kill_task() {
 
 # stop_ps NAME: SIGTERM and up to 10 s to stop; its exit status in RC.
 stop_ps() {
-    kill -TERM "${PID[$1]}" 2>/dev/null
+    [ -n "${PID[$1]:-}" ] && kill -TERM "${PID[$1]}" 2>/dev/null
     wait_exit "$1" 10
 }
 

@@ -48,7 +48,7 @@ STEPS=60000 CUT_AT=3000 V=100
 [ "$SANITIZED" = 1 ] && STEPS=20000 CUT_AT=1000
 # Each task is alone in its namespace: fixed ports do.
 PS_HOSTS="${addr[0]}:2222" WORKER_HOSTS="${addr[1]}:2222,${addr[2]}:2222"
-FLAGS=(--issync=0 --learning_rate=0.01 --train_steps=$STEPS --steps_to_validate=$V
+FLAGS=(--issync=0 --learning_rate=0.01 --train_steps="$STEPS" --steps_to_validate="$V"
        --startup_deadline=30 --logdir="$T/logdir")
 RUN_PREFIX=(ip netns exec "${ns[0]}"); start_task ps0 ps 0
 RUN_PREFIX=(ip netns exec "${ns[1]}"); start_task w0 worker 0 "${FLAGS[@]}"

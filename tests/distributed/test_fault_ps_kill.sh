@@ -65,7 +65,7 @@ check "[ '$S' -ge '$C' ] 2>/dev/null" "the latest checkpoint model.ckpt-$C loads
 # --- (b) the whole cluster started again on the logdir goes on from there ---
 N2=$((S + 3000))
 for f in ps0 w0 w1; do mv "$T/$f.log" "$T/$f-first.log"; done
-WFLAGS=(--issync=0 --learning_rate=0.01 --train_steps=$N2 --steps_to_validate=100
+WFLAGS=(--issync=0 --learning_rate=0.01 --train_steps="$N2" --steps_to_validate=100
         --startup_deadline=30 --logdir="$D")
 start_task ps0 ps 0
 start_task w0 worker 0 "${WFLAGS[@]}"
