@@ -1,9 +1,11 @@
 # rill - the README's commands. Each installs what it needs on a fresh Debian 12 machine.
 #   make run    the main job: the seed's model trained (see README)
 #   make test   the tests: gcc -O3 and gcc under ASan+UBSan (all), clang -O3 (a quick subset;
-#               every target compiled), all with RILL_WERROR=ON; lists the skipped tests last
+#               every target compiled), all with RILL_WERROR=ON; lists the skipped tests last;
+#               then the Python tests and every fuzz target for 20 s
 #   make build  build only
 #   make install PREFIX=P   install headers, libraries, rill.pc, the CMake package, programs
+#   make fuzz   the libFuzzer targets (fuzz/), FUZZ_SECONDS each (default 60); docs/ARCHITECTURE.md
 #   make bench  benchmarks (results go in docs/BENCHMARKS.md by hand)
 #   make python       the Python package (pyproject.toml) into the virtualenv .venv
 #   make test-python  its tests (pytest python/tests) in .venv
@@ -12,12 +14,16 @@
 BUILD      ?= build
 BUILD_SAN  ?= build-asan
 BUILD_CLANG ?= build-clang
+BUILD_FUZZ ?= build-fuzz
 # pyproject.toml's build-dir (scikit-build-core's CMake builds, one per wheel tag).
 BUILD_PY   := build-python
 PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc)
+# openmpi-bin, slurm-wlm and munge: the real launchers tests/distributed/test_launchers.sh runs
+# (mpirun, and a single-node Slurm cluster the test starts itself).
 DEB_PKGS   := build-essential cmake pkg-config libdnnl-dev zlib1g-dev libsodium-dev dataset-fashion-mnist \
-              ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd python3-venv python3-dev clang binutils qemu-user
+              ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd python3-venv python3-dev clang binutils qemu-user \
+              openmpi-bin slurm-wlm munge
 # The project's virtualenv: TensorFlow's checkpoint reader and TensorBoard's event reader, with
 # which tests/interop checks that rill's files are read as TensorFlow's (and the benchmarks' baselines).
 VENV       := .venv
@@ -25,7 +31,7 @@ VENV       := .venv
 # (on TensorFlow too); docs/PYTHON.md.
 VENV_PKGS  := tensorflow-cpu tensorboard 'numpy<2.4'
 
-.PHONY: all deps venv build build-werror build-asan build-clang run test test-fast bench bench-peers bench-baselines \
+.PHONY: all deps venv build build-werror build-asan build-clang build-fuzz fuzz run test test-fast bench bench-peers bench-baselines \
         python test-python test-python-asan install clean format soak
 
 all: build
@@ -67,6 +73,24 @@ $(BUILD_CLANG)/CMakeCache.txt:
 build-clang: deps $(BUILD_CLANG)/CMakeCache.txt
 	cmake --build $(BUILD_CLANG) -j $(JOBS)
 
+# The fuzz targets (fuzz/fuzz_*.c) and the library under them, built by clang with libFuzzer's
+# coverage, ASan and UBSan (RILL_FUZZ=ON); only the targets and what they link are built.
+$(BUILD_FUZZ)/CMakeCache.txt:
+	CC=clang cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Debug -DRILL_FUZZ=ON -DRILL_WERROR=ON \
+	  -DRILL_BUILD_TESTS=OFF -DRILL_BUILD_EXAMPLES=OFF -DRILL_BUILD_TOOLS=OFF -DRILL_BUILD_BENCH=OFF \
+	  -DCMAKE_DISABLE_FIND_PACKAGE_OpenCL=ON
+
+FUZZ_TARGETS = $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
+build-fuzz: deps $(BUILD_FUZZ)/CMakeCache.txt
+	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target $(FUZZ_TARGETS) make_corpus
+
+# Each target runs FUZZ_SECONDS on a scratch copy of its seed corpus (fuzz/corpus/<target>),
+# FUZZ_JOBS at a time; any crash, leak, UBSan report, broken invariant or hang fails.
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS    ?= 2
+fuzz: build-fuzz
+	scripts/fuzz.sh $(BUILD_FUZZ) $(FUZZ_SECONDS) $(FUZZ_JOBS)
+
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
@@ -94,6 +118,7 @@ test: build-werror build-asan build-clang venv
 	@scripts/skipped_tests.sh $(BUILD) $(BUILD_SAN) $(BUILD_CLANG)
 	$(MAKE) test-python
 	$(MAKE) test-python-asan
+	$(MAKE) fuzz FUZZ_SECONDS=20
 
 test-fast: build-werror venv
 	cd $(BUILD) && ctest --output-on-failure --output-junit ctest.xml $(CTEST_FLAGS) -j $(JOBS)
@@ -158,4 +183,4 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_CLANG) $(BUILD_PY)
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_CLANG) $(BUILD_FUZZ) $(BUILD_PY)

@@ -21,7 +21,9 @@
  * --replicas_to_aggregate gradients (default: the number of workers) per global step; workers
  * beyond that many are backups whose late gradients are dropped, so a worker that stops does not
  * stop training. When done, the chief leaves a token for every worker, so none waits for a step
- * that will not come.
+ * that will not come. A sync step that waits for a worker that stopped (and no backup) is logged
+ * by every task waiting on it every --stall_report_secs, naming the workers whose gradients have
+ * not come and whether they answer; after --sync_timeout the error names them too.
  *
  * The cluster comes from the seed's flags (--ps_hosts, --worker_hosts, --job_name, --task_index)
  * or, when those are not given, from TF_CONFIG, Slurm or mpirun (docs/LAUNCHING.md), so the same
@@ -29,13 +31,21 @@
  *
  * As the seed, workers run under tf.train.Supervisor with --logdir (default ./checkpoint/, relative
  * to the current directory): the chief initializes the variables, or restores them from the
- * latest checkpoint in --logdir when there is one (a restarted cluster goes on from there); the
- * other workers wait until the model is ready. The chief saves model.ckpt-<step> every
- * --save_model_secs and at the end, and records the scalar `cost` in the logdir's event file
- * every --summary_steps of its steps.
+ * latest checkpoint in --logdir when there is one (a restarted cluster goes on from there); a
+ * chief restarted while the ps tasks kept a live model at a global step not older than that
+ * checkpoint goes on from the live model instead, and says so (--restore_over_live restores the
+ * checkpoint over it); the other workers wait until the model is ready. The chief saves
+ * model.ckpt-<step> every --save_model_secs and at the end, and records the scalar `cost` in the
+ * logdir's event file every --summary_steps of its steps.
  *
- * Exit codes: 0 done (a ps task: stopped by SIGTERM or SIGINT), 1 a run-time failure (a task
- * that cannot be reached, a PS lost mid-run), 2 a usage error. */
+ * A ps task serves until every worker (and the chief) has finished training, then exits 0, so
+ * that a launcher's job ends when training does: each worker tells every ps when it is done
+ * (rill_server_report_finished, after its sessions are closed, the chief's after its last
+ * checkpoint). A worker that crashes tells nobody, and the ps serves on. --ps_join_forever keeps
+ * TensorFlow's server.join(): serve until SIGTERM or SIGINT.
+ *
+ * Exit codes: 0 done (a ps task: every worker finished, or SIGTERM or SIGINT), 1 a run-time
+ * failure (a task that cannot be reached, a PS lost mid-run), 2 a usage error. */
 #include <rill/rill.h>
 
 #include <math.h>
@@ -80,8 +90,10 @@ typedef struct options {
     const char *logdir;
     double save_model_secs;
     double sync_timeout;
+    double stall_report_secs;
     int64_t summary_steps;
     int64_t replicas_to_aggregate;
+    bool restore_over_live;
 } options;
 
 static int run_worker(const options *opt, const rill_task_config *cfg, rill_server *server,
@@ -169,12 +181,18 @@ static int run_worker(const options *opt, const rill_task_config *cfg, rill_serv
     svo.global_step = global_step;
     svo.save_model_secs = opt->save_model_secs;
     svo.max_wait_secs = opt->startup_deadline;
+    svo.restore_over_live = opt->restore_over_live;
     sv = rill_supervisor_new(g, &svo, s);
     if (!sv) {
         rc = fail("creating the supervisor", s);
         goto out;
     }
     rill_session_options_set_target(so, rill_server_target(server));
+    /* ConfigProto(device_filters=["/job:ps", worker_device]), as TF's guides advise: this
+     * worker talks to the ps tasks and itself only, so a worker that starts late still starts
+     * when another one has already finished and gone. */
+    const char *filters[] = {"/job:ps", worker_device};
+    rill_session_options_set_device_filters(so, filters, 2);
     sess = rill_supervisor_prepare_or_wait_for_session(sv, so, s);
     if (!sess) {
         rc = fail(is_chief ? "preparing the session" : "waiting for the model", s);
@@ -280,7 +298,8 @@ int main(int argc, char **argv)
 {
     options opt;
     const char *ps_hosts, *worker_hosts, *job_name, *secret_file, *run_id;
-    int64_t task_index, encrypt, max_payload_mb;
+    int64_t task_index, max_payload_mb;
+    bool join_forever, encrypt;
     rill_flags *flags = rill_flags_new(
         argv[0], "The seed's distributed.py: trains y = 2x + 10 on a cluster of ps and worker "
                  "tasks. Without --ps_hosts/--worker_hosts the cluster comes from TF_CONFIG, "
@@ -306,6 +325,10 @@ int main(int argc, char **argv)
                              "The Supervisor's logdir: checkpoints (model.ckpt-<step>) and the "
                              "event file with the scalar `cost`; a restarted cluster goes on "
                              "from its latest checkpoint.");
+    rill_flags_define_bool(flags, "restore_over_live", &opt.restore_over_live, false,
+                           "A restarted chief restores the latest checkpoint even when the ps "
+                           "tasks hold a live model at a newer global step (by default it goes "
+                           "on from the live model and logs both steps).");
     rill_flags_define_float(flags, "save_model_secs", &opt.save_model_secs, 60,
                             "Seconds between the chief's checkpoints (and one at the end).");
     rill_flags_define_int(flags, "summary_steps", &opt.summary_steps, 100,
@@ -313,6 +336,10 @@ int main(int argc, char **argv)
     rill_flags_define_float(flags, "sync_timeout", &opt.sync_timeout, 300,
                             "--issync=1: seconds a worker waits for its token, and the chief "
                             "for gradients, before failing.");
+    rill_flags_define_float(flags, "stall_report_secs", &opt.stall_report_secs, 5,
+                            "A step that has waited this long on another task logs what for, "
+                            "and again at this interval (--issync=1: the workers whose "
+                            "gradients have not come, and whether they answer); < 0: never.");
     rill_flags_define_float(flags, "startup_deadline", &opt.startup_deadline, 60,
                             "Seconds to wait for the other tasks to come up and, on a non-chief "
                             "worker, for the chief to initialize the variables.");
@@ -321,17 +348,21 @@ int main(int argc, char **argv)
                              "every connection must prove it knows it. Default: the file "
                              "RILL_CLUSTER_SECRET_FILE names; without either, anyone who can "
                              "reach the ports is trusted (docs/LAUNCHING.md).");
-    rill_flags_define_int(flags, "encrypt", &encrypt, 0,
-                          "1: encrypt every frame between the tasks (needs the secret); 0: "
-                          "frames are authenticated (with a secret), not encrypted.");
+    rill_flags_define_bool(flags, "encrypt", &encrypt, false,
+                           "Encrypt every frame between the tasks (needs the secret); without it "
+                           "frames are authenticated (with a secret), not encrypted.");
     rill_flags_define_string(flags, "run_id", &run_id, "",
                              "The run this task belongs to, the same for every task of a job "
                              "(default: RILL_JOB_ID, or the launcher's job id; else the chief "
                              "makes one, kept in <logdir>/rill_run_id, and the other tasks "
                              "learn it). A task of another run on the same ports is refused.");
-    rill_flags_define_int(flags, "max_payload_mb", &max_payload_mb, 1024,
-                          "The largest message (MiB) this task accepts: a graph, a step's feeds, "
-                          "a tensor of unknown shape.");
+    rill_flags_define_int_range(flags, "max_payload_mb", &max_payload_mb, 1024, 1, INT64_C(1) << 24,
+                                "The largest message (MiB) this task accepts: a graph, a step's "
+                                "feeds, a tensor of unknown shape.");
+    rill_flags_define_bool(flags, "ps_join_forever", &join_forever, false,
+                           "A ps task serves until SIGTERM or SIGINT, as TensorFlow's "
+                           "server.join() (default: it exits 0 once every worker finished "
+                           "training).");
     rill_flags_define_int(flags, "seed", &opt.seed, 0,
                           "Random seed of the data and initial values (0: from the clock).");
     int rc = rill_flags_parse_or_exit_code(flags, argc, argv);
@@ -392,28 +423,21 @@ int main(int argc, char **argv)
     bool is_chief = is_chief_job || (!is_ps && cfg.task_index == 0 &&
                                      !rill_cluster_spec_has_job(cfg.cluster, "chief"));
 
-    if (encrypt != 0 && encrypt != 1) {
-        fprintf(stderr, "--encrypt must be 0 or 1, not %lld\n", (long long)encrypt);
-        goto out;
-    }
-    if (max_payload_mb < 1 || max_payload_mb > (INT64_C(1) << 24)) {
-        fprintf(stderr, "--max_payload_mb must be between 1 and %lld, not %lld\n",
-                (long long)(INT64_C(1) << 24), (long long)max_payload_mb);
-        goto out;
-    }
     rc = 1;
     rill_server_options so = {0};
     so.run_id = *run_id ? run_id : NULL;
-    so.encrypt = encrypt == 1;
+    so.encrypt = encrypt;
     so.max_payload = (uint64_t)max_payload_mb << 20;
     char run_file[4096];
     snprintf(run_file, sizeof run_file, "%s%srill_run_id", opt.logdir,
              *opt.logdir && opt.logdir[strlen(opt.logdir) - 1] == '/' ? "" : "/");
     if (is_chief && *opt.logdir) so.run_id_file = run_file;
     so.connect_deadline_s = opt.startup_deadline > 0 ? opt.startup_deadline : 60;
+    so.join_forever = join_forever;
     /* A step may wait up to --sync_timeout for its token: the transport waits a little longer,
      * so that the error that comes back is the token's ("Dequeueing from queue ..."). */
     if (opt.issync && opt.sync_timeout + 30 > 300) so.step_deadline_s = opt.sync_timeout + 30;
+    so.stall_report_s = opt.stall_report_secs;
     char *secret = NULL;
     if (*secret_file) {
         secret = rill_cluster_secret_read(secret_file, s);
@@ -443,13 +467,24 @@ int main(int argc, char **argv)
     rill_cluster_spec_to_string(cfg.cluster, spec, sizeof spec);
     fprintf(stderr, "%s: cluster from %s: %s\n", task_name, cfg.source, spec);
     if (is_ps) {
-        /* server.join(): serve until SIGTERM or SIGINT */
+        /* server.join(): serve until every worker finished (or, --ps_join_forever, until
+         * SIGTERM or SIGINT) */
         rc = rill_server_join(server, s) == RILL_OK ? 0 : fail("serving", s);
-        if (rc == 0) fprintf(stderr, "%s: stopped\n", task_name);
+        int total, done = rill_server_finished_tasks(server, &total);
+        const char *env_forever = getenv("RILL_PS_JOIN_FOREVER");
+        bool forever = join_forever || (env_forever && strcmp(env_forever, "1") == 0);
+        if (rc == 0 && total > 0 && done == total && !forever)
+            fprintf(stderr, "%s: exiting: all %d workers finished\n", task_name, total);
+        else if (rc == 0)
+            fprintf(stderr, "%s: stopped\n", task_name);
     } else {
         srand48(opt.seed ? (long)(opt.seed * 1000003 + cfg.task_index)
                          : (long)time(NULL) ^ ((long)getpid() << 16));
         rc = run_worker(&opt, &cfg, server, is_chief, s);
+        /* Its sessions are closed and the chief's last checkpoint is written: the ps tasks may
+         * go once every worker has said so. Training succeeded either way. */
+        if (rc == 0 && rill_server_report_finished(server, s) != RILL_OK)
+            fprintf(stderr, "%s: warning: %s\n", task_name, rill_status_message(s));
     }
     goto out;
 usage_error:

@@ -167,7 +167,9 @@ static int fashion_main(int argc, char **argv, const char *default_model)
     rill_flags_define_string(flags, "worker_hosts", &worker_hosts, "",
                              "Comma-separated list of hostname:port pairs");
     rill_flags_define_string(flags, "job_name", &job_name, "", "One of 'ps', 'worker'");
-    rill_flags_define_int(flags, "task_index", &task_index, 0, "Index of task within the job");
+    /* Used as an int: 4294967296 must be refused, not wrapped to task 0 (the chief). */
+    rill_flags_define_int_range(flags, "task_index", &task_index, 0, 0, INT32_MAX,
+                                "Index of task within the job");
     rill_flags_define_float(flags, "startup_deadline", &startup_deadline, 60,
                             "Seconds to wait for the other tasks to come up and, on a non-chief "
                             "worker, for the chief to initialize the variables.");
@@ -261,9 +263,15 @@ static int fashion_main(int argc, char **argv, const char *default_model)
         rill_cluster_spec_to_string(cfg.cluster, spec, sizeof spec);
         fprintf(stderr, "%s: cluster from %s: %s\n", task_name, cfg.source, spec);
         if (is_ps) {
-            /* server.join(): serve until SIGTERM or SIGINT */
+            /* server.join(): serve until every worker finished (RILL_PS_JOIN_FOREVER=1: until
+             * SIGTERM or SIGINT) */
             rc = rill_server_join(server, s) == RILL_OK ? 0 : fail("serving", s);
-            if (rc == 0) fprintf(stderr, "%s: stopped\n", task_name);
+            int total, done = rill_server_finished_tasks(server, &total);
+            const char *forever = getenv("RILL_PS_JOIN_FOREVER");
+            if (rc == 0 && total > 0 && done == total && !(forever && strcmp(forever, "1") == 0))
+                fprintf(stderr, "%s: exiting: all %d workers finished\n", task_name, total);
+            else if (rc == 0)
+                fprintf(stderr, "%s: stopped\n", task_name);
             goto out;
         }
     }
@@ -341,6 +349,10 @@ static int fashion_main(int argc, char **argv, const char *default_model)
     if (clustered) {
         so = rill_session_options_new();
         rill_session_options_set_target(so, rill_server_target(server));
+        /* Only the ps tasks and this worker (TF's device_filters): a worker that starts late
+         * still starts when another has already finished and gone. */
+        const char *filters[] = {"/job:ps", worker_device};
+        rill_session_options_set_device_filters(so, filters, 2);
         /* tf.train.Supervisor(is_chief, init_op) without a logdir: the chief initializes the
          * variables unless the ps tasks already hold them; the others wait until they do. */
         rill_supervisor_options svo = RILL_SUPERVISOR_OPTIONS_INIT;
@@ -495,6 +507,11 @@ out:
     rill_graph_free(g);
     rill_replica_device_setter_free(setter);
     rill_optimizer_free(opt);
+    /* A worker's sessions are closed (the chief's last checkpoint is written): the ps tasks may
+     * go once every worker has said so. */
+    if (rc == 0 && server && strcmp(cfg.job_name, "ps") != 0 &&
+        rill_server_report_finished(server, s) != RILL_OK)
+        fprintf(stderr, "%s: warning: %s\n", task_name, rill_status_message(s));
     rill_server_free(server);
     rill_task_config_clear(&cfg);
     rill_status_free(s);

@@ -7,9 +7,10 @@
 # Starts BUILD_DIR/examples/distributed (or $RILL_LOCAL_PROGRAM) as every task of a cluster on
 # free loopback ports (ports in 20000-32000 that nothing answers on; started again on fresh ports
 # when one turns out to be taken), streams the tasks' output prefixed with their names, waits for
-# the workers, stops the ps with SIGTERM, and prints each worker's final line. Exits 0 only when
-# every worker exited 0 and the ps stopped cleanly; the logs are kept (and their folder printed)
-# when something failed.
+# the workers, then for the ps tasks, which exit by themselves once every worker told them it
+# finished (a ps still up 10 s later, or after a worker failed, is stopped with SIGTERM and that
+# is said), and prints each worker's final line. Exits 0 only when every worker exited 0 and the
+# ps exited 0; the logs are kept (and their folder printed) when something failed.
 #
 # Environment: RILL_LOCAL_PS (ps tasks, default 1), RILL_LOCAL_WORKERS (workers, default 2),
 # RILL_LOCAL_HOST (default 127.0.0.1), RILL_LOCAL_PROGRAM (the example every task runs, default
@@ -97,16 +98,28 @@ for i in $(seq 0 $((NW - 1))); do
     wrc[$i]=$?
     [ "${wrc[$i]}" -eq 0 ] || failed=1
 done
-say "workers done; stopping the ps (SIGTERM)"
+# Waits up to $2 seconds for process $1 to exit.
+wait_gone() {
+    for _ in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+    ! kill -0 "$1" 2>/dev/null
+}
+if [ $failed -eq 0 ]; then
+    say "workers done; waiting for the ps tasks to exit"
+else
+    say "a worker failed; stopping the ps tasks (SIGTERM)"
+fi
 psrc=0
 for i in $(seq 0 $((NPS - 1))); do
     pid=${pids[$i]}
-    kill -TERM "$pid" 2>/dev/null
-    # join returns on SIGTERM; a ps that is still up after 10 s did not stop cleanly.
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$pid" 2>/dev/null; then
-        say "ps $i did not stop within 10 s of SIGTERM; killing it"
-        kill -KILL "$pid" 2>/dev/null
+    # Every worker that finished told the ps: it exits by itself (a program that does not tell
+    # it, or a failed worker, leaves it serving: SIGTERM ends its join).
+    if [ $failed -ne 0 ] || ! wait_gone "$pid" 10; then
+        [ $failed -eq 0 ] && say "ps $i still up 10 s after the workers finished; stopping it (SIGTERM)"
+        kill -TERM "$pid" 2>/dev/null
+        if ! wait_gone "$pid" 10; then
+            say "ps $i did not stop within 10 s of SIGTERM; killing it"
+            kill -KILL "$pid" 2>/dev/null
+        fi
     fi
     wait "$pid"
     rc=$?

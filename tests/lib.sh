@@ -80,3 +80,24 @@ need_fashion_mnist() {
     [ -f /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz ] ||
         missing RILL_REQUIRE_DATA "Fashion-MNIST is not installed in /usr/share/datasets/fashion-mnist; make installs Debian's dataset-fashion-mnist"
 }
+
+# free_port: sets PORT to a loopback port in 20000-32000 that nothing answers on and that this
+# script has not handed out before (a connect through bash's /dev/tcp succeeds only when
+# something listens).
+_taken_ports=" "
+free_port() {
+    while :; do
+        PORT=$((20000 + (RANDOM * 32768 + RANDOM) % 12001))
+        case "$_taken_ports" in *" $PORT "*) continue ;; esac
+        (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && continue
+        _taken_ports="$_taken_ports$PORT "
+        return 0
+    done
+}
+
+# wait_exit PID SECONDS: waits up to SECONDS for process PID to exit; 0 when it did.
+wait_exit() {
+    local i
+    for i in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+    return 1
+}

@@ -165,10 +165,15 @@ bool rill_task_config_from_tf_config(rill_task_config *out, rill_status *s);
 /* From Slurm's environment: present when SLURM_PROCID is set. Reads SLURM_PROCID, SLURM_NTASKS,
  * SLURM_STEP_NODELIST (else SLURM_JOB_NODELIST) and SLURM_STEP_TASKS_PER_NODE (else
  * SLURM_TASKS_PER_NODE; when neither is set, ranks are spread as evenly as possible, the first
- * nodes taking one more). Ranks fill nodes in order (Slurm's block distribution); rank r on a
- * node is at host:(base_port + r's offset among that node's ranks). The first num_ps ranks are
- * "ps" tasks, the rest "worker" tasks. num_ps < 0 reads RILL_NUM_PS (default 1); base_port <= 0
- * reads RILL_BASE_PORT (default 2222). */
+ * nodes taking one more). Ranks go to nodes as SLURM_DISTRIBUTION says: block (unset, "*":
+ * filling nodes in order), cyclic (round-robin over the nodes with room) or plane=<size> (blocks
+ * of size round-robin; the size also from SLURM_DIST_PLANESIZE); socket and core methods after
+ * ':' and ",Pack"/",NoPack" do not move ranks between nodes. Any other value (arbitrary too) is
+ * an INVALID_ARGUMENT naming SLURM_DISTRIBUTION. Where SLURMD_NODENAME and SLURM_LOCALID say
+ * where Slurm started this task, a layout that disagrees is an error, not wrong hosts. Rank r
+ * on a node is at host:(base_port + r's offset among that node's ranks). The first num_ps ranks
+ * are "ps" tasks, the rest "worker" tasks. num_ps < 0 reads RILL_NUM_PS (default 1);
+ * base_port <= 0 reads RILL_BASE_PORT (default 2222). */
 bool rill_task_config_from_slurm(int num_ps, int base_port, rill_task_config *out, rill_status *s);
 
 /* From mpirun's environment: present when OMPI_COMM_WORLD_RANK (Open MPI) or PMI_RANK (MPICH,

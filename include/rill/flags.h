@@ -24,8 +24,15 @@ void rill_flags_free(rill_flags *f);
  * name and help are copied. Strings: *var points into storage owned by f. */
 void rill_flags_define_float(rill_flags *f, const char *name, double *var, double def,
                              const char *help);
+/* Int flags take any 64-bit value ("9223372036854775808" is an error, not a wrap); a value that
+ * will be used as a narrower type (an int task index) wants a range instead: */
 void rill_flags_define_int(rill_flags *f, const char *name, int64_t *var, int64_t def,
                            const char *help);
+/* An int flag that accepts only values in [min, max] ("Invalid value '4294967296' for flag
+ * --task_index: expected an integer in [0, 2147483647]"); help shows the range. A default
+ * outside it is a definition error, reported by the next parse. */
+void rill_flags_define_int_range(rill_flags *f, const char *name, int64_t *var, int64_t def,
+                                 int64_t min, int64_t max, const char *help);
 void rill_flags_define_bool(rill_flags *f, const char *name, bool *var, bool def, const char *help);
 void rill_flags_define_string(rill_flags *f, const char *name, const char **var, const char *def,
                               const char *help);

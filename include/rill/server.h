@@ -4,7 +4,15 @@
  * task's devices and variables for its whole life, and runs the graph partitions that sessions
  * register with it. A session whose options name a server's target (rill_session_options_set_
  * target) places its graph over every task's devices, cuts it per task, registers each remote
- * piece with its task and runs steps across the cluster over rill's TCP transport. */
+ * piece with its task and runs steps across the cluster over rill's TCP transport.
+ *
+ * Jobs that end: a training task (of the "worker" or "chief" job) that is done calls
+ * rill_server_report_finished, which tells every "ps" task; a ps's rill_server_join returns once
+ * every training task of its cluster spec has, so that a launcher's job (mpirun, srun, sbatch)
+ * ends when training does. Only that call counts: a task that crashes or fails never reports, and
+ * the ps then serves on until it is stopped. A report stays counted for the server's life: a task
+ * restarted after it reported is not waited for again (set join_forever where tasks come back
+ * after finishing). join_forever keeps TensorFlow's behaviour: serve until stopped. */
 #ifndef RILL_SERVER_H
 #define RILL_SERVER_H
 
@@ -47,6 +55,16 @@ typedef struct rill_server_options {
     /* The largest payload a request may carry: a graph to register, a step's feeds, and a pushed
      * tensor of unknown shape; a pushed tensor of known shape may carry only its size [1 GiB]. */
     uint64_t max_payload;
+    /* A step that has waited this long on another task asks it what for, and logs the answer
+     * (a sync step waiting for a worker's gradients names the worker and whether it answers),
+     * again at this interval; a blocking op waiting here logs what it waits for as often.
+     * [5 s; < 0: never ask] */
+    double stall_report_s;
+    /* rill_server_join serves until rill_server_stop or a signal, whatever the training tasks
+     * report (TensorFlow's server.join()) [false: also returns once every "worker" and "chief"
+     * task of the cluster reported it finished; RILL_PS_JOIN_FOREVER=1 in the environment sets
+     * it too]. */
+    bool join_forever;
 } rill_server_options;
 
 /* Reads a cluster secret from a file (as `rill-keygen FILE` writes one): its first line, at
@@ -65,8 +83,20 @@ rill_server *rill_server_create_local(rill_status *s);
 const char *rill_server_target(const rill_server *srv);
 const char *rill_server_job(const rill_server *srv);
 int rill_server_task_index(const rill_server *srv);
-/* Blocks until rill_server_stop, SIGTERM or SIGINT; returns RILL_OK after a clean stop. */
+/* Blocks until rill_server_stop, SIGTERM or SIGINT, or (unless join_forever) until every
+ * training task of the cluster ("worker" and "chief" jobs) reported it finished, logging which;
+ * returns RILL_OK. A cluster without training tasks only stops. */
 rill_code rill_server_join(rill_server *srv, rill_status *s);
+/* Tells every "ps" task of the cluster that this task (of the "worker" or "chief" job) finished
+ * training: call it once the task needs the ps tasks no more (after its sessions are freed; the
+ * chief after rill_supervisor_stop wrote the last checkpoint). Waits for each ps's answer, at
+ * most min(connect deadline, 10 s) each. RILL_OK when every ps answered; else UNAVAILABLE (or
+ * the ps's error) naming the ps tasks that were not told, the others having been told.
+ * INVALID_ARGUMENT on a task of another job. Reporting again is harmless. */
+rill_code rill_server_report_finished(rill_server *srv, rill_status *s);
+/* How many distinct training tasks reported to this server that they finished, and in *total
+ * (may be NULL) how many the cluster has. Safe from any thread. */
+int rill_server_finished_tasks(rill_server *srv, int *total);
 /* Asks join to return (safe from any thread and from a signal handler). */
 void rill_server_stop(rill_server *srv);
 /* Stops serving and frees. Sessions on it must be freed first. NULL is a no-op. */

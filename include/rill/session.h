@@ -44,6 +44,16 @@ void rill_session_options_set_gpu_visible_device_list(rill_session_options *o, c
  * rill_run_options. 0 (default): none. */
 void rill_session_options_set_operation_timeout_ms(rill_session_options *o, int64_t ms);
 
+/* ConfigProto.device_filters: a session on a cluster (rill_session_options_set_target) sees,
+ * besides its own task's, only the devices matching one of the n filters ("/job:ps",
+ * "/job:worker/task:1", ...): a task no filter can match is never contacted, so a worker whose
+ * peers finished and went away can still start its session. n = 0 (default): every task. At
+ * most RILL_MAX_DEVICE_FILTERS filters (copied); more, or one that does not parse, make
+ * rill_session_new fail with INVALID_ARGUMENT. */
+#define RILL_MAX_DEVICE_FILTERS 16
+void rill_session_options_set_device_filters(rill_session_options *o, const char *const *filters,
+                                             int n);
+
 /* A session on g (borrowed: g must outlive the session; nodes may be added later). options may
  * be NULL and are copied. Returns NULL with s set on failure. */
 rill_session *rill_session_new(rill_graph *g, const rill_session_options *options, rill_status *s);

@@ -47,7 +47,8 @@ rill_shape rill_shape_matrix(int64_t rows, int64_t cols);
 /* rank <= RILL_MAX_DIMS; dims may hold -1. A rank above the limit yields unknown rank. */
 rill_shape rill_shape_make(int rank, const int64_t *dims);
 bool rill_shape_is_fully_defined(const rill_shape *s);
-/* Product of dims; -1 when any is unknown. */
+/* Product of dims: 0 when any is 0, -1 when any is unknown or the product does not fit in an
+ * int64_t. */
 int64_t rill_shape_num_elements(const rill_shape *s);
 bool rill_shape_equal(const rill_shape *a, const rill_shape *b);
 /* Writes "[2,3]", "[?,3]", "[]" or "<unknown>" into buf (always NUL-terminated). */
@@ -63,7 +64,8 @@ bool rill_dtype_is_float(rill_dtype t);
 typedef struct rill_tensor rill_tensor;
 
 /* A new tensor with uninitialised contents (string elements are empty). Returns NULL for an
- * invalid dtype, a negative dim or a rank above RILL_MAX_DIMS. Caller frees. */
+ * invalid dtype, a negative dim, a rank above RILL_MAX_DIMS or more elements than an int64_t
+ * counts. Caller frees. */
 rill_tensor *rill_tensor_new(rill_dtype t, const int64_t *dims, int rank);
 /* Same, with the shape given as a rill_shape (must be fully defined). */
 rill_tensor *rill_tensor_new_shape(rill_dtype t, const rill_shape *s);

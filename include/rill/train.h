@@ -132,8 +132,11 @@ rill_code rill_queue_runner_stop(rill_queue_runner *qr, rill_status *s);
 typedef struct rill_saver rill_saver;
 /* Saves and restores var_list (NULL or nvars <= 0: every global variable) under their node
  * names. Keeps the newest max_to_keep checkpoints (<= 0: all); older ones are deleted unless
- * keep_checkpoint_every_n_hours (<= 0: never) keeps one per so many hours. Ops go under "save/";
- * on a cluster each task holding variables writes its own data shard. */
+ * keep_checkpoint_every_n_hours (<= 0: never) keeps one per so many hours, and the newest
+ * checkpoint whose float values are all finite is never deleted by rotation (beyond TF: it stays
+ * as one more when the max_to_keep newer ones hold NaN or Inf; saving such a one logs a warning
+ * naming the tensors). Ops go under "save/"; on a cluster each task holding variables writes its
+ * own data shard. */
 rill_saver *rill_saver_new(rill_graph *g, const rill_output *var_list, int nvars, int max_to_keep,
                            double keep_checkpoint_every_n_hours, rill_status *s);
 void rill_saver_free(rill_saver *sv);
@@ -146,7 +149,8 @@ rill_code rill_saver_save(rill_saver *sv, rill_session *sess, const char *save_p
  * checkpoint" for a missing one; DATA_LOSS for a corrupt file). */
 rill_code rill_saver_restore(rill_saver *sv, rill_session *sess, const char *prefix,
                              rill_status *s);
-/* Takes over the list of kept checkpoints (oldest first), as after a restart. */
+/* Takes over the list of kept checkpoints (oldest first), as after a restart. Whether they are
+ * all-finite is read from their files only when rotation needs to know. */
 void rill_saver_recover_last_checkpoints(rill_saver *sv, const char *const *paths, int n);
 /* The kept checkpoints, oldest first (borrowed); returns the count. */
 int rill_saver_last_checkpoints(const rill_saver *sv, const char **out, int cap);
@@ -170,6 +174,10 @@ typedef struct rill_supervisor_options {
     double recovery_wait_secs;       /* a waiting task polls this often [0.5; TF: 30] */
     double max_wait_secs;            /* [7200] */
     const char *checkpoint_basename; /* [model.ckpt] */
+    /* The chief restores the latest checkpoint even when the ps tasks hold a live model with a
+     * global step newer than the checkpoint's (TF's behaviour). By default [false] it goes on
+     * from the live model and logs both steps. */
+    bool restore_over_live;
 } rill_supervisor_options;
 #define RILL_SUPERVISOR_OPTIONS_INIT                                                               \
     {.is_chief = true, .save_model_secs = 600, .save_summaries_secs = 120,                         \
@@ -182,7 +190,8 @@ struct rill_summary_writer;
 rill_supervisor *rill_supervisor_new(rill_graph *g, const rill_supervisor_options *o,
                                      rill_status *s);
 /* A session on g (so may be NULL or name a server's target), prepared: the chief restores the
- * latest checkpoint of logdir or runs init_op, the others wait until the model is ready
+ * latest checkpoint of logdir (unless the ps tasks hold a live model whose global step is not
+ * older: see restore_over_live) or runs init_op, the others wait until the model is ready
  * (DEADLINE_EXCEEDED "Session was not ready after waiting N secs."); then local_init_op. The
  * chief with a logdir starts the standard services. The caller frees the session after stop. */
 rill_session *rill_supervisor_prepare_or_wait_for_session(rill_supervisor *sv,

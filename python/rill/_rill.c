@@ -1168,7 +1168,7 @@ static PyObject *session_wrap(PyTypeObject *type, GraphObject *graph, rill_sessi
 
 /* Session options from {log_device_placement, allow_soft_placement, intra_op_threads,
  * inter_op_threads, operation_timeout_ms, gpu_allow_growth, gpu_memory_fraction,
- * gpu_visible_device_list, target}; NULL with the error raised. */
+ * gpu_visible_device_list, device_filters, target}; NULL with the error raised. */
 static rill_session_options *session_options_of(PyObject *opts)
 {
     rill_session_options *o = rill_session_options_new();
@@ -1201,6 +1201,19 @@ static rill_session_options *session_options_of(PyObject *opts)
             r = -1;
         else
             rill_session_options_set_gpu_visible_device_list(o, l);
+    }
+    /* ConfigProto.device_filters: a sequence of device-name strings */
+    PyObject *filters = opts ? PyDict_GetItemString(opts, "device_filters") : NULL;
+    if (r >= 0 && filters && filters != Py_None) {
+        PyObject *seq = PySequence_Fast(filters, "device_filters is a list of device names");
+        Py_ssize_t n = seq ? PySequence_Fast_GET_SIZE(seq) : 0;
+        const char **fs = seq ? PyMem_Calloc((size_t)n + 1, sizeof *fs) : NULL;
+        r = fs ? 0 : -1;
+        for (Py_ssize_t i = 0; r >= 0 && i < n; i++)
+            if (!(fs[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i)))) r = -1;
+        if (r >= 0) rill_session_options_set_device_filters(o, fs, (int)n);
+        PyMem_Free(fs);
+        Py_XDECREF(seq);
     }
     PyObject *target = opts ? PyDict_GetItemString(opts, "target") : NULL;
     if (r >= 0 && target && target != Py_None) {
@@ -1670,20 +1683,43 @@ static rill_cluster_spec *cluster_of(PyObject *spec)
     return c;
 }
 
-/* Server.new(cluster, job_name, task_index): this process's task of a cluster. */
-static PyObject *server_new_task(PyTypeObject *type, PyObject *args)
+/* Server.new(cluster, job_name, task_index, cluster_secret_file=None, encrypt=False,
+ * run_id=None): this process's task of a cluster. */
+static PyObject *server_new_task(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
+    static char *names[] = {"cluster", "job_name", "task_index", "cluster_secret_file", "encrypt",
+                            "run_id", NULL};
     PyObject *spec;
-    const char *job;
-    int task;
-    if (!PyArg_ParseTuple(args, "Osi", &spec, &job, &task)) return NULL;
-    rill_cluster_spec *c = cluster_of(spec);
-    if (!c) return NULL;
+    const char *job, *secret_file = NULL, *run_id = NULL;
+    int task, encrypt = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Osi|zpz", names, &spec, &job, &task, &secret_file,
+                                     &encrypt, &run_id))
+        return NULL;
     rill_status *s = rill_status_new();
+    rill_server_options so = {0};
+    char *secret = NULL;
+    if (secret_file) {
+        secret = rill_cluster_secret_read(secret_file, s);
+        if (!secret) {
+            raise_status(s);
+            rill_status_free(s);
+            return NULL;
+        }
+    }
+    so.secret = secret;
+    so.encrypt = encrypt != 0;
+    so.run_id = run_id;
+    rill_cluster_spec *c = cluster_of(spec);
+    if (!c) {
+        free(secret);
+        rill_status_free(s);
+        return NULL;
+    }
     rill_server *srv;
     Py_BEGIN_ALLOW_THREADS
-    srv = rill_server_new(c, job, task, NULL, s);
+    srv = rill_server_new(c, job, task, &so, s);
     Py_END_ALLOW_THREADS
+    free(secret);
     rill_cluster_spec_free(c);
     if (!srv) {
         raise_status(s);
@@ -1729,6 +1765,19 @@ static PyObject *server_join(ServerObject *o, PyObject *unused)
     return none_or_raise(code, s);
 }
 
+/* Server.report_finished(): tells every ps task this training task is done (rill_server_report_
+ * finished); raises what did not reach them. */
+static PyObject *server_report_finished(ServerObject *o, PyObject *unused)
+{
+    (void)unused;
+    rill_status *s = rill_status_new();
+    rill_code code;
+    Py_BEGIN_ALLOW_THREADS
+    code = rill_server_report_finished(o->srv, s);
+    Py_END_ALLOW_THREADS
+    return none_or_raise(code, s);
+}
+
 static PyObject *server_stop(ServerObject *o, PyObject *unused)
 {
     (void)unused;
@@ -1746,10 +1795,13 @@ static PyGetSetDef server_getset[] = {
 static PyMethodDef server_methods[] = {
     {"create_local", (PyCFunction)server_create_local, METH_NOARGS | METH_CLASS,
      "An in-process server of a one-task cluster on a free loopback port."},
-    {"new", (PyCFunction)server_new_task, METH_VARARGS | METH_CLASS,
-     "Server.new(cluster, job_name, task_index): this process's task of a cluster"},
+    {"new", (PyCFunction)(void (*)(void))server_new_task, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "Server.new(cluster, job_name, task_index, cluster_secret_file=None, encrypt=False, "
+     "run_id=None): this process's task of a cluster"},
     {"join", (PyCFunction)server_join, METH_NOARGS, "Blocks until the server stops."},
     {"stop", (PyCFunction)server_stop, METH_NOARGS, "Stops the server."},
+    {"report_finished", (PyCFunction)server_report_finished, METH_NOARGS,
+     "Tells every ps task that this worker finished training."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2354,7 +2406,7 @@ static double opt_double(PyObject *opts, const char *key, double def)
 
 /* Supervisor(graph, {is_chief, logdir, init_op, local_init_op, ready_op, saver (Saver, or
  * False for none), summary_op (False: none), global_step ((Op, index)), save_model_secs,
- * save_summaries_secs, recovery_wait_secs, max_wait_secs}) */
+ * save_summaries_secs, recovery_wait_secs, max_wait_secs, restore_over_live}) */
 static PyObject *supervisor_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     (void)kw;
@@ -2384,6 +2436,8 @@ static PyObject *supervisor_new(PyTypeObject *type, PyObject *args, PyObject *kw
     o.save_summaries_secs = opt_double(opts, "save_summaries_secs", o.save_summaries_secs);
     o.recovery_wait_secs = opt_double(opts, "recovery_wait_secs", o.recovery_wait_secs);
     o.max_wait_secs = opt_double(opts, "max_wait_secs", o.max_wait_secs);
+    if ((v = PyDict_GetItemString(opts, "restore_over_live")))
+        o.restore_over_live = PyObject_IsTrue(v) == 1;
     rill_status *s = rill_status_new();
     rill_supervisor *sv = rill_supervisor_new(g->g, &o, s);
     if (!sv) {

@@ -2,8 +2,8 @@
 cluster of three processes on loopback through python -m rill.run: 1 ps + 2 workers,
 asynchronous (--issync=0) and synchronous (--issync=1). The workers train the seed's model with
 its variables on the ps; the test ends the program's endless loop with RILL_TRAIN_STEPS (an
-environment variable rill's Supervisor sessions honour, not an edit of the program), then ends
-the ps with SIGTERM. Then the weights are near (2, 10), the chief wrote ./checkpoint/ with
+environment variable rill's Supervisor sessions honour, not an edit of the program); the ps then
+exits 0 by itself, as both workers' sv.stop() told it they finished. Then the weights are near (2, 10), the chief wrote ./checkpoint/ with
 checkpoints real TensorFlow restores and an event file, and local_reload_test.py, verbatim,
 prints the trained values."""
 import os
@@ -54,11 +54,18 @@ def test_distributed(tmp_path, issync):
         for w in workers:
             if w.poll() is None:
                 w.kill()
-        ps.send_signal(signal.SIGTERM)
-        ps_out, ps_err = ps.communicate(timeout=60)
+        try:  # the ps ends by itself once both workers finished
+            ps_out, ps_err = ps.communicate(timeout=30)
+            by_itself = True
+        except subprocess.TimeoutExpired:
+            by_itself = False
+            ps.send_signal(signal.SIGTERM)
+            ps_out, ps_err = ps.communicate(timeout=60)
     for rc, out, err in outs:
         assert rc == 0, err[-3000:]
+    assert by_itself, "the ps still served 30 s after the workers: " + ps_err[-3000:]
     assert ps.returncode == 0, ps_err[-3000:]
+    assert "all 2 workers of the cluster finished" in ps_err, ps_err[-3000:]
     # the chief's last printed values
     lines = [l for l in outs[0][1].splitlines() if l.startswith("step: ")]
     assert lines, outs[0][1] + outs[0][2][-2000:]

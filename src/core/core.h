@@ -27,6 +27,9 @@ void rill__aligned_trim(void);
 /* Returns the cached blocks no allocation took for idle_s seconds (servers call it every few
  * seconds, so that memory a burst left in the cache goes back to the system); the bytes freed. */
 size_t rill__aligned_release_idle(double idle_s);
+/* The status code for an errno, as TF's file system maps them (ENOENT NOT_FOUND, EACCES
+ * PERMISSION_DENIED, ENOSPC RESOURCE_EXHAUSTED, ...; UNAVAILABLE for I/O errors). */
+rill_code rill__errno_code(int err);
 /* mkdir -p dir; false with s set (naming the directory) when a part cannot be made or is not a
  * directory. */
 bool rill__make_dirs(const char *dir, rill_status *s);

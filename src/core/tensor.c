@@ -164,8 +164,12 @@ int64_t rill_shape_num_elements(const rill_shape *s)
 {
     if (!rill_shape_is_fully_defined(s)) return -1;
     int64_t n = 1;
-    for (int i = 0; i < s->rank; i++) n *= s->dims[i];
-    return n;
+    bool overflow = false;
+    for (int i = 0; i < s->rank; i++) {
+        if (s->dims[i] == 0) return 0;
+        if (!overflow) overflow = __builtin_mul_overflow(n, s->dims[i], &n);
+    }
+    return overflow ? -1 : n;
 }
 
 bool rill_shape_equal(const rill_shape *a, const rill_shape *b)
@@ -294,7 +298,9 @@ rill_tensor *rill_tensor_new(rill_dtype t, const int64_t *dims, int rank)
     for (int i = 0; i < rank; i++)
         if (dims[i] < 0) return NULL;
     rill_shape s = rill_shape_make(rank, dims);
-    return rill__tensor_wrap(t, &s, rill__buffer_new(t, rill_shape_num_elements(&s)));
+    int64_t numel = rill_shape_num_elements(&s);
+    if (numel < 0) return NULL; /* more elements than int64_t counts */
+    return rill__tensor_wrap(t, &s, rill__buffer_new(t, numel));
 }
 
 rill_tensor *rill_tensor_new_shape(rill_dtype t, const rill_shape *s)

@@ -286,6 +286,11 @@ static bool get_attr(rbuf *r, rill__attr *a)
         return false;
     }
     a->kind = (rill__attr_kind)get_u8(r, "attribute kind");
+    /* An attribute some op reads without checking its kind must have the kind it expects. */
+    if (!r->bad && !rill__attr_kind_ok(a->name, a->kind, NULL)) {
+        fail(r, "attribute '%s' of the wrong kind", a->name);
+        return false;
+    }
     switch (a->kind) {
     case RILL__ATTR_INT: a->v.i = get_i64(r, "int"); break;
     case RILL__ATTR_FLOAT: take(r, &a->v.f, 8, "float"); break;

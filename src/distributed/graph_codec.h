@@ -1,7 +1,7 @@
 /* graph_codec.h - execution graphs to bytes and back, for registering a partition with the task
  * that runs it. The decoder treats every byte as hostile: bounded counts and lengths, checked
- * indices, known attribute names only, and a graph that fails to rebuild (unknown op, bad
- * shapes) is an error, never a crash. Format (little-endian):
+ * indices, known attribute names only (of the kind the ops read them as, rill__attr_kind_ok),
+ * and a graph that fails to rebuild (unknown op, bad shapes) is an error, never a crash. Format (little-endian):
  *   "RGPH" u32 version=1, u32 nnodes, then per node:
  *     str name, str op, str device, u32 ninputs {u32 node, u32 output}*, u32 ncontrol {u32 node}*,
  *     u32 nattrs {str name, u8 kind, value}*, i64 seed, i64 seed2

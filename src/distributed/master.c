@@ -147,11 +147,22 @@ static rill__channel *channel_get(master *m, task *t, rill_status *s)
         if (t->nidle) c = t->idle[--t->nidle];
         pthread_mutex_unlock(&t->mu);
         if (!c.ch) break;
-        if (now() - c.last_used <= so->heartbeat_idle_s) return c.ch;
+        /* Between calls nothing comes on a pooled connection but its peer's close: the task
+         * crashed or was restarted since the last call, and its state with it. The step fails
+         * at once, naming it (as a call on it would have); the next one connects anew. */
+        if (rill__channel_readable(c.ch, 0)) {
+            rill__channel_close(c.ch);
+            rill_status_set(s, RILL_UNAVAILABLE,
+                            "task /job:%s/replica:0/task:%d (%s) closed its connection since the "
+                            "last call: it crashed or was restarted",
+                            t->job, t->index, t->addr);
+            return NULL;
+        }
         if (now() - c.last_used > RILL__TCP_POOL_IDLE_S) { /* the server may close it soon */
             rill__channel_close(c.ch);
             continue;
         }
+        if (now() - c.last_used <= so->heartbeat_idle_s) return c.ch;
         double hb = so->step_deadline_s < 5 ? so->step_deadline_s : 5;
         if (rill__channel_ping(c.ch, hb, s)) return c.ch;
         rill__log(RILL_LOG_WARNING, "task /job:%s/replica:0/task:%d (%s) missed a heartbeat: %s",
@@ -233,6 +244,60 @@ static bool call(master *m, task *t, const rill__mbuf *meta, const struct iovec 
     return false;
 }
 
+/* ConfigProto.device_filters: whether a filter could match a device of task t (its job, replica
+ * 0, its index), and whether device d passes them (no filters: everything passes). */
+static bool filters_allow_task(const master *m, const task *t)
+{
+    const rill_session_options *o = &m->opts;
+    if (o->ndevice_filters == 0 || t->local) return true;
+    for (int i = 0; i < o->ndevice_filters; i++) {
+        rill_device_name f;
+        rill_device_name_parse(o->device_filters[i], &f, NULL); /* checked in master_open */
+        if ((!f.has_job || strcmp(f.job, t->job) == 0) && (!f.has_replica || f.replica == 0) &&
+            (!f.has_task || f.task == t->index))
+            return true;
+    }
+    return false;
+}
+
+static bool filters_allow_device(const master *m, const rill__device *d)
+{
+    const rill_session_options *o = &m->opts;
+    rill_device_name n;
+    if (o->ndevice_filters == 0 || !rill_device_name_parse(d->name, &n, NULL)) return true;
+    for (int i = 0; i < o->ndevice_filters; i++) {
+        rill_device_name f;
+        rill_device_name_parse(o->device_filters[i], &f, NULL);
+        if (rill_device_name_matches(&f, &n)) return true;
+    }
+    return false;
+}
+
+/* The filters, checked once: INVALID_ARGUMENT naming the one that is wrong. */
+static bool filters_check(const rill_session_options *o, rill_status *s)
+{
+    if (o->ndevice_filters > RILL_MAX_DEVICE_FILTERS) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "%d device filters: at most %d are supported",
+                        o->ndevice_filters, RILL_MAX_DEVICE_FILTERS);
+        return false;
+    }
+    if (o->long_device_filter) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "device filter %d is longer than %d characters",
+                        o->long_device_filter - 1, RILL_DEVICE_NAME_MAX - 1);
+        return false;
+    }
+    for (int i = 0; i < o->ndevice_filters; i++) {
+        rill_status *why = rill_status_new();
+        bool ok = rill_device_name_parse(o->device_filters[i], NULL, why);
+        if (!ok)
+            rill_status_set(s, RILL_INVALID_ARGUMENT, "device filter %d: %s", i,
+                            rill_status_message(why));
+        rill_status_free(why);
+        if (!ok) return false;
+    }
+    return true;
+}
+
 static bool discover(master *m, rill_status *s)
 {
     const rill_cluster_spec *c = m->local_task->cluster;
@@ -255,6 +320,7 @@ static bool discover(master *m, rill_status *s)
             snprintf(t->addr, sizeof t->addr, "%s",
                      rill_cluster_spec_task_address(c, job, t->index, NULL));
             t->local = strcmp(job, m->local_task->job) == 0 && t->index == m->local_task->index;
+            if (!filters_allow_task(m, t)) continue; /* never contacted */
             pthread_mutex_init(&t->mu, NULL);
             if (t->local) m->self = m->ntasks;
             m->ntasks++;
@@ -281,10 +347,11 @@ static bool discover(master *m, rill_status *s)
                 char *name = rill__mread_str(&r), *type = rill__mread_str(&r),
                      *key = rill__mread_str(&r);
                 if (name && type && key) {
-                    rill__device *d = &m->devs[m->ndevs + got++];
+                    rill__device *d = &m->devs[m->ndevs + got];
                     snprintf(d->name, sizeof d->name, "%s", name);
                     snprintf(d->type, sizeof d->type, "%s", type);
                     snprintf(d->kernel_key, sizeof d->kernel_key, "%s", key);
+                    if (filters_allow_device(m, d)) got++;
                 }
                 rill__free(name);
                 rill__free(type);
@@ -668,6 +735,8 @@ typedef struct step_job {
     rill__channel *ch[256];    /* per remote task: its RUN, written and not yet answered */
     int nwait;                 /* how many */
     double wait_until;         /* when the replies are given up (deadline or step deadline) */
+    double started;            /* when the step began */
+    double next_stall;         /* when the tasks still running are asked what for (0: never) */
     double next_tend;          /* when tend_local looks at the master's piece next */
     /* the master's piece: it runs asynchronously, ending on whichever thread (local_done) */
     rill_tensor *const *feed_values;
@@ -886,6 +955,106 @@ static void abort_step(step_job *j)
     }
 }
 
+/* --- stall reports: a step that has waited a while asks the tasks still running what for ---
+ * The task answers with what its blocking ops wait for (STATUS: a token, gradients) and the
+ * tasks they wait on; those are pinged, and one line says it all. Both go over fresh
+ * connections (2 s for STATUS, 1 s per ping, at most 4 pinged), from the step's thread: a
+ * report holds it a few seconds at most, and only in a step that has waited already. */
+
+static double stall_every(const master *m)
+{
+    double v = m->local_task->opts.stall_report_s;
+    return v < 0 ? 0 : v > 0 ? v : 5;
+}
+
+/* Appends "; T answers heartbeats" or "; T does not answer: why" for task name, pinged within
+ * 1 s over a fresh connection (a pooled one could outlive its process). */
+static void append_liveness(master *m, const char *name, char *out, size_t len)
+{
+    size_t off = strlen(out);
+    if (off >= len) return;
+    /* From the cluster spec: device filters may keep the task out of this session's tasks. */
+    rill_device_name dn;
+    const rill__local_task *self = m->local_task;
+    const char *addr = rill_device_name_parse(name, &dn, NULL) && dn.has_job && dn.has_task
+                           ? rill_cluster_spec_task_address(self->cluster, dn.job, dn.task, NULL)
+                           : NULL;
+    bool me = addr && strcmp(dn.job, self->job) == 0 && dn.task == self->index;
+    if (!addr || me) {
+        snprintf(out + off, len - off, "; %s is %s", name, me ? "this task" : "not in the cluster");
+        return;
+    }
+    rill_status *s = rill_status_new();
+    rill__channel *ch = rill__local_task_connect(m->local_task, addr, 1, s);
+    bool ok = ch && rill__channel_ping(ch, 1, s);
+    rill__channel_close(ch);
+    if (ok)
+        snprintf(out + off, len - off, "; %s answers heartbeats", name);
+    else
+        snprintf(out + off, len - off, "; %s does not answer: %s", name, rill_status_message(s));
+    rill_status_free(s);
+}
+
+/* Asks task ti what the step waits for there and logs the answer (or that it gave none). */
+static void report_stall(step_job *j, int ti, double waited)
+{
+    master *m = j->m;
+    task *tk = &m->tasks[ti];
+    rill_status *s = rill_status_new();
+    /* A fresh connection: the answer is about the task, not about a pooled socket. */
+    rill__tcp_options o;
+    rill__local_task_client_options(m->local_task, &o);
+    rill__channel *ch = rill__tcp_connect(tk->addr, &o, 2, s);
+    rill__mbuf q = {0};
+    rill__mbuf_u32(&q, RILL__RPC_STATUS);
+    rill__mbuf_u64(&q, j->dl.step_owner);
+    rill__mbuf_u64(&q, j->dl.step_id);
+    rill__reply rep = {0};
+    bool ok =
+        ch && rill__channel_call(ch, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, NULL, 0, &rep, 2, s);
+    rill__mbuf_free(&q);
+    if (!ok) {
+        rill__log(RILL_LOG_WARNING,
+                  "a step of this task has waited %.0f s for task /job:%s/replica:0/task:%d (%s), "
+                  "which does not answer a status request: %s",
+                  waited, tk->job, tk->index, tk->addr, rill_status_message(s));
+    } else {
+        rill__mread r = {.p = rep.meta, .n = rep.meta_len};
+        uint32_t n = rill__mread_u32(&r);
+        for (uint32_t i = 0; i < n && i < 8 && !r.bad; i++) {
+            char *what = rill__mread_str(&r);
+            uint32_t ntasks = rill__mread_u32(&r), named = rill__mread_u32(&r);
+            char line[3072];
+            snprintf(line, sizeof line, "%s", what ? what : "?");
+            for (uint32_t k = 0; k < named && k < RILL__WAIT_TASKS && !r.bad; k++) {
+                char *name = rill__mread_str(&r);
+                if (name && k < 4) append_liveness(m, name, line, sizeof line);
+                rill__free(name);
+            }
+            if (!r.bad)
+                rill__log(RILL_LOG_WARNING,
+                          "a step of this task has waited %.0f s for task /job:%s/replica:0/"
+                          "task:%d: %s%s",
+                          waited, tk->job, tk->index, line,
+                          ntasks > 4 && named ? " (the others not asked)" : "");
+            rill__free(what);
+        }
+    }
+    if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+    rill__channel_close(ch);
+    rill_status_free(s);
+}
+
+/* Every stall_report_s of a step that still waits for tasks: ask them what for. */
+static void tend_stall(step_job *j)
+{
+    double t = now();
+    if (!j->next_stall || t < j->next_stall) return;
+    j->next_stall = t + stall_every(j->m);
+    for (int ti = 0; ti < j->m->ntasks && ti < 256; ti++)
+        if (j->ch[ti]) report_stall(j, ti, t - j->started);
+}
+
 /* Whether an error is only the echo of another part's failure. */
 static bool echo_error(const rill_status *s)
 {
@@ -917,6 +1086,8 @@ static rill_code run_step(master *m, sig *sg, rill__deadline dl, rill_tensor *co
     j.fetch_values = fetch_values;
     j.wait_until = now() + m->local_task->opts.step_deadline_s;
     j.next_tend = now() + 0.05;
+    j.started = now();
+    j.next_stall = stall_every(m) > 0 ? j.started + stall_every(m) : 0;
     if (dl.at && dl.at < j.wait_until) j.wait_until = dl.at;
     int parts[256], np = 0;
     bool mine = false;
@@ -938,6 +1109,7 @@ static rill_code run_step(master *m, sig *sg, rill__deadline dl, rill_tensor *co
     while (j.nwait) {
         take_replies(&j, 50);
         tend_local(&j, rv);
+        tend_stall(&j);
     }
     pthread_mutex_lock(&j.mu);
     while (!j.local_done) {
@@ -1072,7 +1244,7 @@ static void *master_open(const char *target, rill_graph *g, const rill_session_o
     m->rv = rill__rendezvous_install((rill__local_task *)lt);
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->sigs_mu, NULL);
-    if (!discover(m, s)) {
+    if (!filters_check(o, s) || !discover(m, s)) {
         master_close(m);
         return NULL;
     }
@@ -1121,6 +1293,21 @@ static const rill__remote_ops master_ops = {
 
 void rill__master_add_task(rill__local_task *t)
 {
+    /* The task's kernels learn their cluster's tasks (a sync step's accumulators name the
+     * workers whose gradients have not come) and how soon a wait is reported. */
+    const rill_cluster_spec *c = t->cluster;
+    rill__vec names = {0};
+    for (int jb = 0; c && jb < rill_cluster_spec_num_jobs(c); jb++) {
+        const char *job = rill_cluster_spec_job_name(c, jb);
+        int nt = rill_cluster_spec_num_tasks(c, job, NULL);
+        for (int i = 0; i < nt; i++)
+            rill__vec_push(&names, rill__asprintf("/job:%s/task:%d", job,
+                                                  rill_cluster_spec_task_index(c, job, i)));
+    }
+    rill__resource_mgr_set_cluster(t->rm, (const char *const *)names.items, names.n,
+                                   t->opts.stall_report_s);
+    for (int i = 0; i < names.n; i++) rill__free(names.items[i]);
+    rill__vec_free(&names);
     pthread_mutex_lock(&tasks_mu);
     for (int i = 0; i < MAX_LOCAL_TASKS; i++)
         if (!local_tasks[i]) {
@@ -1256,6 +1443,14 @@ void rill__local_task_identity_init(rill__local_task *t)
     }
 }
 
+rill__identity rill__cluster_identity(const rill_cluster_spec *c, const char *job, int index)
+{
+    rill__local_task t = {.cluster = (rill_cluster_spec *)c, .index = index};
+    snprintf(t.job, sizeof t.job, "%s", job);
+    rill__local_task_identity_init(&t);
+    return t.id;
+}
+
 /* t has no run id yet: takes run, which came from `from`. */
 static void adopt_run(rill__local_task *t, const uint8_t run[16], const char *from)
 {
@@ -1349,26 +1544,40 @@ rill__channel *rill__local_task_connect(rill__local_task *t, const char *addr, d
     bool known = t->run_known;
     pthread_mutex_unlock(&t->id_mu);
     bool to_chief = t->chief_addr && strcmp(addr, t->chief_addr) == 0;
+    bool from_anyone = to_chief;
     if (!known && !to_chief && t->chief_addr) {
-        /* Not from whoever answers first: a task of another job still serving on these ports
-         * would hand it its own run. */
+        /* From the chief, not from whoever answers first: a task of another job still serving
+         * on these ports would hand it its own run. */
         rill__local_task_client_options(t, &o);
         rill__channel *ch = rill__tcp_connect(t->chief_addr, &o, deadline_s, s);
-        if (!ch) {
+        rill_code code = ch ? RILL_OK : rill_status_code(s);
+        if (ch) {
+            adopt_run(t, rill__channel_peer_run(ch), t->chief_name);
+            rill__channel_close(ch);
+        } else if (code == RILL_UNAVAILABLE || code == RILL_DEADLINE_EXCEEDED) {
+            /* The chief is gone (it finished before this task started): the run is the one the
+             * task it connects to serves. Ambiguous (another job's task would do the same), so
+             * said out loud, with how to make it not. */
+            rill__log(RILL_LOG_WARNING,
+                      "/job:%s/task:%d: the chief %s (%s) does not answer (%s); joining the run "
+                      "of the task at %s instead. Give the tasks of a job one run id "
+                      "(RILL_JOB_ID, --run_id) to make sure it is this job's",
+                      t->job, t->index, t->chief_name, t->chief_addr, rill_status_message(s), addr);
+            rill_status_clear(s);
+            from_anyone = true;
+        } else {
             char why[1024];
             snprintf(why, sizeof why, "%s", rill_status_message(s));
-            rill_status_set(s, rill_status_code(s),
+            rill_status_set(s, code,
                             "learning the run id from the chief %s (%s) before connecting to "
                             "%s: %s",
                             t->chief_name, t->chief_addr, addr, why);
             return NULL;
         }
-        adopt_run(t, rill__channel_peer_run(ch), t->chief_name);
-        rill__channel_close(ch);
     }
     rill__local_task_client_options(t, &o);
     rill__channel *ch = rill__tcp_connect(addr, &o, deadline_s, s);
-    if (ch && !known && to_chief) adopt_run(t, rill__channel_peer_run(ch), t->chief_name);
+    if (ch && !known && from_anyone) adopt_run(t, rill__channel_peer_run(ch), addr);
     return ch;
 }
 

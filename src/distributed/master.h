@@ -46,6 +46,9 @@ uint64_t rill__graph_recv_bytes(const rill_graph *g);
  * launcher's job (SLURM_JOB_ID, PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid), or, for the chief
  * only, a random one. */
 void rill__local_task_identity_init(rill__local_task *t);
+/* Who task job:index of cluster c says it is on the wire (its run id as far as it knows it
+ * alone: the options' and the environment's, or a new random one for the chief). */
+rill__identity rill__cluster_identity(const rill_cluster_spec *c, const char *job, int index);
 /* The server's side: whether a client naming `client` may connect (rill__tcp_admit). */
 bool rill__local_task_admit(void *t, const rill__identity *client, uint8_t run[16],
                             rill_status *why);

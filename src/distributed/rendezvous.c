@@ -273,36 +273,47 @@ static void push_group(push_item **items, int from, int to, rill_status **errors
     }
     struct iovec iov[16];
     int niov = ok ? rill__payload_iovecs(ts, n, iov, 16, &blob) : 0;
-    rill__channel *ch = NULL;
-    if (ok) {
+    /* A pooled connection may lead to a process that is gone: the peer task was restarted at
+     * the same address (a chief restarted over a live ps). Its socket then reads EOF, and a
+     * push on it would vanish without an error (the first write after the peer's FIN
+     * succeeds), so an idle connection that is readable is dropped, with the rest of the
+     * peer's pool; one that fails as closed or reset is dropped so too and the push goes again,
+     * once, on a fresh connection (nothing of it reached a live receiver). */
+    for (int attempt = 0; ok && attempt < 2; attempt++) {
+        rill__channel *ch = NULL, *stale[PEER_IDLE];
+        int nstale = 0;
         pthread_mutex_lock(&rv->pmu);
         rv_peer *p = peer_of(rv, a->job, a->index);
-        /* Never use one the server closes for being idle long, nor one the peer has closed (a
-         * task that died and was started again on its address): a push is answered by
-         * nothing, so one written there would be lost without an error, and its receiver
-         * would wait for it until the step deadline. Nothing ever comes on a push
-         * connection, so one with something to read has been closed or broken. */
         while (p->nidle && !ch) {
             ch = p->idle[--p->nidle];
-            if (rill__now_seconds() - p->used[p->nidle] > RILL__TCP_POOL_IDLE_S ||
-                rill__channel_readable(ch, 0)) {
-                rill__channel_close(ch);
+            if (rill__now_seconds() - p->used[p->nidle] > RILL__TCP_POOL_IDLE_S) {
+                rill__channel_close(ch); /* the server closes one idle this long: never use it */
                 ch = NULL;
+            } else if (rill__channel_readable(ch, 0)) {
+                stale[nstale++] = ch;
+                ch = NULL;
+                while (p->nidle) stale[nstale++] = p->idle[--p->nidle];
             }
         }
         pthread_mutex_unlock(&rv->pmu);
+        for (int i = 0; i < nstale; i++) rill__channel_close(stale[i]);
+        bool pooled = ch != NULL;
+        if (nstale)
+            rill__log(RILL_LOG_INFO,
+                      "/job:%s/replica:0/task:%d (%s) closed %d pooled "
+                      "connection%s (restarted?): pushing on a fresh one",
+                      a->job, a->index, a->addr, nstale, nstale == 1 ? "" : "s");
         if (!ch) {
             ch = rill__local_task_connect(rv->task, a->addr, rv->task->opts.connect_deadline_s, s);
             ok = ch != NULL;
+            if (!ok) break;
         }
-    }
-    if (ok) {
         double wait = a->deadline - rill__now_seconds();
         /* One way: the receiving task's _RemoteRecv reports a tensor that never came. */
         ok = wait > 0 && rill__channel_push(ch, q.p, (uint32_t)q.n, iov, niov, wait, s);
         if (wait <= 0) rill_status_set(s, RILL_DEADLINE_EXCEEDED, "the step's deadline passed");
         pthread_mutex_lock(&rv->pmu);
-        rv_peer *p = peer_of(rv, a->job, a->index);
+        p = peer_of(rv, a->job, a->index);
         if (ok && p->nidle < PEER_IDLE) {
             p->used[p->nidle] = rill__now_seconds();
             p->idle[p->nidle++] = ch;
@@ -310,6 +321,9 @@ static void push_group(push_item **items, int from, int to, rill_status **errors
         }
         pthread_mutex_unlock(&rv->pmu);
         rill__channel_close(ch);
+        if (ok || !pooled || rill_status_code(s) != RILL_UNAVAILABLE) break;
+        rill_status_clear(s);
+        ok = true;
     }
     for (int i = 0; !ok && i < n; i++) {
         errors[from + i] = rill_status_new();

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define MAX_RANKS 65536
 
@@ -479,12 +480,79 @@ static bool rank_cluster(int size, int rank, char **hosts, const int *ports, int
                   NULL, out, s);
 }
 
+/* How Slurm deals a step's ranks to its nodes (SLURM_DISTRIBUTION's first method): in blocks of
+ * `deal` ranks, round-robin over the nodes that still have room: cyclic deals 1, plane=P deals
+ * P, block deals a node's whole share (INT32_MAX). 0 with s set when the value is not one rill can
+ * lay out. Unset or empty: block, Slurm's default (with no more tasks than nodes, where Slurm
+ * defaults to cyclic, both give every node one rank). The socket and core methods after ':' and a
+ * ",Pack"/",NoPack" bind tasks within a node or change how many a node gets, which
+ * SLURM_STEP_TASKS_PER_NODE already says: they do not move ranks between nodes. */
+static int slurm_deal(rill_status *s)
+{
+    const char *v = getenv("SLURM_DISTRIBUTION");
+    if (!v || !*v) return INT32_MAX;
+    size_t n = strcspn(v, ":,=");
+    long plane = 0;
+    if ((n == 5 && strncasecmp(v, "block", 5) == 0) || (n == 1 && v[0] == '*')) return INT32_MAX;
+    if (n == 6 && strncasecmp(v, "cyclic", 6) == 0) return 1;
+    if (n == 5 && strncasecmp(v, "plane", 5) == 0) {
+        /* plane=P (as -m takes it), or SLURM_DIST_PLANESIZE (as srun hands it to its tasks) */
+        if (v[5] == '=') {
+            if (parse_uint(v + 6, strcspn(v + 6, ":,"), &plane) && plane >= 1) return (int)plane;
+            rill_status_set(s, RILL_INVALID_ARGUMENT,
+                            "Invalid value for environment variable SLURM_DISTRIBUTION: \"%s\" "
+                            "(the plane size is not a positive integer)",
+                            v);
+            return 0;
+        }
+        const char *size = getenv("SLURM_DIST_PLANESIZE");
+        if (size && parse_uint(size, strlen(size), &plane) && plane >= 1) return (int)plane;
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "SLURM_DISTRIBUTION=\"%s\" has no plane size: SLURM_DIST_PLANESIZE is "
+                        "%s%s%s (expected a positive integer)",
+                        v, size ? "\"" : "", size ? size : "unset", size ? "\"" : "");
+        return 0;
+    }
+    if (n == 9 && strncasecmp(v, "arbitrary", 9) == 0)
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "SLURM_DISTRIBUTION=\"%s\" is not supported: which node each task runs on "
+                        "comes from SLURM_HOSTFILE, which rill does not read; use block, cyclic or "
+                        "plane=<size>, or give the cluster with --ps_hosts/--worker_hosts or "
+                        "TF_CONFIG",
+                        v);
+    else
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Invalid value for environment variable SLURM_DISTRIBUTION: \"%s\" (rill "
+                        "lays out block, cyclic and plane=<size>, with any :<socket>:<core> "
+                        "methods and ,Pack or ,NoPack after them)",
+                        v);
+    return 0;
+}
+
+/* Rank r's node (node_of[r]) and its place among that node's ranks (local[r]), counts[i] ranks
+ * on node i, dealt `deal` at a time (slurm_deal). As Slurm's step layout whenever no node has
+ * more tasks than CPUs; an oversubscribed cyclic or plane step may differ, which the caller's
+ * check against SLURMD_NODENAME and SLURM_LOCALID finds. */
+static void slurm_layout(const int *counts, int nhosts, int size, int deal, int *node_of,
+                         int *local)
+{
+    int *placed = rill__calloc((size_t)nhosts + 1, sizeof *placed);
+    RILL_CHECK_ALLOC(placed);
+    for (int r = 0; r < size;)
+        for (int i = 0; i < nhosts && r < size; i++)
+            for (int k = 0; k < deal && placed[i] < counts[i] && r < size; k++, r++) {
+                node_of[r] = i;
+                local[r] = placed[i]++;
+            }
+    rill__free(placed);
+}
+
 bool rill_task_config_from_slurm(int num_ps, int base_port, rill_task_config *out, rill_status *s)
 {
     if (!getenv("SLURM_PROCID")) return false;
     int rank = 0, size = 0, nhosts = 0, ncounts = 0;
     char **hosts = NULL, **rank_hosts = NULL;
-    int *counts = NULL, *ports = NULL;
+    int *counts = NULL, *ports = NULL, *node_of = NULL, *local = NULL;
     const char *size_var = getenv("SLURM_NTASKS") ? "SLURM_NTASKS" : "SLURM_NPROCS";
     if (env_int("SLURM_PROCID", 0, MAX_RANKS - 1, &rank, s) < 0) goto done;
     int got = env_int(size_var, 1, MAX_RANKS, &size, s);
@@ -546,22 +614,52 @@ bool rill_task_config_from_slurm(int num_ps, int base_port, rill_task_config *ou
         RILL_CHECK_ALLOC(counts);
         for (int i = 0; i < nhosts; i++) counts[i] = size / nhosts + (i < size % nhosts);
     }
+    int deal = slurm_deal(s);
+    if (!deal) goto done;
     rank_hosts = rill__malloc((size_t)size * sizeof *rank_hosts);
     ports = rill__malloc((size_t)size * sizeof *ports);
+    node_of = rill__malloc((size_t)size * sizeof *node_of);
+    local = rill__malloc((size_t)size * sizeof *local);
     RILL_CHECK_ALLOC(rank_hosts);
     RILL_CHECK_ALLOC(ports);
+    RILL_CHECK_ALLOC(node_of);
+    RILL_CHECK_ALLOC(local);
     if (!rank_defaults(&num_ps, &base_port, s)) goto done;
-    int r = 0;
-    for (int node = 0; node < nhosts; node++)
-        for (int k = 0; k < counts[node]; k++, r++) {
-            rank_hosts[r] = hosts[node];
-            ports[r] = base_port + k;
-        }
+    slurm_layout(counts, nhosts, size, deal, node_of, local);
+    for (int r = 0; r < size; r++) {
+        rank_hosts[r] = hosts[node_of[r]];
+        ports[r] = base_port + local[r];
+    }
+    /* Where Slurm says it started this task, the layout must agree: otherwise the other ranks'
+     * addresses would be wrong too, silently. Every rank checks itself, so a layout rill got
+     * wrong fails on the ranks it misplaces instead of giving them wrong hosts. */
+    const char *node_name = getenv("SLURMD_NODENAME");
+    int local_id = -1;
+    if (env_int("SLURM_LOCALID", 0, MAX_RANKS - 1, &local_id, s) < 0) goto done;
+    if ((node_name && *node_name && strcmp(node_name, rank_hosts[rank]) != 0) ||
+        (local_id >= 0 && local_id != local[rank])) {
+        const char *dist = getenv("SLURM_DISTRIBUTION");
+        char said[64] = "?", per_node[300] = "spread evenly (no tasks per node given)";
+        if (local_id >= 0) snprintf(said, sizeof said, "%d", local_id);
+        if (tpn) snprintf(per_node, sizeof per_node, "%s=\"%s\"", tpn_var, tpn);
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Slurm started this task (SLURM_PROCID=%d) on \"%s\" (SLURMD_NODENAME) as "
+                        "its local task %s (SLURM_LOCALID), but SLURM_DISTRIBUTION=\"%s\" with %s "
+                        "over %s=\"%s\" puts rank %d on \"%s\" as local task %d: a task layout "
+                        "rill cannot compute (a node with more tasks than CPUs?); give the cluster "
+                        "with --ps_hosts/--worker_hosts or TF_CONFIG",
+                        rank, node_name && *node_name ? node_name : "?", said,
+                        dist && *dist ? dist : "block", per_node, list_var, list, rank,
+                        rank_hosts[rank], local[rank]);
+        goto done;
+    }
     rank_cluster(size, rank, rank_hosts, ports, num_ps, list_var, "slurm", out, s);
 done:
     rill_string_array_free(hosts, nhosts);
     rill__free(rank_hosts);
     rill__free(ports);
+    rill__free(node_of);
+    rill__free(local);
     rill__free(counts);
     return true;
 }

@@ -156,13 +156,16 @@ static rill_tensor *read_strings(rill__mread *r)
         r->bad = true;
         return NULL;
     }
-    int64_t dims[RILL_MAX_DIMS], numel = 1;
+    /* span: the dims' product with zeros counted as ones, bounded even for an empty tensor
+     * (see rill__tensor_desc_decode). */
+    int64_t dims[RILL_MAX_DIMS], numel = 1, span = 1;
     for (uint32_t i = 0; i < hdr[1]; i++) {
         if (!take(r, &dims[i], 8) || dims[i] < 0 || dims[i] > (int64_t)MAX_STRING_META ||
-            (numel *= dims[i]) > (int64_t)MAX_STRING_META) {
+            (span *= dims[i] ? dims[i] : 1) > (int64_t)MAX_STRING_META) {
             r->bad = true;
             return NULL;
         }
+        numel *= dims[i];
     }
     if ((uint64_t)numel * 4 > r->n - r->off) { /* each element needs at least its length */
         r->bad = true;
@@ -188,6 +191,9 @@ rill_tensor *rill__mread_tensor(rill__mread *r, rill__buffer *payload, uint64_t 
 {
     if (r->bad) return NULL;
     if (r->n - r->off >= 8 && rill__get_u32(r->p + r->off) == RILL_STRING) return read_strings(r);
+    /* A block of no bytes (a message without a payload, adopted) is no block: a view of it
+     * would be a tensor without data. */
+    if (payload && !payload->data) payload = NULL;
     /* Each tensor starts at the next aligned offset (see rill__payload_iovecs). */
     uint64_t aligned = (*off + RILL__RPC_ALIGN - 1) / RILL__RPC_ALIGN * RILL__RPC_ALIGN;
     if (aligned > payload_len) {

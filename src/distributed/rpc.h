@@ -13,6 +13,14 @@
  *                                     -> (empty): into the task's rendezvous (rendezvous.c)
  *   ABORT     u64 step_owner, u64 step_id -> (empty): the step failed somewhere: drop its
  *             tensors, fail its waiting receives
+ *   STATUS    u64 step_owner, u64 step_id (0: any of owner's)
+ *                                     -> u32 n, n x {str what, u32 ntasks, u32 named,
+ *                                        named x str task}: what the blocking ops of that step
+ *             wait for on the task (rill__resource_mgr_waits) and the tasks they wait on; asked
+ *             by a master whose step has waited a while (the stall reports)
+ *   FINISHED  str job, u32 task_index -> (empty): that training task ("worker" or "chief" job)
+ *             is done with the ps tasks (rill_server_report_finished); a ps's join returns once
+ *             every training task of its cluster has said so and been answered
  * REGISTER's meta carries u64 owner after the op: the id of the master that registers.
  * "tensors" = u32 n, n x {str name (requests only), tensor_desc}; the bytes of the n tensors
  * follow each other in the payload. */
@@ -24,8 +32,17 @@
 
 #include <sys/uio.h>
 
-enum { RILL__RPC_GET_DEVICES = 1, RILL__RPC_REGISTER = 2, RILL__RPC_RUN = 3, RILL__RPC_DEREGISTER = 4,
-       RILL__RPC_CANCEL = 5, RILL__RPC_TENSOR = 6, RILL__RPC_ABORT = 7 };
+enum {
+    RILL__RPC_GET_DEVICES = 1,
+    RILL__RPC_REGISTER = 2,
+    RILL__RPC_RUN = 3,
+    RILL__RPC_DEREGISTER = 4,
+    RILL__RPC_CANCEL = 5,
+    RILL__RPC_TENSOR = 6,
+    RILL__RPC_ABORT = 7,
+    RILL__RPC_STATUS = 8,
+    RILL__RPC_FINISHED = 9
+};
 
 typedef rill__pbw rill__mbuf; /* the core's growable byte buffer */
 void rill__mbuf_put(rill__mbuf *m, const void *d, size_t n);
@@ -54,7 +71,8 @@ uint64_t rill__mread_u64(rill__mread *r);
 char *rill__mread_str(rill__mread *r);
 /* Reads a descriptor and takes its bytes from payload at *off (advanced): a new host tensor
  * viewing the payload in place (no copy) — payload is the adopted block of the message, or NULL
- * when it came without one (then only empty numeric tensors can be read). */
+ * (or a block adopted from NULL) when it came without one: then only empty numeric tensors can
+ * be read, each a new tensor of its own. */
 rill_tensor *rill__mread_tensor(rill__mread *r, rill__buffer *payload, uint64_t payload_len,
                                 uint64_t *off, rill_status *s);
 

@@ -12,7 +12,12 @@
  * it waits for can reach the server meanwhile; if its client hangs up, the step is cancelled.
  *
  * A server publishes its task to the master (master.h), which runs the sessions that name the
- * server's target; the server uses the master, never the other way round. */
+ * server's target; the server uses the master, never the other way round.
+ *
+ * Jobs that end: a training task that is done sends FINISHED to every ps task
+ * (rill_server_report_finished); a ps counts the distinct training tasks of its cluster spec that
+ * did, and its join returns once every one of them has been answered, so that the last reporter
+ * never sees its ps vanish before the answer. */
 #include "graph_codec.h"
 #include "master.h"
 #include "rpc.h"
@@ -37,6 +42,13 @@ typedef struct reg_graph {
     atomic_int refs;
 } reg_graph;
 
+/* A task of the "worker" or "chief" job, as a ps waits for it to finish. */
+typedef struct trainer {
+    char job[RILL_JOB_NAME_MAX];
+    int index;
+    bool finished;
+} trainer;
+
 struct rill_server {
     rill__local_task self; /* target, job, index, cluster, rm, opts: published to the master */
     char address[256];
@@ -50,6 +62,10 @@ struct rill_server {
     atomic_bool stopping;
     pthread_mutex_t jmu;
     pthread_cond_t jcv;
+    /* The cluster's training tasks and which of them reported they finished; nanswered counts
+     * the first reports whose answer went out (all under jmu). */
+    trainer *trainers;
+    int ntrainers, nfinished, nanswered;
     /* Blocking runs go to a pool that grows when every thread is busy (a run may wait for
      * another: a fixed pool could deadlock) and shrinks after threads idle for a while. */
     int running;  /* blocking runs queued or in flight (under mu) */
@@ -575,6 +591,31 @@ static void do_cancel(rill_server *srv, rill__mread *r)
     rill__rendezvous_wake_step(srv->rv, owner, 0);
 }
 
+/* STATUS: what a master's step waits for here (its blocking ops' waits), answered inline:
+ * describing a wait takes only the locks of the resources it waits on. */
+static void do_status(rill_server *srv, rill__mread *r, rill__tcp_response *resp)
+{
+    uint64_t owner = rill__mread_u64(r), step = rill__mread_u64(r);
+    if (r->bad) {
+        rill__tcp_response_set_error(resp, RILL_INVALID_ARGUMENT, "malformed STATUS request");
+        return;
+    }
+    rill__wait_report rep[8];
+    int n = rill__resource_mgr_waits(srv->self.rm, owner, step, rep, 8);
+    if (n > 8) n = 8;
+    rill__mbuf q = {0};
+    rill__mbuf_u32(&q, (uint32_t)n);
+    for (int i = 0; i < n; i++) {
+        int named = rep[i].ntasks < RILL__WAIT_TASKS ? rep[i].ntasks : RILL__WAIT_TASKS;
+        rill__mbuf_str(&q, rep[i].what);
+        rill__mbuf_u32(&q, (uint32_t)rep[i].ntasks);
+        rill__mbuf_u32(&q, (uint32_t)named);
+        for (int k = 0; k < named; k++) rill__mbuf_str(&q, rep[i].tasks[k]);
+    }
+    rill__tcp_response_set_meta(resp, q.p, (uint32_t)q.n);
+    rill__mbuf_free(&q);
+}
+
 /* TENSOR: tensors another task pushed for one of its steps, into the rendezvous. The tensors
  * are views of the request's payload, which they take over (received once, never copied). */
 static void do_tensor(rill_server *srv, rill__tcp_request *req, rill__mread *r,
@@ -611,6 +652,74 @@ static void do_abort(rill_server *srv, rill__mread *r)
 {
     uint64_t owner = rill__mread_u64(r), step = rill__mread_u64(r);
     if (!r->bad) rill__rendezvous_abort(srv->rv, owner, step);
+}
+
+/* The jobs whose tasks train, report that they finished, and are waited for by a ps's join. */
+static bool is_training_job(const char *job)
+{
+    return strcmp(job, "worker") == 0 || strcmp(job, "chief") == 0;
+}
+
+/* The answer to a first FINISHED went out (or its connection dropped): join may return now. */
+static void finished_answered(void *arg)
+{
+    rill_server *srv = arg;
+    pthread_mutex_lock(&srv->jmu);
+    srv->nanswered++;
+    pthread_cond_broadcast(&srv->jcv);
+    pthread_mutex_unlock(&srv->jmu);
+}
+
+/* FINISHED: a training task is done with this task. Only the first report of a task counts. */
+static void do_finished(rill_server *srv, rill__tcp_request *req, rill__mread *r,
+                        rill__tcp_response *resp)
+{
+    char *job = rill__mread_str(r);
+    uint32_t index = rill__mread_u32(r);
+    if (!job || r->bad || r->off != r->n) {
+        rill__tcp_response_set_error(resp, RILL_INVALID_ARGUMENT,
+                                     "malformed FINISHED request from %s", req->peer);
+        rill__free(job);
+        return;
+    }
+    /* A task reports for itself only: the task its connection proved (named) it is. */
+    char claimed[RILL_JOB_NAME_MAX + 48];
+    snprintf(claimed, sizeof claimed, "/job:%.64s/replica:0/task:%u", job, index);
+    if (strcmp(claimed, req->task) != 0) {
+        rill__tcp_response_set_error(resp, RILL_PERMISSION_DENIED,
+                                     "%s (from %s) cannot report that %s finished",
+                                     req->task[0] ? req->task : "a client naming no task",
+                                     req->peer, claimed);
+        rill__free(job);
+        return;
+    }
+    trainer *t = NULL;
+    pthread_mutex_lock(&srv->jmu);
+    for (int i = 0; i < srv->ntrainers && !t; i++)
+        if (strcmp(srv->trainers[i].job, job) == 0 && (uint32_t)srv->trainers[i].index == index)
+            t = &srv->trainers[i];
+    bool first = t && !t->finished;
+    if (first) {
+        t->finished = true;
+        srv->nfinished++;
+    }
+    int n = srv->nfinished, total = srv->ntrainers;
+    pthread_mutex_unlock(&srv->jmu);
+    if (!t) {
+        rill__tcp_response_set_error(
+            resp, RILL_INVALID_ARGUMENT,
+            "/job:%.64s/task:%u (from %s) is not a task of the \"worker\" or \"chief\" job in the "
+            "cluster of /job:%s/task:%d: its report that it finished does not count",
+            job, index, req->peer, srv->self.job, srv->self.index);
+    } else if (first) {
+        rill__log(RILL_LOG_INFO,
+                  "server /job:%s/task:%d: /job:%s/task:%u finished (%d of %d workers)%s",
+                  srv->self.job, srv->self.index, job, index, n, total,
+                  n == total && srv->self.opts.join_forever ? "; serving on (join_forever)" : "");
+        /* No bytes: the callback says when the answer has gone out. */
+        rill__tcp_response_set_payload(resp, NULL, 0, finished_answered, srv);
+    }
+    rill__free(job);
 }
 
 static void do_deregister(rill_server *srv, rill__tcp_request *req, rill__mread *r,
@@ -657,6 +766,8 @@ static void handle(void *arg, rill__tcp_request *req, rill__tcp_response *resp)
     case RILL__RPC_TENSOR: do_tensor(srv, req, &r, resp); break;
     case RILL__RPC_ABORT: do_abort(srv, &r); break;
     case RILL__RPC_DEREGISTER: do_deregister(srv, req, &r, resp); break;
+    case RILL__RPC_STATUS: do_status(srv, &r, resp); break;
+    case RILL__RPC_FINISHED: do_finished(srv, req, &r, resp); break;
     default:
         rill__tcp_response_set_error(resp, RILL_UNIMPLEMENTED, "unknown request %u from %s", op,
                                      req->peer);
@@ -709,6 +820,19 @@ rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, 
     if (self->opts.connect_deadline_s <= 0) self->opts.connect_deadline_s = 60;
     if (self->opts.step_deadline_s <= 0) self->opts.step_deadline_s = 300;
     if (self->opts.heartbeat_idle_s <= 0) self->opts.heartbeat_idle_s = 10;
+    const char *forever = getenv("RILL_PS_JOIN_FOREVER");
+    if (!self->opts.join_forever && forever && *forever) {
+        if (strcmp(forever, "1") != 0 && strcmp(forever, "0") != 0) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT,
+                            "Invalid value for environment variable RILL_PS_JOIN_FOREVER: \"%s\" "
+                            "(expected 1: serve until stopped, or 0: until every worker finished)",
+                            forever);
+            rill_cluster_spec_free(self->cluster);
+            rill__free(srv);
+            return NULL;
+        }
+        self->opts.join_forever = strcmp(forever, "1") == 0;
+    }
     if (opts && opts->secret) {
         srv->secret = rill__strdup(opts->secret);
     } else if (getenv("RILL_CLUSTER_SECRET_FILE") && *getenv("RILL_CLUSTER_SECRET_FILE")) {
@@ -744,6 +868,20 @@ rill_server *rill_server_new(const rill_cluster_spec *cluster, const char *job, 
     rill__local_task_identity_init(self);
     self->opts.run_id_file = NULL;
     atomic_init(&srv->tensor_limit, UINT64_C(64) << 10);
+    for (int j = 0; j < rill_cluster_spec_num_jobs(self->cluster); j++) {
+        const char *jn = rill_cluster_spec_job_name(self->cluster, j);
+        if (!is_training_job(jn)) continue;
+        int nt = rill_cluster_spec_num_tasks(self->cluster, jn, NULL);
+        srv->trainers =
+            rill__realloc(srv->trainers, (size_t)(srv->ntrainers + nt + 1) * sizeof *srv->trainers);
+        RILL_CHECK_ALLOC(srv->trainers);
+        for (int i = 0; i < nt; i++) {
+            trainer *t = &srv->trainers[srv->ntrainers++];
+            snprintf(t->job, sizeof t->job, "%s", jn);
+            t->index = rill_cluster_spec_task_index(self->cluster, jn, i);
+            t->finished = false;
+        }
+    }
     pthread_mutex_init(&srv->mu, NULL);
     pthread_mutex_init(&srv->jmu, NULL);
     pthread_cond_init(&srv->run_cv, NULL);
@@ -840,7 +978,11 @@ rill_code rill_server_join(rill_server *srv, rill_status *s)
     sigaction(SIGTERM, &sa, &old_term);
     sigaction(SIGINT, &sa, &old_int);
     pthread_mutex_lock(&srv->jmu);
+    bool all_finished = false;
     while (!atomic_load(&srv->stopping) && !got_signal) {
+        all_finished =
+            !srv->self.opts.join_forever && srv->ntrainers > 0 && srv->nanswered == srv->ntrainers;
+        if (all_finished) break;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 100 * 1000 * 1000;
@@ -850,9 +992,76 @@ rill_code rill_server_join(rill_server *srv, rill_status *s)
     pthread_mutex_unlock(&srv->jmu);
     sigaction(SIGTERM, &old_term, NULL);
     sigaction(SIGINT, &old_int, NULL);
-    rill__log(RILL_LOG_INFO, "server /job:%s/task:%d stopping", srv->self.job, srv->self.index);
+    if (all_finished)
+        rill__log(RILL_LOG_INFO,
+                  "server /job:%s/task:%d: all %d workers of the cluster finished; "
+                  "join returns",
+                  srv->self.job, srv->self.index, srv->ntrainers);
+    else
+        rill__log(RILL_LOG_INFO, "server /job:%s/task:%d stopping", srv->self.job, srv->self.index);
     rill_status_clear(s);
     return RILL_OK;
+}
+
+rill_code rill_server_report_finished(rill_server *srv, rill_status *s)
+{
+    rill_status_clear(s);
+    rill__local_task *self = &srv->self;
+    if (!is_training_job(self->job)) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "rill_server_report_finished: /job:%s/task:%d is not a task of the "
+                        "\"worker\" or \"chief\" job: only those report that they finished",
+                        self->job, self->index);
+        return RILL_INVALID_ARGUMENT;
+    }
+    const rill_cluster_spec *c = self->cluster;
+    int nps = rill_cluster_spec_has_job(c, "ps") ? rill_cluster_spec_num_tasks(c, "ps", NULL) : 0;
+    rill__mbuf m = {0};
+    rill__mbuf_u32(&m, RILL__RPC_FINISHED);
+    rill__mbuf_str(&m, self->job);
+    rill__mbuf_u32(&m, (uint32_t)self->index);
+    double limit = self->opts.connect_deadline_s < 10 ? self->opts.connect_deadline_s : 10;
+    rill_code code = RILL_OK;
+    int nfailed = 0;
+    char why[2048] = "";
+    size_t wn = 0;
+    rill_status *e = rill_status_new();
+    for (int i = 0; i < nps; i++) {
+        int idx = rill_cluster_spec_task_index(c, "ps", i);
+        const char *addr = rill_cluster_spec_task_address(c, "ps", idx, NULL);
+        double end = rill__now_seconds() + limit;
+        rill__channel *ch = rill__local_task_connect(self, addr, limit, e);
+        rill__reply rep = {0};
+        double left = end - rill__now_seconds();
+        bool ok = ch && rill__channel_call(ch, RILL__MSG_REQUEST, m.p, (uint32_t)m.n, NULL, 0, &rep,
+                                           left > 0.001 ? left : 0.001, e);
+        if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+        rill__channel_close(ch);
+        if (ok) continue;
+        if (code == RILL_OK) code = rill_status_code(e);
+        nfailed++;
+        if (wn < sizeof why)
+            wn += (size_t)snprintf(why + wn, sizeof why - wn, "%s/job:ps/task:%d (%s): %s",
+                                   nfailed > 1 ? "; " : "", idx, addr, rill_status_message(e));
+        rill_status_clear(e);
+    }
+    rill_status_free(e);
+    rill__mbuf_free(&m);
+    if (nfailed)
+        rill_status_set(s, code,
+                        "could not tell %d of %d ps tasks that /job:%s/task:%d finished (they will "
+                        "not end by themselves): %s",
+                        nfailed, nps, self->job, self->index, why);
+    return code;
+}
+
+int rill_server_finished_tasks(rill_server *srv, int *total)
+{
+    pthread_mutex_lock(&srv->jmu);
+    int n = srv->nfinished;
+    if (total) *total = srv->ntrainers;
+    pthread_mutex_unlock(&srv->jmu);
+    return n;
 }
 
 void rill_server_stop(rill_server *srv)
@@ -890,6 +1099,7 @@ void rill_server_free(rill_server *srv)
     rill__free(srv->secret);
     rill__free(srv->run_id);
     pthread_mutex_destroy(&srv->self.id_mu);
+    rill__free(srv->trainers);
     pthread_mutex_destroy(&srv->mu);
     pthread_mutex_destroy(&srv->jmu);
     pthread_cond_destroy(&srv->jcv);

@@ -43,6 +43,8 @@
 #define HANDSHAKE_MAX_META 512
 #define BIG_PAYLOAD        (64u << 10) /* payloads from here up count against max_buffered */
 #define TRIM_IDLE_S        10.0        /* cached blocks unused this long are given back */
+#define STREAM_MAC         (256u << 10) /* authenticated payloads from here up: MAC'd in pieces */
+#define MAC_PIECE          (1u << 20)   /* as they are sent and received */
 
 /* Handshake flags. CHALLENGE: the server requires a secret / encryption; HANDSHAKE: the client
  * asks for encryption; HANDSHAKE_OK: the connection is encrypted. */
@@ -455,14 +457,27 @@ static bool cl_read_head(tcp_channel *c, rill__frame_header *h, double t_end, do
     return true;
 }
 
-/* Ends a frame cl_read_head began, whose payload (if any) was read into payload: reads and checks
- * its MAC and decrypts it, on an authenticated connection. */
+/* Reads a frame's payload into dst, MAC'd piece by piece as it lands on an authenticated
+ * connection (while the peer sends the next). */
+static bool cl_read_payload(tcp_channel *c, uint8_t *dst, uint64_t n, double t_end,
+                            double deadline_s, rill_status *s)
+{
+    if (!c->lk.on) return cl_read(c, dst, n, t_end, deadline_s, s);
+    for (uint64_t off = 0; off < n; off += MAC_PIECE) {
+        size_t k = n - off < MAC_PIECE ? (size_t)(n - off) : MAC_PIECE;
+        if (!cl_read(c, dst + off, k, t_end, deadline_s, s)) return false;
+        crypto_onetimeauth_update(&c->lk.mac, dst + off, k);
+    }
+    return true;
+}
+
+/* Ends a frame cl_read_head began, whose payload (if any) cl_read_payload read into payload:
+ * reads and checks its MAC and decrypts it, on an authenticated connection. */
 static bool cl_read_tail(tcp_channel *c, const rill__frame_header *h, void *payload,
                          double t_end, double deadline_s, rill_status *s)
 {
     if (!c->lk.on) return true;
     uint8_t tag[TAG_BYTES];
-    if (h->payload_len) crypto_onetimeauth_update(&c->lk.mac, payload, h->payload_len);
     if (!cl_read(c, tag, sizeof tag, t_end, deadline_s, s)) return false;
     if (!open_frame(&c->lk, tag, c->meta, h->meta_len, payload, h->payload_len)) {
         rill_status_set(s, RILL_DATA_LOSS,
@@ -491,6 +506,33 @@ static void remote_error(tcp_channel *c, const rill__frame_header *h, bool in_ha
         rill_status_set(s, code, "%.*s", (int)len, msg);
 }
 
+/* An authenticated frame with a big payload: header and meta, then the payload in pieces, each
+ * MAC'd once it is sent (the MAC overlaps the peer's reading), then the tag. */
+static bool write_streamed(tcp_channel *c, const uint8_t raw[RILL__WIRE_HEADER_SIZE],
+                           const void *meta, uint32_t meta_len, const struct iovec *payload,
+                           int npayload, double t_end, double deadline_s, rill_status *s)
+{
+    crypto_onetimeauth_state st;
+    mac_begin(&st, c->lk.ksend, c->lk.nsend++);
+    crypto_onetimeauth_update(&st, raw, RILL__WIRE_HEADER_SIZE);
+    crypto_onetimeauth_update(&st, meta, meta_len);
+    struct iovec head[2] = {{(void *)raw, RILL__WIRE_HEADER_SIZE}, {(void *)meta, meta_len}};
+    if (!cl_write(c, head, 2, t_end, deadline_s, s)) return false;
+    for (int i = 0; i < npayload; i++) {
+        const uint8_t *p = payload[i].iov_base;
+        for (size_t off = 0; off < payload[i].iov_len; off += MAC_PIECE) {
+            size_t k = payload[i].iov_len - off < MAC_PIECE ? payload[i].iov_len - off : MAC_PIECE;
+            struct iovec piece = {(void *)(p + off), k};
+            if (!cl_write(c, &piece, 1, t_end, deadline_s, s)) return false;
+            crypto_onetimeauth_update(&st, p + off, k);
+        }
+    }
+    uint8_t tag[TAG_BYTES];
+    crypto_onetimeauth_final(&st, tag);
+    struct iovec t = {tag, sizeof tag};
+    return cl_write(c, &t, 1, t_end, deadline_s, s);
+}
+
 /* Writes one frame of type with meta and the payload's pieces within deadline_s; a failure
  * breaks the channel. */
 static bool write_frame(tcp_channel *c, int type, const void *meta, uint32_t meta_len,
@@ -517,6 +559,12 @@ static bool write_frame(tcp_channel *c, int type, const void *meta, uint32_t met
     iov[1] = (struct iovec){(void *)meta, meta_len};
     int n = npayload + 2;
     uint8_t tag[TAG_BYTES], *sealed_meta = NULL, *bounce = NULL;
+    if (c->lk.on && !c->lk.encrypt && h.payload_len >= STREAM_MAC) {
+        bool ok = write_streamed(c, raw, meta, meta_len, payload, npayload, t_end, deadline_s, s);
+        if (iov != small) rill__free(iov);
+        if (!ok) c->broken = true;
+        return ok;
+    }
     if (c->lk.on) {
         if (c->lk.encrypt && meta_len) {
             sealed_meta = rill__malloc(meta_len);
@@ -641,7 +689,7 @@ static bool tcp_reply(tcp_channel *c, rill__reply *reply, double t_end, double d
         }
         reply->payload_owned = true;
     }
-    if (!cl_read(c, reply->payload, rh.payload_len, t_end, deadline_s, s) ||
+    if (!cl_read_payload(c, reply->payload, rh.payload_len, t_end, deadline_s, s) ||
         !cl_read_tail(c, &rh, reply->payload, t_end, deadline_s, s)) {
         if (reply->payload_owned) rill__aligned_free(reply->payload, rh.payload_len);
         reply->payload = NULL;
@@ -948,6 +996,11 @@ typedef struct conn {
     uint8_t wtag[TAG_BYTES];
     uint8_t *wbounce; /* the encrypted payload being written */
     uint64_t wbounce_len;
+    /* A big authenticated payload is MAC'd as it is sent (the MAC of what went out overlaps
+     * the peer's reading it); the tag, wiov[wtag_at], goes once the last byte did. */
+    bool wmac_on;
+    int wtag_at;
+    crypto_onetimeauth_state wmac;
     void (*wdone)(void *);
     void *wdone_arg;
     struct rill__tcp_deferred *pending; /* a deferred request in flight: read nothing more */
@@ -1112,12 +1165,16 @@ static void conn_interest(rill__tcp_server *srv, conn *c, uint32_t ev)
 static bool conn_flush(rill__tcp_server *srv, conn *c)
 {
     while (c->wiov_i < c->wiov_n) {
+        if (c->wmac_on && c->wiov_i == c->wtag_at) { /* every payload byte is out */
+            crypto_onetimeauth_final(&c->wmac, c->wtag);
+            c->wmac_on = false;
+        }
         if (c->wiov[c->wiov_i].iov_len == 0) {
             c->wiov_i++;
             continue;
         }
-        struct msghdr mh = {.msg_iov = c->wiov + c->wiov_i,
-                            .msg_iovlen = (size_t)(c->wiov_n - c->wiov_i)};
+        int end = c->wmac_on ? c->wtag_at : c->wiov_n;
+        struct msghdr mh = {.msg_iov = c->wiov + c->wiov_i, .msg_iovlen = (size_t)(end - c->wiov_i)};
         ssize_t k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (k < 0) {
             if (errno == EINTR) continue;
@@ -1132,9 +1189,15 @@ static bool conn_flush(rill__tcp_server *srv, conn *c)
             return false;
         }
         size_t left = (size_t)k;
-        while (c->wiov_i < c->wiov_n && left >= c->wiov[c->wiov_i].iov_len)
+        while (c->wiov_i < c->wiov_n && left >= c->wiov[c->wiov_i].iov_len) {
+            if (c->wmac_on && c->wiov_i >= 2)
+                crypto_onetimeauth_update(&c->wmac, c->wiov[c->wiov_i].iov_base,
+                                          c->wiov[c->wiov_i].iov_len);
             left -= c->wiov[c->wiov_i++].iov_len;
+        }
         if (left) {
+            if (c->wmac_on && c->wiov_i >= 2)
+                crypto_onetimeauth_update(&c->wmac, c->wiov[c->wiov_i].iov_base, left);
             c->wiov[c->wiov_i].iov_base = (uint8_t *)c->wiov[c->wiov_i].iov_base + left;
             c->wiov[c->wiov_i].iov_len -= left;
         }
@@ -1175,7 +1238,14 @@ static bool conn_send(rill__tcp_server *srv, conn *c, int type, uint64_t id, uin
     c->wiov_i = 0;
     c->wdone = done;
     c->wdone_arg = done_arg;
-    if (c->lk.on) {
+    if (c->lk.on && !c->lk.encrypt && h.payload_len >= STREAM_MAC) {
+        mac_begin(&c->wmac, c->lk.ksend, c->lk.nsend++);
+        crypto_onetimeauth_update(&c->wmac, c->whdr, sizeof c->whdr);
+        crypto_onetimeauth_update(&c->wmac, c->wmeta, meta_len);
+        c->wmac_on = true;
+        c->wtag_at = c->wiov_n;
+        c->wiov[c->wiov_n++] = (struct iovec){c->wtag, sizeof c->wtag};
+    } else if (c->lk.on) {
         uint8_t *bounce;
         seal_frame(&c->lk, c->whdr, c->wmeta, c->wmeta, meta_len, iov, niov, h.payload_len,
                    &bounce, c->wtag);

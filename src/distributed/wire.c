@@ -149,17 +149,19 @@ bool rill__tensor_desc_decode(const uint8_t *in, size_t len, uint64_t payload_le
             return false;
         }
         d->dims[i] = (int64_t)v;
-        if (!overflow && v != 0 && count > UINT64_MAX / v) overflow = true;
-        if (!overflow) count *= v;
+        /* A zero dim counts as one here: an empty tensor whose other dims multiply past int64
+         * would overflow the strides and broadcast shapes that kernels compute from them. */
+        uint64_t f = v ? v : 1;
+        if (!overflow && count > UINT64_MAX / f) overflow = true;
+        if (!overflow) count *= f;
     }
-    /* A zero dim makes the tensor empty whatever the others say. */
-    for (uint32_t i = 0; i < rank; i++)
-        if (d->dims[i] == 0) overflow = false, count = 0;
     if (overflow || count > (uint64_t)INT64_MAX || count > UINT64_MAX / esize) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
                         "tensor descriptor's element count overflows (rank %u)", (unsigned)rank);
         return false;
     }
+    for (uint32_t i = 0; i < rank; i++)
+        if (d->dims[i] == 0) count = 0;
     if (count * esize != payload_len) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
                         "tensor descriptor says %llu elements of %s (%llu bytes), the payload "

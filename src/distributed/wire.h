@@ -87,7 +87,9 @@ size_t rill__tensor_desc_encode(const rill__tensor_desc *d, uint8_t *out, size_t
 
 /* Parses a descriptor from the first len hostile bytes of in and checks it fully: a known
  * fixed-size dtype, 0 <= rank <= RILL_MAX_DIMS, dims >= 0, the element count and byte size do
- * not overflow, and the byte size equals payload_len. Writes the bytes consumed to *used (may be
+ * not overflow (zero dims counted as ones: the other dims of an empty tensor must multiply
+ * within int64_t too, as kernels form strides from them), and the byte size equals
+ * payload_len. Writes the bytes consumed to *used (may be
  * NULL). Returns false and sets s (INVALID_ARGUMENT) otherwise. */
 bool rill__tensor_desc_decode(const uint8_t *in, size_t len, uint64_t payload_len,
                               rill__tensor_desc *d, size_t *used, rill_status *s);

@@ -43,37 +43,6 @@
 
 /* --- file helpers --- */
 
-rill_code rill__errno_code(int err)
-{
-    switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-        return RILL_NOT_FOUND;
-    case EEXIST:
-        return RILL_ALREADY_EXISTS;
-    case EACCES:
-    case EPERM:
-    case EROFS:
-        return RILL_PERMISSION_DENIED;
-    case ENOSPC:
-    case EDQUOT:
-    case EMFILE:
-    case ENFILE:
-    case ENOMEM:
-    case EFBIG:
-        return RILL_RESOURCE_EXHAUSTED;
-    case EISDIR:
-    case ENOTEMPTY:
-    case EBUSY:
-    case ELOOP:
-        return RILL_FAILED_PRECONDITION;
-    case EINVAL:
-    case ENAMETOOLONG:
-        return RILL_INVALID_ARGUMENT;
-    default:
-        return RILL_UNAVAILABLE;
-    }
-}
 
 char *rill__path_join(const char *dir, const char *path)
 {
@@ -252,21 +221,57 @@ void rill__swap_elements(uint8_t *p, size_t nbytes, size_t width)
 }
 
 /* Raw element bytes, swapped in chunks when the bundle's byte order is not the host's. */
+/* Whether any of n words has all the exponent bits of mask set (NaN or Inf): one pass of 32- or
+ * 16-bit compares and ORs that SSE2 vectorises, so the common all-finite case costs little
+ * beside the checksum; the elements are counted only when there are some. */
+#define NONFINITE_COUNT(type, mask)                                                                \
+    do {                                                                                           \
+        const type *w = p;                                                                         \
+        type any = 0;                                                                              \
+        for (int64_t i = 0; i < n; i++) any |= (type)((w[i] & (mask)) == (mask));                  \
+        if (!any) return 0;                                                                        \
+        int64_t bad = 0;                                                                           \
+        for (int64_t i = 0; i < n; i++) bad += (w[i] & (mask)) == (mask);                          \
+        return bad;                                                                                \
+    } while (0)
+
+int64_t rill__count_nonfinite(rill_dtype t, const void *p, int64_t n)
+{
+    switch (t) {
+    case RILL_FLOAT: NONFINITE_COUNT(uint32_t, UINT32_C(0x7f800000));
+    case RILL_DOUBLE: NONFINITE_COUNT(uint64_t, UINT64_C(0x7ff0000000000000));
+    case RILL_HALF: NONFINITE_COUNT(uint16_t, (uint16_t)0x7c00);
+    default: return 0;
+    }
+}
+
+/* The tensor's bytes in the bundle's byte order, with their crc and, for floating-point
+ * dtypes, the count of non-finite elements. Both passes run over one 64 KiB chunk at a time,
+ * so the count reads bytes the checksum has just brought into cache: the check costs a
+ * fraction of the write it rides on. */
 static bool write_numeric(rill__afile *f, const rill_tensor *t, bool big, int64_t *size,
-                          uint32_t *crc, rill_status *s)
+                          uint32_t *crc, int64_t *nonfinite, rill_status *s)
 {
     const uint8_t *p = rill_tensor_data(t);
-    size_t n = rill_tensor_nbytes(t), width = rill_dtype_size(rill_tensor_dtype(t));
+    rill_dtype dt = rill_tensor_dtype(t);
+    size_t n = rill_tensor_nbytes(t), width = rill_dtype_size(dt);
     *size = (int64_t)n;
+    *crc = 0;
+    *nonfinite = 0;
     if (big == HOST_BIG || width == 1) {
-        *crc = rill__crc32c(0, p, n);
+        const size_t step = (size_t)64 << 10; /* a multiple of every element width */
+        for (size_t off = 0; off < n; off += step) {
+            size_t k = n - off < step ? n - off : step;
+            *crc = rill__crc32c(*crc, p + off, k);
+            *nonfinite += rill__count_nonfinite(dt, p + off, (int64_t)(k / width));
+        }
         return rill__afile_write(f, p, n, s);
     }
     uint8_t chunk[8192];
-    *crc = 0;
     for (size_t off = 0; off < n; off += sizeof chunk) {
         size_t k = n - off < sizeof chunk ? n - off : sizeof chunk;
         memcpy(chunk, p + off, k);
+        *nonfinite += rill__count_nonfinite(dt, chunk, (int64_t)(k / width));
         rill__swap_elements(chunk, k, width);
         *crc = rill__crc32c(*crc, chunk, k);
         if (!rill__afile_write(f, chunk, k, s)) return false;
@@ -363,8 +368,9 @@ bool rill__bundle_write_data_order(const char *prefix, int shard, int nshards,
         e->shard = shard;
         e->offset = offset;
         uint32_t crc;
-        ok = t->dtype == RILL_STRING ? write_strings(&f, t, big_endian, &e->size, &crc, s)
-                                     : write_numeric(&f, t, big_endian, &e->size, &crc, s);
+        ok = t->dtype == RILL_STRING
+                 ? write_strings(&f, t, big_endian, &e->size, &crc, s)
+                 : write_numeric(&f, t, big_endian, &e->size, &crc, &e->nonfinite, s);
         e->crc = rill__crc32c_mask(crc);
         offset += e->size;
     }

@@ -33,13 +33,22 @@ typedef struct rill__bundle_entry {
     int shard;
     int64_t offset, size;
     uint32_t crc; /* masked crc32c of the stored bytes (BundleEntryProto field 6) */
+    /* Elements that are NaN or +-Inf (float, double, half; 0 for other dtypes), counted by
+     * rill__bundle_write_data as it writes them. Not part of the index: the saver uses it. */
+    int64_t nonfinite;
 } rill__bundle_entry;
+
+/* Elements of n values of dtype t at p (host order) that are NaN or +-Inf: an exponent-bits
+ * test on the integer image, so no floating-point operation runs (signalling NaNs raise
+ * nothing) and the loop vectorises. 0 for dtypes that are not floating point. */
+int64_t rill__count_nonfinite(rill_dtype t, const void *p, int64_t n);
 
 /* Writes <prefix>.data-<shard:05d>-of-<nshards:05d> holding vals in order (numeric: raw
  * little-endian bytes; DT_STRING: varint lengths, the masked crc of the lengths, the bytes).
  * entries[i] receives each tensor's metadata (name copied; free with rill__bundle_entries_free,
- * also after a failure). names and vals are borrowed. INVALID_ARGUMENT for a non-host tensor, an
- * empty name or bad arguments; file errors name the file. */
+ * also after a failure), with its count of non-finite elements. names and vals are borrowed.
+ * INVALID_ARGUMENT for a non-host tensor, an empty name or bad arguments; file errors name the
+ * file. */
 bool rill__bundle_write_data(const char *prefix, int shard, int nshards, const char *const *names,
                              rill_tensor *const *vals, int n, rill__bundle_entry *entries,
                              rill_status *s);
@@ -81,9 +90,6 @@ char *rill__bundle_data_path(const char *prefix, int shard, int nshards);
 /* Reverses the bytes of each width-byte element of p[0, nbytes) (endianness). */
 void rill__swap_elements(uint8_t *p, size_t nbytes, size_t width);
 
-/* The status code for an errno, as TF's file system maps them (ENOENT NOT_FOUND, EACCES
- * PERMISSION_DENIED, ENOSPC RESOURCE_EXHAUSTED, ...; UNAVAILABLE for I/O errors). */
-rill_code rill__errno_code(int err);
 /* TF's os.path.join(dir, path): path itself when absolute or dir empty. Caller frees. */
 char *rill__path_join(const char *dir, const char *path);
 /* The directory part of path ("." when none). Caller frees. */

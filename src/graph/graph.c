@@ -356,6 +356,33 @@ const rill__attr *rill__node_attr(const rill_node *n, const char *name)
     return NULL;
 }
 
+/* Attributes some op or kernel reads without checking the kind (rill__node_attr then ->v.s,
+ * ->v.shape, ...). */
+static const struct {
+    const char *name;
+    rill__attr_kind kind;
+} UNCHECKED_ATTRS[] = {
+    {"padding", RILL__ATTR_STRING},     {"data_format", RILL__ATTR_STRING},
+    {"activation", RILL__ATTR_STRING},  {"tag", RILL__ATTR_STRING},
+    {"shared_name", RILL__ATTR_STRING}, {"tensor_name", RILL__ATTR_STRING},
+    {"send_job", RILL__ATTR_STRING},    {"recv_job", RILL__ATTR_STRING},
+    {"strides", RILL__ATTR_INTS},       {"ksize", RILL__ATTR_INTS},
+    {"dilations", RILL__ATTR_INTS},     {"axes", RILL__ATTR_INTS},
+    {"shapes", RILL__ATTR_INTS},        {"dtypes", RILL__ATTR_INTS},
+    {"shape", RILL__ATTR_SHAPE},        {"value", RILL__ATTR_TENSOR},
+    {"names", RILL__ATTR_TENSOR},
+};
+
+bool rill__attr_kind_ok(const char *name, rill__attr_kind kind, rill__attr_kind *want)
+{
+    for (size_t i = 0; i < sizeof UNCHECKED_ATTRS / sizeof *UNCHECKED_ATTRS; i++)
+        if (strcmp(UNCHECKED_ATTRS[i].name, name) == 0) {
+            if (want) *want = UNCHECKED_ATTRS[i].kind;
+            return UNCHECKED_ATTRS[i].kind == kind;
+        }
+    return true;
+}
+
 int64_t rill__attr_int(const rill_node *n, const char *name, int64_t def)
 {
     const rill__attr *a = rill__node_attr(n, name);

@@ -121,6 +121,12 @@ rill_status *rill__graph_status_mut(rill_graph *g);
 
 /* Attribute lookup (NULL when absent) and typed getters with defaults. */
 const rill__attr *rill__node_attr(const rill_node *n, const char *name);
+/* Whether an attribute `name` may have `kind`. Some ops read an attribute without checking its
+ * kind (padding as a string, strides as ints, shape as a shape); the builders that take
+ * attributes from outside (the op builder, the graph codec) refuse those with any other kind,
+ * setting *want to the kind expected. Every other attribute is read through the typed getters
+ * below, which ignore a wrong kind as absent, so any kind is fine for it. */
+bool rill__attr_kind_ok(const char *name, rill__attr_kind kind, rill__attr_kind *want);
 int64_t rill__attr_int(const rill_node *n, const char *name, int64_t def);
 double rill__attr_float(const rill_node *n, const char *name, double def);
 bool rill__attr_bool(const rill_node *n, const char *name, bool def);

@@ -8,27 +8,13 @@
  *     static strings in C builders): names are interned here, once per distinct name, for the
  *     life of the process (a few dozen in all: TF's attr names);
  *   - some attributes are read by the ops without a kind check (padding as a string, strides as
- *     ints: KNOWN below); one of those set with another kind is refused with an error, never
- *     handed to a shape function. Every other attribute is read through the typed getters
+ *     ints: rill__attr_kind_ok); one of those set with another kind is refused with an error,
+ *     never handed to a shape function. Every other attribute is read through the typed getters
  *     (rill__attr_int and friends), which ignore a wrong kind as absent. */
 #include "graph_internal.h"
 
 #include <pthread.h>
 #include <string.h>
-
-/* Attributes some op reads without checking the kind (rill__node_attr then ->v.s, ...). */
-static const struct {
-    const char *name;
-    rill__attr_kind kind;
-} KNOWN[] = {
-    {"padding", RILL__ATTR_STRING},    {"data_format", RILL__ATTR_STRING},
-    {"activation", RILL__ATTR_STRING}, {"tag", RILL__ATTR_STRING},
-    {"shared_name", RILL__ATTR_STRING}, {"strides", RILL__ATTR_INTS},
-    {"ksize", RILL__ATTR_INTS},        {"dilations", RILL__ATTR_INTS},
-    {"axes", RILL__ATTR_INTS},         {"shapes", RILL__ATTR_INTS},
-    {"dtypes", RILL__ATTR_INTS},       {"shape", RILL__ATTR_SHAPE},
-    {"value", RILL__ATTR_TENSOR},      {"names", RILL__ATTR_TENSOR},
-};
 
 static const char *const KIND_NAMES[] = {
     [RILL__ATTR_INT] = "int",     [RILL__ATTR_FLOAT] = "float",  [RILL__ATTR_BOOL] = "bool",
@@ -93,14 +79,14 @@ void rill_op_builder_add_input(rill_op_builder *b, rill_output in)
  * kind is wrong for a known attribute (the error kept for finish). */
 static rill__attr *slot(rill_op_builder *b, const char *name, rill__attr_kind kind)
 {
-    for (size_t i = 0; i < sizeof KNOWN / sizeof *KNOWN; i++)
-        if (strcmp(KNOWN[i].name, name) == 0 && KNOWN[i].kind != kind) {
-            if (!b->err[0])
-                snprintf(b->err, sizeof b->err,
-                         "Attr '%s' of op '%s' (node '%s') has value of type '%s' when '%s' expected", name, b->op,
-                         b->name ? b->name : b->op, KIND_NAMES[kind], KIND_NAMES[KNOWN[i].kind]);
-            return NULL;
-        }
+    rill__attr_kind want;
+    if (!rill__attr_kind_ok(name, kind, &want)) {
+        if (!b->err[0])
+            snprintf(b->err, sizeof b->err,
+                     "Attr '%s' of op '%s' (node '%s') has value of type '%s' when '%s' expected",
+                     name, b->op, b->name ? b->name : b->op, KIND_NAMES[kind], KIND_NAMES[want]);
+        return NULL;
+    }
     const char *nm = intern(name);
     for (int i = 0; i < b->nattrs; i++)
         if (b->attrs[i].name == nm) {

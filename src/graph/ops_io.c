@@ -4,7 +4,8 @@
  * MergeV2Checkpoints. rill writes the final files at once, which a crash cannot break either
  * (the state file is written last): each ps task's BundleSaveShard writes its own data file
  * <prefix>.data-<shard>-of-<n> and returns the entries it wrote (offsets, checksums, shapes);
- * BundleMergeIndex, on the chief, writes <prefix>.index from them and returns the prefix.
+ * BundleMergeIndex, on the chief, writes <prefix>.index from them and returns the prefix and a
+ * string naming the tensors that hold NaN or Inf ("" when none: the writers counted them).
  * BundleRestoreShard reads a task's tensors of a bundle at once (one open of the index, the
  * reads in parallel), checks each against its variable's dtype and shape, and outputs them all
  * or fails with none: an Assign per variable takes them, so a bad checkpoint changes nothing. */
@@ -41,8 +42,10 @@ static void merge_index_shape(rill_node *n, rill_status *s)
 {
     for (int i = 0; i < n->ninputs; i++)
         if (!is_string_scalar(n, i, i ? "entries" : "prefix", s)) return;
-    n->out_dtypes[0] = RILL_STRING;
-    n->out_shapes[0] = rill_shape_scalar();
+    for (int i = 0; i < 2; i++) {
+        n->out_dtypes[i] = RILL_STRING;
+        n->out_shapes[i] = rill_shape_scalar();
+    }
 }
 
 /* names (string tensor), dtypes (ints) and shapes (ints: rank, then dims, per tensor) describe
@@ -86,7 +89,7 @@ const rill__op_def rill__ops_io[] = {
      .default_name = "merge_index",
      .min_inputs = 1,
      .max_inputs = -1,
-     .noutputs = 1,
+     .noutputs = 2,
      .stateful = true,
      .shape = merge_index_shape,
      .type_attr = "dtype"},

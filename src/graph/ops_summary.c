@@ -44,9 +44,11 @@ static void scalar_summary_shape(rill_node *n, rill_status *s)
     rill_shape sh = rill__in_shape(n, 0);
     if (sh.rank > 0) {
         char buf[96];
+        /* The tag, or the node's name where it was built without one (as the kernel does). */
+        const rill__attr *tag = rill__node_attr(n, "tag");
         rill_status_set(s, RILL_INVALID_ARGUMENT,
                         "tags and values not the same shape: [] != %s (tag '%s')",
-                        rill_shape_str(&sh, buf, sizeof buf), rill__node_attr(n, "tag")->v.s);
+                        rill_shape_str(&sh, buf, sizeof buf), tag ? tag->v.s : n->name);
         return;
     }
     string_scalar_output(n);

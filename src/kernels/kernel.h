@@ -100,6 +100,54 @@ rill__var *rill__resource_mgr_var(rill__resource_mgr *rm, const char *name, rill
  * with the manager. NULL when create fails. */
 void *rill__resource_lookup(rill__resource_mgr *rm, const char *kind, const char *name,
                             void *(*create)(void *arg), void *arg, void (*free_fn)(void *));
+/* Calls fn(arg, obj) for every resource of kind (in creation order), without holding the
+ * manager's lock while fn runs (resources live as long as rm). */
+void rill__resource_each(rill__resource_mgr *rm, const char *kind, void (*fn)(void *arg, void *obj),
+                         void *arg);
+
+/* --- the cluster a server's manager belongs to, as its kernels see it --- */
+/* Set by the distributed layer when a server publishes its task: every task of the cluster as
+ * "/job:J/task:T" (copied), and how long a blocking kernel waits before it reports what it
+ * waits for (0: the default, 5 s, which a local session's manager keeps; < 0: never). */
+void rill__resource_mgr_set_cluster(rill__resource_mgr *rm, const char *const *tasks, int n,
+                                    double stall_report_s);
+/* Calls fn(arg, task) for every task of the cluster (none for a local session). */
+void rill__resource_mgr_each_task(rill__resource_mgr *rm, void (*fn)(void *arg, const char *task),
+                                  void *arg);
+/* Seconds a blocking kernel waits before saying what for, then again at that interval (<= 0:
+ * it never says). */
+double rill__resource_mgr_stall_report_s(rill__resource_mgr *rm);
+
+/* --- what the blocking kernels of a task wait for ---
+ * A kernel that blocks (a take, a dequeue, an enqueue into a full queue) registers its wait
+ * for as long as it lasts, so that the task can tell a master whose step has waited a while
+ * what that step waits for here (the distributed layer's STATUS request) and which tasks it
+ * waits on (a gradient accumulator: the workers whose gradients have not come). */
+#define RILL__WAIT_TASKS 8
+typedef struct rill__wait_report {
+    char what[1024];                  /* "sync step 12 has waited 6 s for gradients from ..." */
+    char tasks[RILL__WAIT_TASKS][96]; /* the first tasks it waits on ("/job:worker/task:2") */
+    int ntasks;                       /* how many it waits on (may exceed RILL__WAIT_TASKS) */
+} rill__wait_report;
+
+typedef struct rill__wait {
+    uint64_t owner, step; /* the step it belongs to (rill__kctx.step_owner, step_id) */
+    /* Fills r (zeroed) with what the wait is for now; called from any thread while the wait is
+     * registered, under the registry's lock (a leaf but for the locks describe takes). */
+    void (*describe)(void *arg, rill__wait_report *r);
+    void *arg;
+    struct rill__wait *prev, *next;
+} rill__wait;
+
+/* Registers w (borrowed until wait_end) / withdraws it. Neither may be called holding a lock
+ * that w's describe takes. */
+void rill__resource_mgr_wait_begin(rill__resource_mgr *rm, rill__wait *w);
+void rill__resource_mgr_wait_end(rill__resource_mgr *rm, rill__wait *w);
+/* Describes the registered waits of step (owner, step) (step 0: every step of owner) into
+ * out[0..cap); returns how many there are. */
+int rill__resource_mgr_waits(rill__resource_mgr *rm, uint64_t owner, uint64_t step,
+                             rill__wait_report *out, int cap);
+
 /* The kernels of _RemoteSend and _RemoteRecv (generic.c) call these, which the distributed
  * layer (src/distributed/rendezvous.c) registers when a server starts; before that they fail. */
 typedef struct rill__remote_tensor_ops {

@@ -1,12 +1,21 @@
 /* resource_mgr.c - the resource manager (TF's ResourceMgr, which sits beside OpKernel):
  * variables by name, and the other resources kernels keep (queues, accumulators) by kind and
  * name. A local session owns one; a server owns one for its whole life, shared by every session
- * on it. Kernels reach it through their context (rill__kctx.rm). */
+ * on it. Kernels reach it through their context (rill__kctx.rm).
+ *
+ * It also holds what the kernels of a server's task know of their cluster (its tasks' names,
+ * the stall report interval) and the registry of the waits its blocking kernels are in, which
+ * the server reads when a master asks what its step waits for. Locks: mu (the maps) and
+ * cluster_mu are leaves; waits_mu is held while a wait's describe runs, which may take a
+ * resource's own lock and then cluster_mu, never mu (rill__resource_each lets go of mu first). */
 #include "kernel.h"
+
+#include <string.h>
 
 typedef struct resource {
     void *obj;
     void (*free_fn)(void *);
+    char *kind;
 } resource;
 
 struct rill__resource_mgr {
@@ -15,6 +24,12 @@ struct rill__resource_mgr {
     rill__vec all;
     rill__strmap others; /* "<kind>\n<name>" -> resource */
     rill__vec all_others;
+    pthread_mutex_t cluster_mu;
+    char **tasks; /* the cluster's tasks, "/job:J/task:T" */
+    int ntasks;
+    double stall_report_s;
+    pthread_mutex_t waits_mu;
+    rill__wait *waits;
 };
 
 void *rill__resource_lookup(rill__resource_mgr *rm, const char *kind, const char *name,
@@ -33,6 +48,7 @@ void *rill__resource_lookup(rill__resource_mgr *rm, const char *kind, const char
             RILL_CHECK_ALLOC(r);
             r->obj = obj;
             r->free_fn = free_fn;
+            r->kind = rill__strdup(kind);
             rill__strmap_put(&rm->others, key, r);
             rill__vec_push(&rm->all_others, r);
         }
@@ -47,6 +63,9 @@ rill__resource_mgr *rill__resource_mgr_new(void)
     rill__resource_mgr *rm = rill__calloc(1, sizeof *rm);
     RILL_CHECK_ALLOC(rm);
     pthread_mutex_init(&rm->mu, NULL);
+    pthread_mutex_init(&rm->cluster_mu, NULL);
+    pthread_mutex_init(&rm->waits_mu, NULL);
+    rm->stall_report_s = 5;
     return rm;
 }
 
@@ -65,11 +84,16 @@ void rill__resource_mgr_free(rill__resource_mgr *rm)
     for (int i = 0; i < rm->all_others.n; i++) {
         resource *r = rm->all_others.items[i];
         if (r->free_fn) r->free_fn(r->obj);
+        rill__free(r->kind);
         rill__free(r);
     }
     rill__vec_free(&rm->all_others);
     rill__strmap_free(&rm->others);
+    for (int i = 0; i < rm->ntasks; i++) rill__free(rm->tasks[i]);
+    rill__free(rm->tasks);
     pthread_mutex_destroy(&rm->mu);
+    pthread_mutex_destroy(&rm->cluster_mu);
+    pthread_mutex_destroy(&rm->waits_mu);
     rill__free(rm);
 }
 
@@ -101,4 +125,91 @@ rill__var *rill__resource_mgr_var(rill__resource_mgr *rm, const char *name, rill
     rill__vec_push(&rm->all, v);
     pthread_mutex_unlock(&rm->mu);
     return v;
+}
+
+void rill__resource_each(rill__resource_mgr *rm, const char *kind, void (*fn)(void *arg, void *obj),
+                         void *arg)
+{
+    rill__vec found = {0};
+    pthread_mutex_lock(&rm->mu);
+    for (int i = 0; i < rm->all_others.n; i++) {
+        resource *r = rm->all_others.items[i];
+        if (strcmp(r->kind, kind) == 0) rill__vec_push(&found, r->obj);
+    }
+    pthread_mutex_unlock(&rm->mu);
+    for (int i = 0; i < found.n; i++) fn(arg, found.items[i]);
+    rill__vec_free(&found);
+}
+
+/* --- the cluster --- */
+
+void rill__resource_mgr_set_cluster(rill__resource_mgr *rm, const char *const *tasks, int n,
+                                    double stall_report_s)
+{
+    pthread_mutex_lock(&rm->cluster_mu);
+    for (int i = 0; i < rm->ntasks; i++) rill__free(rm->tasks[i]);
+    rill__free(rm->tasks);
+    rm->tasks = rill__calloc((size_t)n + 1, sizeof *rm->tasks);
+    RILL_CHECK_ALLOC(rm->tasks);
+    for (int i = 0; i < n; i++) rm->tasks[i] = rill__strdup(tasks[i]);
+    rm->ntasks = n;
+    rm->stall_report_s = stall_report_s == 0 ? 5 : stall_report_s;
+    pthread_mutex_unlock(&rm->cluster_mu);
+}
+
+void rill__resource_mgr_each_task(rill__resource_mgr *rm, void (*fn)(void *arg, const char *task),
+                                  void *arg)
+{
+    pthread_mutex_lock(&rm->cluster_mu);
+    for (int i = 0; i < rm->ntasks; i++) fn(arg, rm->tasks[i]);
+    pthread_mutex_unlock(&rm->cluster_mu);
+}
+
+double rill__resource_mgr_stall_report_s(rill__resource_mgr *rm)
+{
+    pthread_mutex_lock(&rm->cluster_mu);
+    double v = rm->stall_report_s;
+    pthread_mutex_unlock(&rm->cluster_mu);
+    return v;
+}
+
+/* --- the waits --- */
+
+void rill__resource_mgr_wait_begin(rill__resource_mgr *rm, rill__wait *w)
+{
+    pthread_mutex_lock(&rm->waits_mu);
+    w->prev = NULL;
+    w->next = rm->waits;
+    if (rm->waits) rm->waits->prev = w;
+    rm->waits = w;
+    pthread_mutex_unlock(&rm->waits_mu);
+}
+
+void rill__resource_mgr_wait_end(rill__resource_mgr *rm, rill__wait *w)
+{
+    pthread_mutex_lock(&rm->waits_mu);
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        rm->waits = w->next;
+    if (w->next) w->next->prev = w->prev;
+    w->prev = w->next = NULL;
+    pthread_mutex_unlock(&rm->waits_mu);
+}
+
+int rill__resource_mgr_waits(rill__resource_mgr *rm, uint64_t owner, uint64_t step,
+                             rill__wait_report *out, int cap)
+{
+    int n = 0;
+    pthread_mutex_lock(&rm->waits_mu);
+    for (rill__wait *w = rm->waits; w; w = w->next) {
+        if (w->owner != owner || (step && w->step != step)) continue;
+        if (n < cap) {
+            memset(&out[n], 0, sizeof out[n]);
+            w->describe(w->arg, &out[n]);
+        }
+        n++;
+    }
+    pthread_mutex_unlock(&rm->waits_mu);
+    return n;
 }

@@ -434,7 +434,11 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill__parti
         }
         bool is_ph = strcmp(f.node->op->name, "Placeholder") == 0;
         rill_shape shape = f.node->out_shapes[f.index];
-        if (is_ph) shape = rill__node_attr(f.node, "shape")->v.shape;
+        if (is_ph) {
+            /* The shape it was declared with; a Placeholder built without one has none. */
+            const rill__attr *sa = rill__node_attr(f.node, "shape");
+            shape = sa ? sa->v.shape : rill_shape_unknown();
+        }
         char name[512];
         if (is_ph)
             snprintf(name, sizeof name, "%s/", f.node->name);

@@ -9,6 +9,7 @@
 #ifndef RILL_RUNTIME_H
 #define RILL_RUNTIME_H
 
+#include <rill/device_name.h>
 #include <rill/session.h>
 
 #include "../kernels/kernel.h"
@@ -90,6 +91,9 @@ struct rill_session_options {
     char visible_device_list[128];
     char target[256];
     int64_t operation_timeout_ms;
+    int ndevice_filters;    /* as set: more than RILL_MAX_DEVICE_FILTERS is an error at open */
+    int long_device_filter; /* 1 + the index of a filter too long to keep, or 0 */
+    char device_filters[RILL_MAX_DEVICE_FILTERS][RILL_DEVICE_NAME_MAX];
 };
 
 /* A step's deadline: at (rill__now_seconds; 0: none) and the timeout it came from (messages);

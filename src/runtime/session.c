@@ -62,6 +62,19 @@ void rill_session_options_set_gpu_visible_device_list(rill_session_options *o, c
     snprintf(o->visible_device_list, sizeof o->visible_device_list, "%s", list ? list : "");
 }
 
+void rill_session_options_set_device_filters(rill_session_options *o, const char *const *filters,
+                                             int n)
+{
+    o->ndevice_filters = n > 0 ? n : 0;
+    o->long_device_filter = 0;
+    for (int i = 0; i < n && i < RILL_MAX_DEVICE_FILTERS; i++) {
+        const char *f = filters[i] ? filters[i] : "";
+        if (strlen(f) >= sizeof o->device_filters[i] && !o->long_device_filter)
+            o->long_device_filter = i + 1;
+        snprintf(o->device_filters[i], sizeof o->device_filters[i], "%s", f);
+    }
+}
+
 void rill_session_options_set_target(rill_session_options *o, const char *target)
 {
     snprintf(o->target, sizeof o->target, "%s", target ? target : "");

@@ -235,32 +235,6 @@ static double wall_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-bool rill__make_dirs(const char *dir, rill_status *s)
-{
-    char *p = rill__strdup(dir);
-    bool ok = true;
-    for (char *c = p + 1; ok; c++) {
-        bool end = *c == 0;
-        if (*c != '/' && !end) continue;
-        *c = 0;
-        struct stat st;
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            int err = errno;
-            rill_status_set(s, rill__errno_code(err), "Could not create the log directory '%s': %s", p,
-                            strerror(err));
-            ok = false;
-        } else if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            rill_status_set(s, RILL_FAILED_PRECONDITION,
-                            "Could not create the log directory '%s': '%s' is not a directory", dir,
-                            p);
-            ok = false;
-        }
-        if (end) break;
-        *c = '/';
-    }
-    rill__free(p);
-    return ok;
-}
 
 static int write_all(int fd, const uint8_t *p, size_t n)
 {

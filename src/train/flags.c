@@ -42,6 +42,7 @@ typedef struct flag {
     flag_type type;
     void *var; /* double *, int64_t *, bool * or const char ** */
     flag_value def;
+    int64_t min, max; /* int flags: the values accepted */
     char *value; /* string flags: the committed parsed value, owned; *var may point here */
     bool pending_set;
     flag_value pending; /* pending.s is owned until committed or dropped */
@@ -160,13 +161,27 @@ void rill_flags_define_float(rill_flags *f, const char *name, double *var, doubl
     *var = def;
 }
 
-void rill_flags_define_int(rill_flags *f, const char *name, int64_t *var, int64_t def,
-                           const char *help)
+void rill_flags_define_int_range(rill_flags *f, const char *name, int64_t *var, int64_t def,
+                                 int64_t min, int64_t max, const char *help)
 {
+    if (f && !f->define_error && (min > max || def < min || def > max)) {
+        f->define_error = rill__asprintf("Cannot define int flag '%s': its default %" PRId64
+                                         " is not in its range [%" PRId64 ", %" PRId64 "]",
+                                         name ? name : "(null)", def, min, max);
+        return;
+    }
     flag *fl = define(f, name, FLAG_INT, var, help);
     if (!fl) return;
     fl->def.i = def;
+    fl->min = min;
+    fl->max = max;
     *var = def;
+}
+
+void rill_flags_define_int(rill_flags *f, const char *name, int64_t *var, int64_t def,
+                           const char *help)
+{
+    rill_flags_define_int_range(f, name, var, def, INT64_MIN, INT64_MAX, help);
 }
 
 void rill_flags_define_bool(rill_flags *f, const char *name, bool *var, bool def, const char *help)
@@ -257,6 +272,10 @@ static char *set_pending(flag *fl, const char *text)
         break;
     case FLAG_INT:
         ok = parse_int(text, &v.i, &why);
+        if (ok && (v.i < fl->min || v.i > fl->max))
+            return rill__asprintf("Invalid value '%s' for flag --%s: expected an integer in "
+                                  "[%" PRId64 ", %" PRId64 "]",
+                                  text, fl->name, fl->min, fl->max);
         break;
     case FLAG_BOOL:
         ok = parse_bool(text, &v.b);
@@ -501,6 +520,9 @@ void rill_flags_print_help(const rill_flags *f, void *stream)
             fprintf(out, "  --%s (string, default: '%s')\n", fl->name, fl->def.s);
         else if (fl->type == FLAG_STRING)
             fprintf(out, "  --%s (string, default: none)\n", fl->name);
+        else if (fl->type == FLAG_INT && (fl->min != INT64_MIN || fl->max != INT64_MAX))
+            fprintf(out, "  --%s (int in [%" PRId64 ", %" PRId64 "], default: %s)\n", fl->name,
+                    fl->min, fl->max, def);
         else
             fprintf(out, "  --%s (%s, default: %s)\n", fl->name, type_names[fl->type], def);
         if (*fl->help) print_indented(out, fl->help, "      ");

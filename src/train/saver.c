@@ -10,7 +10,18 @@
  * machine it is one shard, .data-00000-of-00001.
  *
  * After the files, save() keeps the newest max_to_keep checkpoints (deleting older ones unless
- * keep_checkpoint_every_n_hours spares them) and rewrites the `checkpoint` state file, last. */
+ * keep_checkpoint_every_n_hours spares them) and rewrites the `checkpoint` state file, last.
+ *
+ * Beyond TF: a checkpoint holding NaN or Inf never costs the last good one. The writers count
+ * the non-finite elements of every float tensor as they write it (an exponent-bits test over
+ * bytes the checksum has just read, format/bundle.c), and the merge names the tensors that had
+ * any, so the saver knows each checkpoint it wrote is all-finite without reading anything back.
+ * Saving one that is not logs a warning naming the tensors; rotation never deletes the newest
+ * all-finite checkpoint: when max_to_keep newer ones are all non-finite, it stays listed (and
+ * on disk) as one more, the oldest. For checkpoints a saver took over from a state file
+ * (rill_saver_recover_last_checkpoints) finiteness is unknown; it is read from the files only
+ * when rotation needs it (the newer ones all non-finite), and one that cannot be read counts
+ * as not finite (it could not be restored either). */
 #include <rill/checkpoint.h>
 #include <rill/device_name.h>
 #include <rill/train.h>
@@ -32,6 +43,7 @@ struct rill_saver {
     double keep_every_s, next_keep;
     char **last;
     double *last_t;
+    signed char *last_ok; /* 1: every value finite, 0: some NaN or Inf, -1: not known yet */
     int nlast;
 };
 
@@ -194,6 +206,7 @@ void rill_saver_free(rill_saver *sv)
     for (int i = 0; i < sv->nlast; i++) rill__free(sv->last[i]);
     rill__free(sv->last);
     rill__free(sv->last_t);
+    rill__free(sv->last_ok);
     rill__free(sv);
 }
 
@@ -218,32 +231,89 @@ static char *dir_of(const char *path)
     return rill__strndup(path, (size_t)(slash - path));
 }
 
-/* Appends prefix to the kept list (moving it to the end if there) and drops the oldest beyond
- * max_to_keep; those whose files go (not kept by the every-N-hours rule) are returned in
- * *doomed (n of them; the caller deletes them once the state file no longer names them, and
- * frees the list). */
-static char **remember(rill_saver *sv, const char *prefix, int *ndoomed)
+/* Whether every float value of the checkpoint at prefix is finite, read from its files (for
+ * checkpoints this saver did not write). Unreadable: not finite, it could not be restored. */
+static bool finite_on_disk(const char *prefix)
+{
+    rill_status *s = rill_status_new();
+    rill_checkpoint_reader *r = rill_checkpoint_reader_new(prefix, s);
+    bool ok = r != NULL;
+    for (int i = 0; ok && i < rill_checkpoint_reader_num_tensors(r); i++) {
+        rill_dtype t = rill_checkpoint_reader_dtype(r, i);
+        if (t != RILL_FLOAT && t != RILL_DOUBLE && t != RILL_HALF) continue;
+        rill_tensor *v = rill_checkpoint_reader_get_tensor(r, rill_checkpoint_reader_name(r, i), s);
+        ok = v && rill__count_nonfinite(t, rill_tensor_data(v), rill_tensor_num_elements(v)) == 0;
+        rill_tensor_free(v);
+    }
+    if (!rill_status_ok(s))
+        rill__log(RILL_LOG_WARNING,
+                  "checkpoint %s cannot be read back (so it is not one to keep "
+                  "for its finite values): %s",
+                  prefix, rill_status_message(s));
+    else if (!ok)
+        rill__log(RILL_LOG_INFO, "checkpoint %s holds NaN or Inf (read back from its files)",
+                  prefix);
+    rill_checkpoint_reader_free(r);
+    rill_status_free(s);
+    return ok;
+}
+
+/* The index in the kept list of the newest all-finite checkpoint, or -1. */
+static int newest_finite(rill_saver *sv)
+{
+    for (int i = sv->nlast - 1; i >= 0; i--) {
+        if (sv->last_ok[i] < 0) sv->last_ok[i] = finite_on_disk(sv->last[i]);
+        if (sv->last_ok[i]) return i;
+    }
+    return -1;
+}
+
+static void drop_entry(rill_saver *sv, int i)
+{
+    int after = sv->nlast - i - 1;
+    memmove(sv->last + i, sv->last + i + 1, (size_t)after * sizeof *sv->last);
+    memmove(sv->last_t + i, sv->last_t + i + 1, (size_t)after * sizeof *sv->last_t);
+    memmove(sv->last_ok + i, sv->last_ok + i + 1, (size_t)after * sizeof *sv->last_ok);
+    sv->nlast--;
+}
+
+/* Appends prefix (finite: 1, 0 or -1 as last_ok) to the kept list (moving it to the end if
+ * there) and drops the oldest beyond max_to_keep, sparing the newest all-finite one; those whose
+ * files go (not kept by the every-N-hours rule) are returned in *doomed (n of them; the caller
+ * deletes them once the state file no longer names them, and frees the list). */
+static char **remember(rill_saver *sv, const char *prefix, int finite, int *ndoomed)
 {
     char **doomed = NULL;
     *ndoomed = 0;
     for (int i = 0; i < sv->nlast; i++)
         if (strcmp(sv->last[i], prefix) == 0) {
             rill__free(sv->last[i]);
-            memmove(sv->last + i, sv->last + i + 1, (size_t)(sv->nlast - i - 1) * sizeof *sv->last);
-            memmove(sv->last_t + i, sv->last_t + i + 1,
-                    (size_t)(sv->nlast - i - 1) * sizeof *sv->last_t);
-            sv->nlast--;
+            drop_entry(sv, i);
             break;
         }
     sv->last = rill__realloc(sv->last, (size_t)(sv->nlast + 1) * sizeof *sv->last);
     sv->last_t = rill__realloc(sv->last_t, (size_t)(sv->nlast + 1) * sizeof *sv->last_t);
+    sv->last_ok = rill__realloc(sv->last_ok, (size_t)(sv->nlast + 1) * sizeof *sv->last_ok);
     RILL_CHECK_ALLOC(sv->last);
     RILL_CHECK_ALLOC(sv->last_t);
+    RILL_CHECK_ALLOC(sv->last_ok);
     sv->last[sv->nlast] = rill__strdup(prefix);
+    sv->last_ok[sv->nlast] = (signed char)finite;
     sv->last_t[sv->nlast++] = wall_now();
-    while (sv->max_to_keep > 0 && sv->nlast > sv->max_to_keep) {
-        char *old = sv->last[0];
-        double t = sv->last_t[0];
+    if (sv->max_to_keep <= 0 || sv->nlast <= sv->max_to_keep) return NULL;
+    /* The newest all-finite checkpoint stays, as one more than max_to_keep when every newer
+     * one is not finite (only then is the list read back for finiteness). */
+    int keep = newest_finite(sv);
+    bool extra = keep >= 0 && keep < sv->nlast - sv->max_to_keep;
+    if (extra)
+        rill__log(RILL_LOG_WARNING,
+                  "keeping checkpoint %s beyond max_to_keep=%d: it is the newest whose values are "
+                  "all finite (the %d newer ones hold NaN or Inf)",
+                  sv->last[keep], sv->max_to_keep, sv->nlast - 1 - keep);
+    while (sv->nlast > sv->max_to_keep + (extra ? 1 : 0)) {
+        int v = keep == 0 && extra ? 1 : 0; /* the oldest that is not the one spared */
+        char *old = sv->last[v];
+        double t = sv->last_t[v];
         if (sv->keep_every_s > 0 && t > sv->next_keep) {
             sv->next_keep += sv->keep_every_s;
             rill__free(old);
@@ -252,9 +322,8 @@ static char **remember(rill_saver *sv, const char *prefix, int *ndoomed)
             RILL_CHECK_ALLOC(doomed);
             doomed[(*ndoomed)++] = old;
         }
-        memmove(sv->last, sv->last + 1, (size_t)(sv->nlast - 1) * sizeof *sv->last);
-        memmove(sv->last_t, sv->last_t + 1, (size_t)(sv->nlast - 1) * sizeof *sv->last_t);
-        sv->nlast--;
+        drop_entry(sv, v);
+        if (v < keep) keep--;
     }
     return doomed;
 }
@@ -284,13 +353,27 @@ rill_code rill_saver_save(rill_saver *sv, rill_session *sess, const char *save_p
                         save_path);
         c = RILL_INVALID_ARGUMENT;
     }
-    if (c == RILL_OK) c = run_with_prefix(sv, sess, prefix, &sv->save_op, NULL, s);
+    rill_tensor *written[2] = {NULL, NULL}; /* the prefix, and the tensors holding NaN/Inf */
     if (c == RILL_OK) {
+        rill_tensor *p = rill_tensor_scalar_string(prefix);
+        RILL_CHECK_ALLOC(p);
+        rill_output fetch[2] = {sv->save_op, {sv->save_op.node, 1}};
+        c = rill_session_run(sess, &sv->filename, &p, 1, fetch, written, 2, NULL, 0, s);
+        rill_tensor_free(p);
+    }
+    if (c == RILL_OK) {
+        size_t blen = 0;
+        const char *bad = rill_tensor_get_string(written[1], 0, &blen);
+        if (bad && blen)
+            rill__log(RILL_LOG_WARNING,
+                      "checkpoint %s holds values that are not finite (NaN or Inf): %.*s; "
+                      "the newest all-finite checkpoint is kept whatever max_to_keep says",
+                      prefix, (int)blen, bad);
         /* The state file first, then the files it stopped naming (TF's order): a crash in
          * between leaves files nobody lists, never a list naming deleted files; if the state
          * file cannot be written, nothing is deleted. */
         int nd;
-        char **doomed = remember(sv, prefix, &nd);
+        char **doomed = remember(sv, prefix, !(bad && blen), &nd);
         if (!rill__checkpoint_state_write(dir, prefix, (const char *const *)sv->last, sv->last_t,
                                           sv->nlast, 0, s))
             c = rill_status_code(s);
@@ -301,6 +384,8 @@ rill_code rill_saver_save(rill_saver *sv, rill_session *sess, const char *save_p
         rill__free(doomed);
     }
     if (c == RILL_OK && prefix_out && n) snprintf(prefix_out, n, "%s", prefix);
+    rill_tensor_free(written[0]);
+    rill_tensor_free(written[1]);
     rill__free(prefix);
     rill__free(dir);
     return c;
@@ -322,7 +407,7 @@ void rill_saver_recover_last_checkpoints(rill_saver *sv, const char *const *path
     sv->nlast = 0;
     for (int i = 0; i < n; i++) {
         int nd;
-        char **doomed = remember(sv, paths[i], &nd);
+        char **doomed = remember(sv, paths[i], -1, &nd);
         for (int k = 0; k < nd; k++) {
             rill__checkpoint_delete(doomed[k]);
             rill__free(doomed[k]);

@@ -2,7 +2,11 @@
  *
  * prepare_or_wait_for_session: the chief restores the latest checkpoint of logdir, or runs the
  * init op when there is none (a cluster restarted from scratch goes on from its checkpoint;
- * ps tasks that outlived their workers already hold the model and are left as they are); the
+ * ps tasks that outlived their workers already hold the model and are left as they are). Beyond
+ * TF: when the ps tasks hold a live, initialized model whose global step is not older than the
+ * checkpoint's (a chief restarted while the ps tasks kept training state), the chief goes on
+ * from the live model and logs both steps instead of throwing the newer steps away; the option
+ * restore_over_live restores the checkpoint anyway, as TF does. The
  * others wait until the model is ready, polling every recovery_wait_secs. Every task then runs
  * its local init op (local variables). The chief with a logdir starts one service thread that
  * saves a checkpoint every save_model_secs, records the summary op every save_summaries_secs
@@ -22,6 +26,7 @@
 #include "../runtime/runtime.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -151,33 +156,106 @@ static int64_t read_step(rill_supervisor *sv, rill_session *sess, rill_status *s
     return v;
 }
 
-/* The chief: restore logdir's latest checkpoint, else init (unless the model is ready: the ps
- * tasks kept it). *restored says which. */
+/* The global step stored in the checkpoint at prefix (the variable's own value, which may be
+ * later than the step in the file's name), or the step its name ends in ("-N"); -1 when neither
+ * is known. */
+static int64_t checkpoint_step(rill_supervisor *sv, const char *prefix)
+{
+    int64_t step = -1;
+    rill_status *s = rill_status_new();
+    rill_checkpoint_reader *r = rill_checkpoint_reader_new(prefix, s);
+    rill_tensor *t = r ? rill_checkpoint_reader_get_tensor(r, sv->global_step.node->name, s) : NULL;
+    if (t && rill_tensor_num_elements(t) == 1 && rill_tensor_dtype(t) == RILL_INT64)
+        step = *(int64_t *)rill_tensor_data(t);
+    else if (t && rill_tensor_num_elements(t) == 1 && rill_tensor_dtype(t) == RILL_INT32)
+        step = *(int32_t *)rill_tensor_data(t);
+    rill_tensor_free(t);
+    rill_checkpoint_reader_free(r);
+    rill_status_free(s);
+    const char *dash = strrchr(prefix, '-');
+    if (step < 0 && dash && dash[1]) {
+        char *end;
+        long long v = strtoll(dash + 1, &end, 10);
+        if (!*end && v >= 0) step = v;
+    }
+    return step;
+}
+
+/* Restores latest and takes over the state file's list of kept checkpoints. */
+static rill_code restore_latest(rill_supervisor *sv, rill_session *sess, const char *latest,
+                                rill_status *s)
+{
+    if (rill_saver_restore(sv->saver, sess, latest, s) != RILL_OK) return rill_status_code(s);
+    rill__log(RILL_LOG_INFO, "Restoring parameters from %s", latest);
+    return RILL_OK;
+}
+
+static void recover_saver(rill_supervisor *sv)
+{
+    rill_status *s = rill_status_new();
+    rill_checkpoint_state *st = rill_get_checkpoint_state(sv->logdir, s);
+    if (st)
+        rill_saver_recover_last_checkpoints(sv->saver,
+                                            (const char *const *)st->all_model_checkpoint_paths,
+                                            st->num_all_model_checkpoint_paths);
+    rill_checkpoint_state_free(st);
+    rill_status_free(s);
+}
+
+/* The chief. With a checkpoint in logdir: restore it, unless the ps tasks hold a live model
+ * whose global step is not older than the checkpoint's (a chief restarted while its ps tasks
+ * kept the model: restoring would throw away every step since that checkpoint), which it goes
+ * on from, saying so; restore_over_live restores anyway. Without one: init, unless the model
+ * is ready (the ps tasks kept it). */
 static rill_code chief_prepare(rill_supervisor *sv, rill_session *sess, rill_status *s)
 {
     char latest[4096];
-    if (sv->saver && sv->logdir && rill_latest_checkpoint(sv->logdir, latest, sizeof latest)) {
-        rill_checkpoint_state *st = rill_get_checkpoint_state(sv->logdir, s);
-        if (rill_saver_restore(sv->saver, sess, latest, s) != RILL_OK) {
-            rill_checkpoint_state_free(st);
-            return rill_status_code(s);
-        }
-        if (st)
-            rill_saver_recover_last_checkpoints(sv->saver,
-                                                (const char *const *)st->all_model_checkpoint_paths,
-                                                st->num_all_model_checkpoint_paths);
-        rill_checkpoint_state_free(st);
-        rill__log(RILL_LOG_INFO, "Restoring parameters from %s", latest);
+    bool have_ckpt =
+        sv->saver && sv->logdir && rill_latest_checkpoint(sv->logdir, latest, sizeof latest);
+    if (have_ckpt && sv->o.restore_over_live) {
+        if (restore_latest(sv, sess, latest, s) != RILL_OK) return rill_status_code(s);
+        recover_saver(sv);
         return RILL_OK;
     }
     rill_status_clear(s);
-    if (ready(sv, sess, s) == RILL_OK) {
+    bool live = ready(sv, sess, s) == RILL_OK;
+    if (!live && !uninitialized(s)) return rill_status_code(s);
+    rill_status_clear(s);
+    if (have_ckpt) {
+        int64_t live_step = -1, ckpt_step = -1;
+        if (live && sv->global_step.node) {
+            live_step = read_step(sv, sess, s);
+            if (!rill_status_ok(s)) return rill_status_code(s);
+            ckpt_step = checkpoint_step(sv, latest);
+        }
+        if (live && live_step >= 0 && live_step >= ckpt_step) {
+            rill__log(RILL_LOG_INFO,
+                      "the ps tasks hold a live model at global step %lld, not older than the "
+                      "latest checkpoint %s (global step %lld): going on from the live model "
+                      "(restore_over_live restores the checkpoint instead)",
+                      (long long)live_step, latest, (long long)ckpt_step);
+            recover_saver(sv);
+            return RILL_OK;
+        }
+        if (live && live_step >= 0)
+            rill__log(RILL_LOG_INFO,
+                      "the ps tasks hold a live model at global step %lld, older than the latest "
+                      "checkpoint %s (global step %lld): restoring the checkpoint",
+                      (long long)live_step, latest, (long long)ckpt_step);
+        else if (live)
+            rill__log(RILL_LOG_INFO,
+                      "the ps tasks hold a live model but there is no global step "
+                      "to compare with the checkpoint's: restoring %s",
+                      latest);
+        if (restore_latest(sv, sess, latest, s) != RILL_OK) return rill_status_code(s);
+        recover_saver(sv);
+        return RILL_OK;
+    }
+    if (live) {
         rill__log(RILL_LOG_INFO, "the model is already initialized on the ps tasks; going on "
                                  "from it");
         return RILL_OK;
     }
-    if (!uninitialized(s)) return rill_status_code(s);
-    rill_status_clear(s);
     return rill_session_run_targets(sess, &sv->init_op, 1, s);
 }
 

@@ -92,6 +92,18 @@ static void test_shapes(void)
     CHECK(rill_shape_is_fully_defined(&z));
     CHECK_EQ_INT(rill_shape_num_elements(&z), 0);
 
+    /* More elements than an int64_t counts: -1, never a wrapped product (a Placeholder declared
+     * [INT64_MAX, 3] arriving in a graph from the wire was a signed overflow in Reshape's shape
+     * function, found by fuzz/fuzz_graph_codec.c), and no tensor of that shape. A zero dim
+     * still makes it empty, wherever it is. */
+    rill_shape huge = rill_shape_make(2, (int64_t[]){INT64_MAX, 3});
+    CHECK_EQ_INT(rill_shape_num_elements(&huge), -1);
+    rill_shape huge2 = rill_shape_make(3, (int64_t[]){1 << 22, 1 << 21, 1 << 21});
+    CHECK_EQ_INT(rill_shape_num_elements(&huge2), -1);
+    CHECK(rill_tensor_new(RILL_FLOAT, huge.dims, huge.rank) == NULL);
+    CHECK(rill_tensor_new(RILL_FLOAT, huge2.dims, huge2.rank) == NULL);
+    CHECK_EQ_INT(rill_shape_num_elements(&(rill_shape){.rank = 3, .dims = {INT64_MAX, 3, 0}}), 0);
+
     /* Rank above the limit (or negative) yields unknown rank. */
     int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
     CHECK_EQ_INT(rill_shape_make(9, nine).rank, -1);

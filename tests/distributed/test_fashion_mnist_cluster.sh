@@ -28,7 +28,8 @@ out=$(RILL_LOCAL_PROGRAM=fashion_mnist RILL_LOCAL_PS=1 RILL_LOCAL_WORKERS=2 \
 dt=$(($(date +%s) - t0))
 echo "$out" | sed 's/^/  | /'
 check "[ $rc -eq 0 ]" "local_cluster.sh exits 0 (got $rc)"
-check "echo \"\$out\" | grep -q '^local_cluster: ps 0 exited 0$'" "the ps stops cleanly on SIGTERM"
+check "echo \"\$out\" | grep -q '^local_cluster: ps 0 exited 0$'" "the ps exits 0"
+check "! echo \"\$out\" | grep -q 'stopping it (SIGTERM)'" "the ps exits by itself once the workers finished"
 for i in 0 1; do
     check "echo \"\$out\" | grep -q '^local_cluster: worker $i exited 0: final: global_step [0-9]*'" \
       "worker $i exits 0 with a final line"

@@ -1,6 +1,7 @@
 /* test_graph_codec.c - execution graphs survive encoding: the decoded graph has the same nodes,
  * edges, attributes and seeds, and computes the same values in a session; hostile bytes
- * (truncations, flipped bytes, random garbage) are errors, never crashes. */
+ * (truncations, flipped bytes, random garbage, attributes of the wrong kind) are errors, never
+ * crashes. */
 #include <rill/rill.h>
 
 #include "distributed/graph_codec.h"
@@ -162,12 +163,63 @@ static void test_hostile(const uint8_t *good, size_t len)
     rill_status_free(s);
 }
 
+/* Encodes g after giving node `node`'s attribute `attr` the kind INT (value v), as a hostile peer
+ * would send it, and checks that the decoder refuses it as DATA_LOSS naming the attribute. */
+static void check_refused_as_int(rill_graph *g, const char *node, const char *attr, int64_t v)
+{
+    rill_node *n = rill_graph_find_node(g, node);
+    if (!CHECK(n != NULL)) return;
+    int at = -1;
+    for (int i = 0; i < n->nattrs; i++)
+        if (strcmp(n->attrs[i].name, attr) == 0) at = i;
+    bool added = at < 0;
+    if (added) {
+        /* The node lacks it: add it for the encoding only. */
+        n->attrs = rill__realloc(n->attrs, (size_t)(n->nattrs + 1) * sizeof *n->attrs);
+        at = n->nattrs++;
+        n->attrs[at] = (rill__attr){.name = attr};
+    }
+    rill__attr saved = n->attrs[at];
+    n->attrs[at].kind = RILL__ATTR_INT;
+    n->attrs[at].v.i = v;
+    rill_status *s = rill_status_new();
+    uint8_t *buf;
+    size_t len;
+    CHECK(rill__graph_encode(g, &buf, &len, s));
+    n->attrs[at] = saved;
+    if (added) n->nattrs--;
+    rill_graph *h = rill__graph_decode(buf, len, NULL, s);
+    CHECK(h == NULL);
+    CHECK_EQ_INT(rill_status_code(s), RILL_DATA_LOSS);
+    char want[96];
+    snprintf(want, sizeof want, "attribute '%s' of the wrong kind", attr);
+    CHECK_STR_CONTAINS(rill_status_message(s), want);
+    rill_graph_free(h);
+    rill__free(buf);
+    rill_status_free(s);
+}
+
+/* Attributes that ops read without checking their kind (a Variable's shape, the tensor name a
+ * _RemoteSend pushes under) must come with the kind they are read as: a Variable whose shape
+ * arrived as an int read the int's bytes as a rank of 9 (found by fuzz/fuzz_graph_codec.c:
+ * UBSan, index 8 out of bounds in rill_shape_is_fully_defined). */
+static void test_attr_kinds(void)
+{
+    rill_graph *g = rill_graph_new();
+    rill_variable(g, RILL_FLOAT, rill_shape_vector(2), rill_zeros_initializer(), true, "v");
+    rill_no_op(g, "n");
+    check_refused_as_int(g, "v", "shape", 9);
+    check_refused_as_int(g, "n", "tensor_name", 1);
+    rill_graph_free(g);
+}
+
 int main(void)
 {
     uint8_t *enc = NULL;
     size_t len = 0;
     test_round_trip(&enc, &len);
     if (enc) test_hostile(enc, len);
+    test_attr_kinds();
     rill__free(enc);
     TEST_MAIN_END();
 }

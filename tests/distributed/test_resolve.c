@@ -1,8 +1,9 @@
 /* test_resolve.c - the launch resolvers of rill/cluster.h with real environment variables set
  * and unset in this process: the seed's flags with tf.train.Server's rules and error texts,
  * TF_CONFIG as Kubernetes/Kubeflow write it, Slurm (host-list and tasks-per-node expansion
- * tables, rank to node mapping), Open MPI and MPICH ranks with RILL_HOSTS, the combined resolver's
- * order, and every malformed-value error naming its variable and value.
+ * tables, rank to node mapping under SLURM_DISTRIBUTION block, cyclic and plane, the check against
+ * where Slurm says the task runs), Open MPI and MPICH ranks with RILL_HOSTS, the combined
+ * resolver's order, and every malformed-value error naming its variable and value.
  */
 #include "../test.h"
 
@@ -20,6 +21,10 @@ static const char *const launch_vars[] = {
     "SLURM_NODELIST",
     "SLURM_STEP_TASKS_PER_NODE",
     "SLURM_TASKS_PER_NODE",
+    "SLURM_DISTRIBUTION",
+    "SLURM_DIST_PLANESIZE",
+    "SLURMD_NODENAME",
+    "SLURM_LOCALID",
     "OMPI_COMM_WORLD_RANK",
     "OMPI_COMM_WORLD_SIZE",
     "OMPI_COMM_WORLD_LOCAL_RANK",
@@ -362,6 +367,141 @@ static void test_slurm(void)
     rill_status_free(s);
 }
 
+/* The cluster rank `rank` of a Slurm step resolves to, with SLURM_DISTRIBUTION=dist (NULL: unset)
+ * over nodes/tasks_per_node; NULL with s set on an error. */
+static const char *slurm_cluster(const char *nodes, const char *tasks_per_node, int ntasks,
+                                 int rank, const char *dist, rill_task_config *cfg, rill_status *s)
+{
+    char v[16];
+    snprintf(v, sizeof v, "%d", rank);
+    setenv("SLURM_PROCID", v, 1);
+    snprintf(v, sizeof v, "%d", ntasks);
+    setenv("SLURM_NTASKS", v, 1);
+    setenv("SLURM_STEP_NODELIST", nodes, 1);
+    setenv("SLURM_STEP_TASKS_PER_NODE", tasks_per_node, 1);
+    if (dist)
+        setenv("SLURM_DISTRIBUTION", dist, 1);
+    else
+        unsetenv("SLURM_DISTRIBUTION");
+    rill_status_clear(s);
+    if (!CHECK(rill_task_config_from_slurm(-1, 0, cfg, s))) return NULL;
+    return rill_status_ok(s) ? cluster_str(cfg) : NULL;
+}
+
+static void test_slurm_distribution(void)
+{
+    clean_env();
+    rill_status *s = rill_status_new();
+    rill_task_config cfg = {0};
+    /* 7 tasks, 2 on each of node01..03 and 1 on gpu-a1. block (unset, "block", "*", with socket
+     * and core methods): the nodes fill in order. */
+    static const char block[] =
+        "{\"ps\": [\"node01:2222\"], \"worker\": [\"node01:2223\", \"node02:2222\", "
+        "\"node02:2223\", \"node03:2222\", \"node03:2223\", \"gpu-a1:2222\"]}";
+    const char *nodes = "node[01-03],gpu-a1", *tpn = "2(x3),1";
+    const char *blocks[] = {NULL, "", "block", "*", "block:cyclic", "block:block:fcyclic,Pack"};
+    for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
+        const char *got = slurm_cluster(nodes, tpn, 7, 5, blocks[i], &cfg, s);
+        if (!CHECK(got != NULL))
+            fprintf(stderr, "  %s: %s\n", blocks[i] ? blocks[i] : "(unset)",
+                    rill_status_message(s));
+        else
+            CHECK_EQ_STR(got, block);
+    }
+    /* cyclic: rank i on node i mod 4 while nodes have room (Slurm's example in srun(1): the
+     * consecutive ranks over consecutive nodes): 0 1 2 3 on node01 node02 node03 gpu-a1, then
+     * 4 5 6 on node01..03, each node's second task on port 2223. */
+    static const char cyclic[] =
+        "{\"ps\": [\"node01:2222\"], \"worker\": [\"node02:2222\", \"node03:2222\", "
+        "\"gpu-a1:2222\", \"node01:2223\", \"node02:2223\", \"node03:2223\"]}";
+    const char *cyclics[] = {"cyclic", "cyclic:cyclic", "cyclic:block,NoPack", "CYCLIC"};
+    for (size_t i = 0; i < sizeof cyclics / sizeof cyclics[0]; i++) {
+        const char *got = slurm_cluster(nodes, tpn, 7, 5, cyclics[i], &cfg, s);
+        if (!CHECK(got != NULL))
+            fprintf(stderr, "  %s: %s\n", cyclics[i], rill_status_message(s));
+        else
+            CHECK_EQ_STR(got, cyclic);
+    }
+    /* Rank 5 is node02's second task: worker 4 on node02:2223. */
+    if (CHECK(slurm_cluster(nodes, tpn, 7, 5, "cyclic", &cfg, s) != NULL)) {
+        CHECK_EQ_STR(cfg.job_name, "worker");
+        CHECK_EQ_INT(cfg.task_index, 4);
+        CHECK_EQ_STR(rill_cluster_spec_task_address(cfg.cluster, "worker", 4, s), "node02:2223");
+    }
+    /* Uneven counts: the nodes with room go on (3,1,2 over a,b,c: a b c a c a). */
+    const char *got = slurm_cluster("a,b,c", "3,1,2", 6, 0, "cyclic", &cfg, s);
+    CHECK_EQ_STR(got ? got : rill_status_message(s),
+                 "{\"ps\": [\"a:2222\"], \"worker\": [\"b:2222\", \"c:2222\", \"a:2223\", "
+                 "\"c:2223\", \"a:2224\"]}");
+    /* plane=2, Slurm's own example (slurm_step_layout.c): 6 tasks over 3 nodes holding 4, 1, 1:
+     * node 0 gets 0 1 and then 4 5, node 1 gets 2, node 2 gets 3. The size comes with the value
+     * (-m plane=2) or in SLURM_DIST_PLANESIZE (what srun hands its tasks). */
+    static const char plane[] =
+        "{\"ps\": [\"n0:2222\"], \"worker\": [\"n0:2223\", \"n1:2222\", \"n2:2222\", "
+        "\"n0:2224\", \"n0:2225\"]}";
+    got = slurm_cluster("n[0-2]", "4,1,1", 6, 3, "plane=2", &cfg, s);
+    CHECK_EQ_STR(got ? got : rill_status_message(s), plane);
+    setenv("SLURM_DIST_PLANESIZE", "2", 1);
+    got = slurm_cluster("n[0-2]", "4,1,1", 6, 3, "plane", &cfg, s);
+    CHECK_EQ_STR(got ? got : rill_status_message(s), plane);
+    /* plane=1 is cyclic; a plane as large as any node's share is block. */
+    got = slurm_cluster(nodes, tpn, 7, 5, "plane=1", &cfg, s);
+    CHECK_EQ_STR(got ? got : rill_status_message(s), cyclic);
+    got = slurm_cluster(nodes, tpn, 7, 5, "plane=2", &cfg, s);
+    CHECK_EQ_STR(got ? got : rill_status_message(s), block);
+
+    /* Where Slurm says this task runs must agree with the layout, else an error, never wrong
+     * hosts: rank 5 under cyclic is node02's local task 1. */
+    setenv("SLURMD_NODENAME", "node02", 1);
+    setenv("SLURM_LOCALID", "1", 1);
+    CHECK(slurm_cluster(nodes, tpn, 7, 5, "cyclic", &cfg, s) != NULL);
+    static const struct {
+        const char *node, *localid, *dist, *error;
+    } wrong[] = {
+        /* a layout rill got wrong (here: block, where Slurm put rank 5 on node02) */
+        {"node02", "1", "block",
+         "Slurm started this task (SLURM_PROCID=5) on \"node02\" (SLURMD_NODENAME) as its "
+         "local task 1 (SLURM_LOCALID), but SLURM_DISTRIBUTION=\"block\" with "
+         "SLURM_STEP_TASKS_PER_NODE=\"2(x3),1\" over SLURM_STEP_NODELIST=\"node[01-03],gpu-a1\" "
+         "puts rank 5 on \"node03\" as local task 1"},
+        {"node03", "1", "cyclic", "puts rank 5 on \"node02\" as local task 1"},
+        {"node02", "0", "cyclic", "as its local task 0 (SLURM_LOCALID)"},
+        {"node02", "x", "cyclic", "Invalid value for environment variable SLURM_LOCALID: \"x\""},
+    };
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+        setenv("SLURMD_NODENAME", wrong[i].node, 1);
+        setenv("SLURM_LOCALID", wrong[i].localid, 1);
+        CHECK(slurm_cluster(nodes, tpn, 7, 5, wrong[i].dist, &cfg, s) == NULL);
+        CHECK_EQ_INT(rill_status_code(s), RILL_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(rill_status_message(s), wrong[i].error);
+    }
+    unsetenv("SLURMD_NODENAME");
+    unsetenv("SLURM_LOCALID");
+
+    /* What rill cannot lay out is an error naming SLURM_DISTRIBUTION, never block's hosts. */
+    unsetenv("SLURM_DIST_PLANESIZE");
+    static const struct {
+        const char *dist, *error;
+    } errors[] = {
+        {"arbitrary", "SLURM_DISTRIBUTION=\"arbitrary\" is not supported: which node each task "
+                      "runs on comes from SLURM_HOSTFILE"},
+        {"zigzag", "Invalid value for environment variable SLURM_DISTRIBUTION: \"zigzag\" (rill "
+                   "lays out block, cyclic and plane=<size>"},
+        {"cyclicx", "SLURM_DISTRIBUTION: \"cyclicx\""},
+        {"plane", "SLURM_DISTRIBUTION=\"plane\" has no plane size: SLURM_DIST_PLANESIZE is unset"},
+        {"plane=0", "SLURM_DISTRIBUTION: \"plane=0\" (the plane size is not a positive integer)"},
+        {"plane=x", "SLURM_DISTRIBUTION: \"plane=x\""},
+    };
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++) {
+        CHECK(slurm_cluster(nodes, tpn, 7, 5, errors[i].dist, &cfg, s) == NULL);
+        CHECK_EQ_INT(rill_status_code(s), RILL_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(rill_status_message(s), errors[i].error);
+    }
+    rill_task_config_clear(&cfg);
+    clean_env();
+    rill_status_free(s);
+}
+
 static void test_mpi(void)
 {
     clean_env();
@@ -503,6 +643,7 @@ int main(void)
     test_tf_config();
     test_hostlists();
     test_slurm();
+    test_slurm_distribution();
     test_mpi();
     test_resolve_order();
     TEST_MAIN_END();

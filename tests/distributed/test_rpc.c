@@ -302,10 +302,20 @@ static void test_hostile_headers(void)
         expect_bad(buf, n, pl, "2^63 elements");
         n = one_header(buf, dtype, 1, (int64_t[]){1LL << 18}, 1);
         expect_bad(buf, n, pl, "2^18 elements, little data");
+        /* empty, but the other dims multiply past what a kernel can index: a RUN feeding
+         * [0, 433791921152, 2199023255880] to an Add overflowed its broadcast strides (found
+         * by fuzz/fuzz_rpc.c: UBSan, signed overflow in rill__bcast_init) */
+        n = one_header(buf, dtype, 3, (int64_t[]){0, 433791921152LL, 2199023255880LL}, 3);
+        expect_bad(buf, n, pl, "empty, 2^80 in the other dims");
+        n = one_header(buf, dtype, 4, (int64_t[]){1LL << 21, 0, 1LL << 21, 1LL << 21}, 4);
+        expect_bad(buf, n, pl, "empty, 2^63 in the other dims");
         /* a truncated header */
         n = one_header(buf, dtype, 2, (int64_t[]){1, 1}, 2);
         for (size_t len = 4; len < n; len++) expect_bad(buf, len, pl, "truncated header");
     }
+    /* strings: empty, with the other dims past what a string tensor may hold */
+    n = one_header(buf, RILL_STRING, 4, (int64_t[]){0, 1LL << 19, 1LL << 19, 1LL << 19}, 4);
+    expect_bad(buf, n, 0, "empty strings, 2^57 in the other dims");
     /* strings: an element longer than the meta, and lengths near 2^32 */
     uint32_t lens[] = {1, 100, 0x7FFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFCu};
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
@@ -459,17 +469,6 @@ static int free_port(void)
     return ntohs(a.sin_port);
 }
 
-/* Who task job:index of cluster c is on the wire (as its server would say). */
-static rill__identity identity_of(const rill_cluster_spec *c, const char *job, int index)
-{
-    rill__local_task t = {.cluster = (rill_cluster_spec *)c, .index = index};
-    snprintf(t.job, sizeof t.job, "%s", job);
-    pthread_mutex_init(&t.id_mu, NULL);
-    rill__local_task_identity_init(&t);
-    pthread_mutex_destroy(&t.id_mu);
-    return t.id;
-}
-
 static rill__channel *connect_as(const char *addr, const rill__identity *id, rill_status *s)
 {
     rill__tcp_options o = {0};
@@ -587,22 +586,22 @@ static void test_strangers_and_handles(void)
         CHECK(connect_as(ps, NULL, s) == NULL);
         CHECK_EQ_INT(rill_status_code(s), RILL_PERMISSION_DENIED);
         CHECK_STR_CONTAINS(rill_status_message(s), "only tasks of this cluster");
-        rill__identity foreign = identity_of(c2, "worker", 0);
+        rill__identity foreign = rill__cluster_identity(c2, "worker", 0);
         CHECK(connect_as(ps, &foreign, s) == NULL);
         CHECK_EQ_INT(rill_status_code(s), RILL_FAILED_PRECONDITION);
         CHECK_STR_CONTAINS(rill_status_message(s), "is a task of another cluster");
-        rill__identity nosuch = identity_of(c, "worker", 0);
+        rill__identity nosuch = rill__cluster_identity(c, "worker", 0);
         snprintf(nosuch.task, sizeof nosuch.task, "/job:worker/replica:0/task:7");
         CHECK(connect_as(ps, &nosuch, s) == NULL);
         CHECK_EQ_INT(rill_status_code(s), RILL_PERMISSION_DENIED);
         CHECK_STR_CONTAINS(rill_status_message(s), "names no task of this cluster");
-        rill__identity rerun = identity_of(c, "worker", 0); /* a fresh random run */
+        rill__identity rerun = rill__cluster_identity(c, "worker", 0); /* a fresh random run */
         CHECK(connect_as(ps, &rerun, s) == NULL);
         CHECK_EQ_INT(rill_status_code(s), RILL_FAILED_PRECONDITION);
         CHECK_STR_CONTAINS(rill_status_message(s), "belongs to another run of this cluster");
 
         /* A member (the ps task itself, say) guessing handles finds none of them. */
-        rill__identity member = identity_of(c, "ps", 0);
+        rill__identity member = rill__cluster_identity(c, "ps", 0);
         rill__channel *ch = connect_as(ps, &member, s);
         CHECK(ch != NULL);
         int refused = 0;
@@ -623,7 +622,7 @@ static void test_strangers_and_handles(void)
         size_t len = 0;
         uint64_t handle = 0;
         rill__channel *owner = connect_as(ps, &member, s);
-        rill__identity wid = identity_of(c, "ps", 0);
+        rill__identity wid = rill__cluster_identity(c, "ps", 0);
         snprintf(wid.task, sizeof wid.task, "/job:worker/replica:0/task:0");
         rill__channel *thief = connect_as(ps, &wid, s);
         if (CHECK(owner && thief && rill__graph_encode(g2, &bytes, &len, s))) {
@@ -707,9 +706,39 @@ static void test_strangers_and_handles(void)
     rill_status_free(s);
 }
 
+/* A RUN request without a payload reaches the reader as a block adopted from NULL (server.c
+ * adopts whatever came); an empty tensor read from it must still have data of its own, not a
+ * view at NULL + 0 (found by fuzz/fuzz_rpc.c: UBSan, "applying zero offset to null pointer" in
+ * rill__tensor_view). */
+static void test_empty_without_payload(void)
+{
+    rill_status *s = rill_status_new();
+    rill_tensor *empty = rill_tensor_new(RILL_FLOAT, (int64_t[]){0, 3}, 2);
+    rill__mbuf meta = {0};
+    rill__mbuf_u32(&meta, 1);
+    CHECK(rill__mbuf_tensor(&meta, empty, s));
+    rill__buffer *none = rill__buffer_adopt(NULL, 0);
+    rill__mread r = {.p = meta.p, .n = meta.n};
+    rill__mread_u32(&r);
+    uint64_t off = 0;
+    rill_tensor *t = rill__mread_tensor(&r, none, 0, &off, s);
+    if (CHECK(t != NULL)) {
+        CHECK(!r.bad && off == 0);
+        CHECK_EQ_INT(rill_tensor_num_elements(t), 0);
+        CHECK_EQ_INT(rill_tensor_dim(t, 1), 3);
+        CHECK(rill_tensor_data(t) != NULL);
+    }
+    rill_tensor_free(t);
+    rill__buffer_unref(none);
+    rill__mbuf_free(&meta);
+    rill_tensor_free(empty);
+    rill_status_free(s);
+}
+
 int main(void)
 {
     test_strangers_and_handles();
+    test_empty_without_payload();
     test_string_roundtrips();
     test_mixed_roundtrip();
     test_string_too_big();

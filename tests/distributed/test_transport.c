@@ -1307,12 +1307,12 @@ static bool proxy_start(proxy *p, int target_port, long flip_at)
     return pthread_create(&p->th, NULL, proxy_main, p) == 0;
 }
 
+/* Stops the proxy; what it recorded stays until free(p->rec). */
 static void proxy_stop(proxy *p)
 {
     shutdown(p->listen_fd, SHUT_RDWR);
     close(p->listen_fd);
     pthread_join(p->th, NULL);
-    free(p->rec);
 }
 
 static bool contains(const uint8_t *hay, size_t n, const char *needle)
@@ -1380,6 +1380,7 @@ static void test_replayed_handshake(void)
         }
         if (fd >= 0) close(fd);
         CHECK_EQ_INT(atomic_load(&served), before);
+        free(p.rec);
     }
     rill_status_free(s);
     rill__tcp_server_free(srv);
@@ -1412,6 +1413,7 @@ static void test_frames_authenticated(void)
             }
             rill__channel_close(ch);
             proxy_stop(&p);
+            free(p.rec);
             CHECK_EQ_INT(atomic_load(&served), before);
         }
         /* Untampered: served; the meta is visible on the wire only without encryption. */
@@ -1434,6 +1436,7 @@ static void test_frames_authenticated(void)
             rill__channel_close(ch);
             proxy_stop(&p);
             CHECK(contains(p.rec, p.nrec < p.cap ? p.nrec : p.cap, "a secret-looking meta") == !enc);
+            free(p.rec);
         }
         rill_status_free(s);
         rill__tcp_server_free(srv);

@@ -138,10 +138,16 @@ static void test_tensor_desc(void)
     n = rill__tensor_desc_encode(&d, buf, sizeof buf);
     CHECK(!rill__tensor_desc_decode(buf, n, 0, &e, NULL, s));
     CHECK_STR_CONTAINS(rill_status_message(s), "overflows");
-    /* a zero dim makes the tensor empty even when the others would overflow */
-    d = (rill__tensor_desc){.dtype = RILL_FLOAT, .rank = 3, .dims = {1ll << 40, 1ll << 40, 0}};
+    /* a zero dim makes the tensor empty, but the other dims must still multiply within int64:
+     * kernels form strides and broadcast shapes from them (an Add fed one such empty tensor
+     * overflowed; found by fuzz/fuzz_rpc.c) */
+    d = (rill__tensor_desc){.dtype = RILL_FLOAT, .rank = 3, .dims = {1ll << 20, 1ll << 20, 0}};
     n = rill__tensor_desc_encode(&d, buf, sizeof buf);
     CHECK(rill__tensor_desc_decode(buf, n, 0, &e, NULL, s));
+    d = (rill__tensor_desc){.dtype = RILL_FLOAT, .rank = 3, .dims = {1ll << 40, 1ll << 40, 0}};
+    n = rill__tensor_desc_encode(&d, buf, sizeof buf);
+    CHECK(!rill__tensor_desc_decode(buf, n, 0, &e, NULL, s));
+    CHECK_STR_CONTAINS(rill_status_message(s), "overflows");
     rill_status_free(s);
 }
 

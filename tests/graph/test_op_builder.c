@@ -1,7 +1,8 @@
 /* test_op_builder.c - any op by its type name (rill_op_builder_*): nodes made this way equal the
  * typed builders' (same op, attrs, inferred shapes, same results bit for bit when run: Add,
  * Conv2D with strides/padding/dilations, Placeholder fed, Const from a tensor freed right
- * after), take the graph's name scope and device, replace an attr set twice, and fail with
+ * after), take the graph's name scope and device, replace an attr set twice, run without the
+ * attrs a typed builder always sets (a Placeholder's shape, a summary's tag), and fail with
  * TF's texts: an unknown op type, a known attr of the wrong kind, shapes that do not match. */
 #include "test.h"
 
@@ -148,10 +149,38 @@ static void expect_error(const char *op, bool bad_kind, bool bad_shapes, rill_co
     rill_graph_free(g);
 }
 
+/* Attributes a typed builder always sets may be left out here: a Placeholder without a shape
+ * is one of unknown shape and can be fed (the partitioner read its shape attr unchecked: a NULL
+ * dereference), and a ScalarSummary without a tag names itself by the node in its errors (its
+ * shape function's error read the tag unchecked). */
+static void test_optional_attrs(void)
+{
+    rill_graph *g = rill_graph_new();
+    rill_op_builder *b = rill_op_builder_new(g, "Placeholder", "x");
+    rill_op_builder_set_type(b, "dtype", RILL_FLOAT);
+    rill_node *x = rill_op_builder_finish(b);
+    if (!CHECK(x != NULL)) return;
+    rill_output y = rill_identity(g, rill_node_output(x, 0), "y");
+    rill_output feed = rill_node_output(x, 0);
+    rill_tensor *v = rill_tensor_from_data(RILL_FLOAT, (int64_t[]){2}, 1, (float[]){1.5f, -2});
+    rill_tensor *got = run1(g, y, &feed, &v, 1);
+    CHECK(same(got, v));
+    rill_tensor_free(got);
+    rill_tensor_free(v);
+
+    b = rill_op_builder_new(g, "ScalarSummary", "untagged");
+    rill_op_builder_add_input(b, rill_const_floats(g, (float[]){1, 2}, (int64_t[]){2}, 1, "c"));
+    CHECK(rill_op_builder_finish(b) == NULL);
+    CHECK_STR_CONTAINS(rill_status_message(rill_graph_status(g)),
+                       "tags and values not the same shape: [] != [2] (tag 'untagged')");
+    rill_graph_free(g);
+}
+
 int main(void)
 {
     test_add_and_scopes();
     test_conv_placeholder_const();
+    test_optional_attrs();
     expect_error("NoSuchOp", false, false, RILL_NOT_FOUND, "Op type not registered 'NoSuchOp'");
     expect_error("Conv2D", true, false, RILL_INVALID_ARGUMENT,
                  "Attr 'padding' of op 'Conv2D' (node 'bad') has value of type 'int' when 'string' expected");

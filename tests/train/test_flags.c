@@ -437,6 +437,55 @@ static void test_exit_codes(void)
     rill_flags_free(f);
 }
 
+/* Ranged ints: a value used as an int (a task index) must not wrap: 4294967296 is refused with
+ * the range, not taken as 0; the bounds themselves are fine; the help shows the range; a
+ * default outside the range is a definition error. */
+static void test_int_range(void)
+{
+    rill_status *s = rill_status_new();
+    int64_t task = -7, big = -7;
+    rill_flags *f = rill_flags_new("worker", NULL);
+    rill_flags_define_int_range(f, "task_index", &task, 0, 0, INT32_MAX, "Index of the task.");
+    rill_flags_define_int(f, "steps", &big, 1, "Any 64-bit value.");
+    CHECK_EQ_INT(task, 0);
+    const char *bad[] = {"4294967296", "2147483648", "-1", "-4294967296"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char arg[64], want[160];
+        snprintf(arg, sizeof arg, "--task_index=%s", bad[i]);
+        snprintf(want, sizeof want,
+                 "Invalid value '%s' for flag --task_index: expected an integer in [0, "
+                 "2147483647]",
+                 bad[i]);
+        CHECK_EQ_INT(PARSE(f, s, arg), RILL_FLAGS_ERROR);
+        CHECK_EQ_INT(rill_status_code(s), RILL_INVALID_ARGUMENT);
+        CHECK_EQ_STR(rill_status_message(s), want);
+        CHECK_EQ_INT(task, 0); /* unchanged */
+    }
+    CHECK_EQ_INT(PARSE(f, s, "--task_index=2147483647"), RILL_FLAGS_OK);
+    CHECK_EQ_INT(task, INT32_MAX);
+    CHECK_EQ_INT(PARSE(f, s, "--task_index", "0"), RILL_FLAGS_OK);
+    CHECK_EQ_INT(task, 0);
+    /* A plain int flag takes the whole 64-bit range. */
+    CHECK_EQ_INT(PARSE(f, s, "--steps=4294967296"), RILL_FLAGS_OK);
+    CHECK_EQ_INT(big, INT64_C(4294967296));
+    capture c = capture_begin(stdout);
+    rill_flags_print_help(f, stdout);
+    char *help = capture_end(c);
+    CHECK_STR_CONTAINS(help, "  --task_index (int in [0, 2147483647], default: 0)\n");
+    CHECK_STR_CONTAINS(help, "  --steps (int, default: 1)\n");
+    free(help);
+    rill_flags_free(f);
+
+    int64_t x = 0;
+    f = rill_flags_new("p", NULL);
+    rill_flags_define_int_range(f, "n", &x, 5, 0, 3, "");
+    CHECK_EQ_INT(PARSE(f, s, "--n=1"), RILL_FLAGS_ERROR);
+    CHECK_EQ_STR(rill_status_message(s),
+                 "Cannot define int flag 'n': its default 5 is not in its range [0, 3]");
+    rill_flags_free(f);
+    rill_status_free(s);
+}
+
 int main(void)
 {
     test_defaults();
@@ -446,5 +495,6 @@ int main(void)
     test_define_errors();
     test_help();
     test_exit_codes();
+    test_int_range();
     TEST_MAIN_END();
 }

@@ -12,13 +12,18 @@
  *   - max_to_keep: older checkpoints' files are deleted and the state file lists the newest;
  *     rill_saver_recover_last_checkpoints hands a new saver the list, and its next save trims;
  *   - damage: a flipped byte in the data file makes restore fail with DATA_LOSS naming the file,
- *     and every variable keeps the value it had: a failed restore loses nothing.
+ *     and every variable keeps the value it had: a failed restore loses nothing;
+ *   - non-finite values: after an all-finite checkpoint, max_to_keep + 1 checkpoints holding NaN
+ *     or Inf never rotate the finite one out: it stays on disk, listed in the state file, and
+ *     restores; a saver that took the list over from the state file (finiteness read back from
+ *     the files) spares it too; a later finite checkpoint lets it go.
  */
 #include "../test.h"
 
 #include <rill/rill.h>
 
 #include <ftw.h>
+#include <math.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -489,6 +494,135 @@ out:
     rill_status_free(s);
 }
 
+/* A float variable w [3] and a double d [] that a feed can set to anything (NaN included). */
+typedef struct nan_model {
+    rill_graph *g;
+    rill_output w, d, wv, dv;
+    rill_node *set, *init;
+} nan_model;
+
+static bool build_nan_model(nan_model *m)
+{
+    rill_graph *g = m->g = rill_graph_new();
+    m->w = rill_variable(g, RILL_FLOAT, rill_shape_vector(3), rill_zeros_initializer(), true, "w");
+    m->d = rill_variable(g, RILL_DOUBLE, rill_shape_scalar(), rill_zeros_initializer(), true, "d");
+    m->wv = rill_placeholder(g, RILL_FLOAT, rill_shape_vector(3), "wv");
+    m->dv = rill_placeholder(g, RILL_DOUBLE, rill_shape_scalar(), "dv");
+    rill_node *both[2] = {rill_assign(g, m->w, m->wv, NULL).node,
+                          rill_assign(g, m->d, m->dv, NULL).node};
+    m->set = rill_group(g, both, 2, "set");
+    m->init = rill_global_variables_initializer(g, NULL);
+    return graph_ok(g);
+}
+
+static bool set_values(rill_session *sess, nan_model *m, float w0, double d)
+{
+    rill_status *s = rill_status_new();
+    float w[3] = {w0, 1.5f, -2.0f};
+    rill_tensor *fv[2] = {rill_tensor_from_data(RILL_FLOAT, (int64_t[]){3}, 1, w),
+                          rill_tensor_from_data(RILL_DOUBLE, NULL, 0, &d)};
+    rill_output feeds[2] = {m->wv, m->dv};
+    bool ok = run_ok(rill_session_run(sess, feeds, fv, 2, NULL, NULL, 0, &m->set, 1, s), s);
+    rill_tensor_free(fv[0]);
+    rill_tensor_free(fv[1]);
+    rill_status_free(s);
+    return ok;
+}
+
+/* The state file lists exactly want[0..n) (oldest first), the last as the latest. */
+static void check_listed(const char *dir, const char *const *want, int n, const char *what)
+{
+    rill_status *s = rill_status_new();
+    rill_checkpoint_state *st = rill_get_checkpoint_state(dir, s);
+    if (CHECK(st != NULL) && CHECK_EQ_INT(st->num_all_model_checkpoint_paths, n)) {
+        CHECK_EQ_STR(st->model_checkpoint_path, want[n - 1]);
+        for (int i = 0; i < n; i++)
+            if (!CHECK_EQ_STR(st->all_model_checkpoint_paths[i], want[i]))
+                fprintf(stderr, "  (%s)\n", what);
+    }
+    rill_checkpoint_state_free(st);
+    rill_status_free(s);
+}
+
+static void test_nonfinite_kept(void)
+{
+    rill_status *s = rill_status_new();
+    char dir[256], save_path[PATH_MAX], p[8][PATH_MAX + 16];
+    make_dir(dir, sizeof dir, "nonfinite");
+    snprintf(save_path, sizeof save_path, "%s/model.ckpt", dir);
+    for (int i = 1; i < 8; i++) snprintf(p[i], sizeof p[i], "%s-%d", save_path, i);
+    nan_model m = {0};
+    rill_saver *sa = NULL, *sb = NULL;
+    rill_session *sess = NULL;
+    if (!build_nan_model(&m)) goto out;
+    sa = rill_saver_new(m.g, NULL, 0, 2, 0, s);
+    sess = rill_session_new(m.g, NULL, s);
+    if (!CHECK(sa && sess) || !run_ok(rill_session_run_targets(sess, &m.init, 1, s), s)) goto out;
+
+    /* Step 1 finite; steps 2, 3, 4 (max_to_keep + 1 of them) each with a NaN or an Inf. */
+    if (!set_values(sess, &m, 0.25f, 7.0) ||
+        !run_ok(rill_saver_save(sa, sess, save_path, 1, NULL, 0, s), s))
+        goto out;
+    for (int i = 2; i <= 4; i++) {
+        bool ok =
+            i == 3 ? set_values(sess, &m, 1.0f, -(double)INFINITY) : set_values(sess, &m, NAN, 1.0);
+        if (!ok || !run_ok(rill_saver_save(sa, sess, save_path, i, NULL, 0, s), s)) goto out;
+    }
+    CHECK(ckpt_files_exist(p[1]));
+    CHECK(ckpt_files_gone(p[2])); /* rotated out as usual: not the newest finite one */
+    CHECK(ckpt_files_exist(p[3]));
+    CHECK(ckpt_files_exist(p[4]));
+    const char *kept[8];
+    if (CHECK_EQ_INT(rill_saver_last_checkpoints(sa, kept, 8), 3)) {
+        CHECK_EQ_STR(kept[0], p[1]);
+        CHECK_EQ_STR(kept[2], p[4]);
+    }
+    check_listed(dir, (const char *const[]){p[1], p[3], p[4]}, 3, "after the NaN checkpoints");
+    /* It restores: the finite values come back. */
+    if (set_values(sess, &m, NAN, (double)NAN) &&
+        run_ok(rill_saver_restore(sa, sess, p[1], s), s)) {
+        rill_tensor *out[2] = {NULL, NULL};
+        rill_output vars[2] = {m.w, m.d};
+        if (run_ok(rill_session_run(sess, NULL, NULL, 0, vars, out, 2, NULL, 0, s), s)) {
+            CHECK_NEAR(((float *)rill_tensor_data(out[0]))[0], 0.25, 0);
+            CHECK_NEAR(*(double *)rill_tensor_data(out[1]), 7.0, 0);
+        }
+        rill_tensor_free(out[0]);
+        rill_tensor_free(out[1]);
+    }
+
+    /* After a restart the saver knows only the list: one more NaN checkpoint reads the listed
+     * ones back (newest first) and still spares step 1. */
+    sb = rill_saver_new(m.g, NULL, 0, 2, 0, s);
+    if (!CHECK(sb != NULL)) goto out;
+    rill_checkpoint_state *st = rill_get_checkpoint_state(dir, s);
+    if (CHECK(st != NULL))
+        rill_saver_recover_last_checkpoints(sb, (const char *const *)st->all_model_checkpoint_paths,
+                                            st->num_all_model_checkpoint_paths);
+    rill_checkpoint_state_free(st);
+    CHECK_EQ_INT(rill_saver_last_checkpoints(sb, kept, 8), 3);
+    CHECK(ckpt_files_exist(p[1]));
+    if (set_values(sess, &m, NAN, 2.0) &&
+        run_ok(rill_saver_save(sb, sess, save_path, 5, NULL, 0, s), s)) {
+        CHECK(ckpt_files_exist(p[1]));
+        CHECK(ckpt_files_gone(p[3]));
+        check_listed(dir, (const char *const[]){p[1], p[4], p[5]}, 3, "after a restart");
+    }
+    /* A finite checkpoint again: rotation goes back to max_to_keep, step 1 goes. */
+    if (set_values(sess, &m, 3.0f, 4.0) &&
+        run_ok(rill_saver_save(sb, sess, save_path, 6, NULL, 0, s), s)) {
+        CHECK(ckpt_files_gone(p[1]));
+        CHECK(ckpt_files_gone(p[4]));
+        check_listed(dir, (const char *const[]){p[5], p[6]}, 2, "after a finite one");
+    }
+out:
+    rill_session_free(sess);
+    rill_saver_free(sa);
+    rill_saver_free(sb);
+    rill_graph_free(m.g);
+    rill_status_free(s);
+}
+
 /* Flips the byte at offset (from the end when negative) of path. */
 static bool flip_byte(const char *path, long offset)
 {
@@ -566,6 +700,7 @@ int main(void)
     test_restore_errors();
     test_max_to_keep();
     test_corrupt_data();
+    test_nonfinite_kept();
     nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     TEST_MAIN_END();
 }

@@ -5,7 +5,18 @@
  * accumulator's global step is dropped (and counted); a take waits for num_required fresh
  * gradients, returns their mean, and advances the accumulator's step. Waits are slices of
  * 50 ms that check the op's timeout, the step's deadline (RunOptions / operation timeout) and
- * the session's cancellation. */
+ * the session's cancellation.
+ *
+ * Stalls name who is missing (beyond TF, whose errors name only the queue or accumulator): an
+ * accumulator knows which task each gradient came from (the task its apply's input was pushed
+ * from: the partitioner's _RemoteRecv names it) and counts the current step's per task. The
+ * tasks it expects are every task that ever sent it a gradient and every task of the cluster's
+ * "worker" and "chief" jobs; those that have not sent one for the step are the missing ones. A
+ * take (the chief's sync step) or a dequeue (a worker waiting for its token) that has waited
+ * the task's stall interval (5 s) logs them, at most once per interval per process, registers
+ * its wait so the task can tell the waiting masters (rill__resource_mgr_waits), and at its
+ * deadline fails with an error that names them: "sync step 12 waited 300 s for gradients from
+ * /job:worker/task:2: ...". */
 #include "cpu_kernels.h"
 
 #include <math.h>
@@ -26,35 +37,74 @@ static double timeout_s(const rill__kctx *ctx)
     return ms > 0 ? (double)ms / 1000.0 : DEFAULT_TIMEOUT_S;
 }
 
-/* Waits on cv for up to 50 ms; false (ctx failed) when the deadline passed or the session was
- * cancelled. what names the resource for the message. */
-static bool wait_slice(rill__kctx *ctx, pthread_cond_t *cv, pthread_mutex_t *mu, double deadline,
-                       const char *what)
+typedef enum { WAIT_ON, WAIT_CANCELLED, WAIT_STEP_DEADLINE, WAIT_TIMEOUT } wait_end;
+
+/* Waits on cv for up to 50 ms; anything but WAIT_ON when the step's deadline or the op's own
+ * (deadline) passed or the session was cancelled: the caller fails ctx with fail_wait. */
+static wait_end wait_slice(rill__kctx *ctx, pthread_cond_t *cv, pthread_mutex_t *mu,
+                           double deadline)
 {
-    if (rill__kctx_cancelled(ctx)) {
-        rill__kctx_fail(ctx, RILL_CANCELLED, "%s was cancelled", what);
-        return false;
-    }
+    if (rill__kctx_cancelled(ctx)) return WAIT_CANCELLED;
     double now = rill__now_seconds();
-    if (ctx->deadline && now >= ctx->deadline) {
-        rill__kctx_fail(ctx, RILL_DEADLINE_EXCEEDED,
-                        "Timed out waiting for notification: the step's %lld ms deadline "
-                        "passed: %s",
-                        (long long)ctx->timeout_ms, what);
-        return false;
-    }
-    if (now >= deadline) {
-        rill__kctx_fail(ctx, RILL_DEADLINE_EXCEEDED, "%s timed out after %g s", what,
-                        timeout_s(ctx));
-        return false;
-    }
+    if (ctx->deadline && now >= ctx->deadline) return WAIT_STEP_DEADLINE;
+    if (now >= deadline) return WAIT_TIMEOUT;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     long ns = ts.tv_nsec + 50L * 1000 * 1000;
     ts.tv_sec += ns / 1000000000L;
     ts.tv_nsec = ns % 1000000000L;
     pthread_cond_timedwait(cv, mu, &ts);
-    return true;
+    return WAIT_ON;
+}
+
+/* Fails ctx for how the wait ended. what names the resource ("Taking 3 gradients from
+ * accumulator 'w/grad_accum'"); lead, when not empty, goes first (who is missing). */
+static void fail_wait(rill__kctx *ctx, wait_end e, const char *what, const char *lead,
+                      const char *tail)
+{
+    const char *sep = lead && *lead ? ": " : "";
+    lead = lead ? lead : "";
+    tail = tail ? tail : "";
+    if (e == WAIT_CANCELLED)
+        rill__kctx_fail(ctx, RILL_CANCELLED, "%s%s%s was cancelled%s", lead, sep, what, tail);
+    else if (e == WAIT_STEP_DEADLINE)
+        rill__kctx_fail(ctx, RILL_DEADLINE_EXCEEDED,
+                        "Timed out waiting for notification: the step's %lld ms deadline "
+                        "passed: %s%s%s%s",
+                        (long long)ctx->timeout_ms, lead, sep, what, tail);
+    else
+        rill__kctx_fail(ctx, RILL_DEADLINE_EXCEEDED, "%s%s%s timed out after %g s%s", lead, sep,
+                        what, timeout_s(ctx), tail);
+}
+
+/* At most one stall line per interval per process, however many kernels wait: a step with a
+ * hundred accumulators waiting on one missing worker logs it once. */
+static pthread_mutex_t stall_log_mu = PTHREAD_MUTEX_INITIALIZER;
+static double stall_log_next;
+
+static bool stall_log_due(double interval)
+{
+    double now = rill__now_seconds();
+    pthread_mutex_lock(&stall_log_mu);
+    bool due = now >= stall_log_next;
+    if (due) stall_log_next = now + interval * 0.9;
+    pthread_mutex_unlock(&stall_log_mu);
+    return due;
+}
+
+/* The task that node's value came from over the wire ("/job:worker/task:2"): a _RemoteRecv at
+ * most depth producers back (a Cast of the local step runs beside the accumulator). */
+static bool source_task(const rill_node *n, int depth, char *out, size_t len)
+{
+    if (strcmp(n->op->name, "_RemoteRecv") == 0) {
+        const rill__attr *j = rill__node_attr(n, "send_job");
+        snprintf(out, len, "/job:%s/task:%lld", j && j->v.s ? j->v.s : "?",
+                 (long long)rill__attr_int(n, "send_task", 0));
+        return true;
+    }
+    for (int i = 0; depth > 0 && i < n->ninputs; i++)
+        if (n->inputs[i].node && source_task(n->inputs[i].node, depth - 1, out, len)) return true;
+    return false;
 }
 
 /* ------------------------------------------------------------------ accumulators --- */
@@ -71,12 +121,24 @@ typedef struct accum {
     int64_t dropped;
     double *sum; /* accumulated in double whatever the dtype */
     int64_t numel;
+    /* Who sent gradients: every task that ever did (first seen first), and how many each sent
+     * for the current step (since the last take). */
+    char **from;
+    int *got;
+    int nfrom;
+    /* The current step's stall: when a take first waited for it (0: none has; cleared when a
+     * take completes), and how many gradients that take needed. A take that timed out leaves
+     * it: the step is still not done, and a worker waiting for its token waits for that. */
+    double stalled_since;
+    int stall_need;
+    rill__resource_mgr *rm; /* the manager it lives in (its cluster's tasks) */
 } accum;
 
 typedef struct accum_args {
     const char *name;
     rill_dtype dtype;
     rill_shape shape;
+    rill__resource_mgr *rm;
 } accum_args;
 
 static void *accum_new(void *arg)
@@ -90,6 +152,7 @@ static void *accum_new(void *arg)
     x->dtype = a->dtype;
     x->shape = a->shape;
     x->numel = -1;
+    x->rm = a->rm;
     return x;
 }
 
@@ -100,6 +163,9 @@ static void accum_free(void *p)
     pthread_cond_destroy(&x->cv);
     rill__free(x->name);
     rill__free(x->sum);
+    for (int i = 0; i < x->nfrom; i++) rill__free(x->from[i]);
+    rill__free(x->from);
+    rill__free(x->got);
     rill__free(x);
 }
 
@@ -107,7 +173,7 @@ static accum *get_accum(rill__kctx *ctx)
 {
     const rill__attr *sh = rill__node_attr(ctx->node, "shape");
     accum_args a = {shared_name(ctx), rill__attr_type(ctx->node, "dtype", RILL_FLOAT),
-                    sh ? sh->v.shape : rill_shape_unknown()};
+                    sh ? sh->v.shape : rill_shape_unknown(), ctx->rm};
     if (!ctx->rm) {
         rill__kctx_fail(ctx, RILL_INTERNAL, "no resource manager for accumulator '%s'", a.name);
         return NULL;
@@ -120,6 +186,114 @@ static accum *get_accum(rill__kctx *ctx)
         return NULL;
     }
     return x;
+}
+
+/* The current step's gradient from task src (under x->mu). */
+static void count_from(accum *x, const char *src)
+{
+    int i = 0;
+    while (i < x->nfrom && strcmp(x->from[i], src) != 0) i++;
+    if (i == x->nfrom) {
+        x->from = rill__realloc(x->from, (size_t)(x->nfrom + 1) * sizeof *x->from);
+        x->got = rill__realloc(x->got, (size_t)(x->nfrom + 1) * sizeof *x->got);
+        RILL_CHECK_ALLOC(x->from);
+        RILL_CHECK_ALLOC(x->got);
+        x->from[i] = rill__strdup(src);
+        x->got[i] = 0;
+        x->nfrom++;
+    }
+    x->got[i]++;
+}
+
+/* The missing tasks of x's current step, as a report's task list. */
+typedef struct missing {
+    accum *x;
+    rill__wait_report *r;
+} missing;
+
+static bool training_task(const char *task)
+{
+    return strncmp(task, "/job:worker/", 12) == 0 || strncmp(task, "/job:chief/", 11) == 0;
+}
+
+static void add_missing(rill__wait_report *r, const char *task)
+{
+    for (int i = 0; i < r->ntasks && i < RILL__WAIT_TASKS; i++)
+        if (strcmp(r->tasks[i], task) == 0) return;
+    if (r->ntasks < RILL__WAIT_TASKS) snprintf(r->tasks[r->ntasks], sizeof r->tasks[0], "%s", task);
+    r->ntasks++;
+}
+
+static void roster_missing(void *arg, const char *task)
+{
+    missing *m = arg;
+    if (!training_task(task)) return;
+    for (int i = 0; i < m->x->nfrom; i++)
+        if (strcmp(m->x->from[i], task) == 0) return; /* counted below */
+    add_missing(m->r, task);
+}
+
+/* Under x->mu: the tasks expected (every task that ever sent x a gradient, every task of the
+ * cluster's worker and chief jobs) that sent none for the current step, into r->tasks. */
+static void find_missing(accum *x, rill__wait_report *r)
+{
+    for (int i = 0; i < x->nfrom; i++)
+        if (!x->got[i]) add_missing(r, x->from[i]);
+    missing m = {x, r};
+    if (x->rm) rill__resource_mgr_each_task(x->rm, roster_missing, &m);
+}
+
+/* "/job:worker/task:2 and /job:worker/task:3" (the first few, "and N more" past them). */
+static void list_tasks(const rill__wait_report *r, char *out, size_t len)
+{
+    size_t off = 0;
+    int shown = r->ntasks < 4 ? r->ntasks : 3;
+    out[0] = 0;
+    for (int i = 0; i < shown && off < len; i++) {
+        const char *sep = i == 0 ? "" : i == r->ntasks - 1 ? " and " : ", ";
+        off += (size_t)snprintf(out + off, len - off, "%s%s", sep, r->tasks[i]);
+    }
+    if (shown < r->ntasks && off < len)
+        snprintf(out + off, len - off, " and %d more", r->ntasks - shown);
+}
+
+/* "from A, B" (the tasks that sent gradients for the step), or "" (under x->mu). */
+static void list_present(const accum *x, char *out, size_t len)
+{
+    size_t off = 0;
+    out[0] = 0;
+    int shown = 0;
+    for (int i = 0; i < x->nfrom && off < len; i++) {
+        if (!x->got[i]) continue;
+        if (shown == 4) {
+            snprintf(out + off, len - off, ", ...");
+            break;
+        }
+        off += (size_t)snprintf(out + off, len - off, "%s%s", shown ? ", " : "from ", x->from[i]);
+        shown++;
+    }
+}
+
+/* Under x->mu: the stall of x's take of need gradients that has waited waited s, as a report:
+ * its text (what) and the missing tasks. */
+static void describe_accum(accum *x, int need, double waited, rill__wait_report *r)
+{
+    find_missing(x, r);
+    char who[512], present[512];
+    list_tasks(r, who, sizeof who);
+    list_present(x, present, sizeof present);
+    if (r->ntasks)
+        snprintf(r->what, sizeof r->what,
+                 "sync step %lld has waited %.0f s for gradients from %.400s (accumulator "
+                 "'%.200s' has %d of the %d it takes%s%.300s)",
+                 (long long)x->global_step, waited, who, x->name, x->counter, need,
+                 *present ? ", " : "", present);
+    else
+        snprintf(r->what, sizeof r->what,
+                 "sync step %lld has waited %.0f s: accumulator '%.200s' has %d of the %d "
+                 "gradients it takes%s%.300s",
+                 (long long)x->global_step, waited, x->name, x->counter, need, *present ? ", " : "",
+                 present);
 }
 
 static double elem(const rill_tensor *t, int64_t i)
@@ -154,6 +328,9 @@ static void apply_grad_kernel(rill__kctx *ctx)
     }
     int64_t local_step = *(const int64_t *)rill_tensor_data(ls);
     int32_t accepted = 0;
+    char src[96];
+    bool known = source_task(ctx->node->inputs[1].node, 2, src, sizeof src) ||
+                 source_task(ctx->node->inputs[0].node, 2, src, sizeof src);
     pthread_mutex_lock(&x->mu);
     if (local_step >= x->global_step) {
         if (!shape_compatible(&x->shape, g) || (x->numel >= 0 && x->numel != g->numel)) {
@@ -176,6 +353,7 @@ static void apply_grad_kernel(rill__kctx *ctx)
         else
             for (int64_t i = 0; i < g->numel; i++) x->sum[i] += elem(g, i);
         x->counter++;
+        if (known) count_from(x, src);
         accepted = 1;
         if (x->want && x->counter >= x->want) pthread_cond_broadcast(&x->cv);
     } else {
@@ -185,6 +363,20 @@ static void apply_grad_kernel(rill__kctx *ctx)
     rill_shape sc = rill_shape_scalar();
     rill_tensor *out = rill__kctx_alloc_output(ctx, 0, RILL_INT32, &sc);
     if (out) *(int32_t *)rill_tensor_data(out) = accepted;
+}
+
+typedef struct take_wait {
+    accum *x;
+    int need;
+} take_wait;
+
+static void describe_take(void *arg, rill__wait_report *r)
+{
+    take_wait *t = arg;
+    pthread_mutex_lock(&t->x->mu);
+    double since = t->x->stalled_since;
+    describe_accum(t->x, t->need, since ? rill__now_seconds() - since : 0, r);
+    pthread_mutex_unlock(&t->x->mu);
 }
 
 static void take_grad_kernel(rill__kctx *ctx)
@@ -199,17 +391,50 @@ static void take_grad_kernel(rill__kctx *ctx)
     }
     char what[300];
     snprintf(what, sizeof what, "Taking %d gradients from accumulator '%s'", (int)need, x->name);
-    double deadline = rill__now_seconds() + timeout_s(ctx);
+    double start = rill__now_seconds(), deadline = start + timeout_s(ctx);
+    double interval = rill__resource_mgr_stall_report_s(ctx->rm);
+    double next_report = interval > 0 ? start + interval : INFINITY;
+    take_wait tw = {x, need};
+    rill__wait w = {
+        .owner = ctx->step_owner, .step = ctx->step_id, .describe = describe_take, .arg = &tw};
+    rill__resource_mgr_wait_begin(ctx->rm, &w);
     pthread_mutex_lock(&x->mu);
+    if (x->counter < need && !x->stalled_since) x->stalled_since = start;
+    if (x->counter < need) x->stall_need = need;
+    wait_end e = WAIT_ON;
     while (x->counter < need) {
         x->want = need;
-        bool ok = wait_slice(ctx, &x->cv, &x->mu, deadline, what);
+        e = wait_slice(ctx, &x->cv, &x->mu, deadline);
         x->want = 0;
-        if (!ok) {
-            pthread_mutex_unlock(&x->mu);
-            return;
+        if (e != WAIT_ON) break;
+        double now = rill__now_seconds();
+        if (now >= next_report && x->counter < need) {
+            next_report = now + interval;
+            if (stall_log_due(interval)) {
+                rill__wait_report r = {0};
+                describe_accum(x, need, now - x->stalled_since, &r);
+                rill__log(RILL_LOG_WARNING, "%s", r.what);
+            }
         }
     }
+    if (e != WAIT_ON) {
+        /* Who is missing goes first: "sync step 12 waited 300 s for gradients from ...". */
+        rill__wait_report r = {0};
+        find_missing(x, &r);
+        char who[512], lead[700] = "", present[512], tail[700];
+        list_tasks(&r, who, sizeof who);
+        list_present(x, present, sizeof present);
+        if (r.ntasks)
+            snprintf(lead, sizeof lead, "sync step %lld waited %.0f s for gradients from %s",
+                     (long long)x->global_step, rill__now_seconds() - x->stalled_since, who);
+        snprintf(tail, sizeof tail, " (sync step %lld: it has %d of %d%s%s)",
+                 (long long)x->global_step, x->counter, (int)need, *present ? ", " : "", present);
+        pthread_mutex_unlock(&x->mu);
+        rill__resource_mgr_wait_end(ctx->rm, &w);
+        fail_wait(ctx, e, what, lead, tail);
+        return;
+    }
+    x->stalled_since = 0;
     rill_tensor *out = rill__kctx_alloc_output(ctx, 0, x->dtype, &x->shape);
     if (out) {
         void *p = rill_tensor_data(out);
@@ -220,9 +445,11 @@ static void take_grad_kernel(rill__kctx *ctx)
             else ((rill_half *)p)[i] = rill_half_from_float((float)v);
         }
         x->counter = 0;
+        for (int i = 0; i < x->nfrom; i++) x->got[i] = 0;
         x->global_step++;
     }
     pthread_mutex_unlock(&x->mu);
+    rill__resource_mgr_wait_end(ctx->rm, &w);
 }
 
 static void set_global_step_kernel(rill__kctx *ctx)
@@ -344,6 +571,11 @@ static void fifo_push(fifo *q, rill_tensor *t)
     q->n++;
 }
 
+static void describe_text(void *arg, rill__wait_report *r)
+{
+    snprintf(r->what, sizeof r->what, "%s", (const char *)arg);
+}
+
 static void enqueue_many_kernel(rill__kctx *ctx)
 {
     fifo *q = get_fifo(ctx);
@@ -361,13 +593,20 @@ static void enqueue_many_kernel(rill__kctx *ctx)
     char what[300];
     snprintf(what, sizeof what, "Enqueueing into the full queue '%s'", q->name);
     double deadline = rill__now_seconds() + timeout_s(ctx);
+    rill__wait w = {
+        .owner = ctx->step_owner, .step = ctx->step_id, .describe = describe_text, .arg = what};
+    rill__resource_mgr_wait_begin(ctx->rm, &w);
     pthread_mutex_lock(&q->mu);
     for (int64_t i = 0; i < count; i++) {
-        while (q->capacity >= 0 && q->n >= q->capacity)
-            if (!wait_slice(ctx, &q->cv, &q->mu, deadline, what)) {
-                pthread_mutex_unlock(&q->mu);
-                return;
-            }
+        wait_end e = WAIT_ON;
+        while (q->capacity >= 0 && q->n >= q->capacity && e == WAIT_ON)
+            e = wait_slice(ctx, &q->cv, &q->mu, deadline);
+        if (e != WAIT_ON) {
+            pthread_mutex_unlock(&q->mu);
+            rill__resource_mgr_wait_end(ctx->rm, &w);
+            fail_wait(ctx, e, what, NULL, NULL);
+            return;
+        }
         rill_tensor *t = rill_tensor_new_shape(v->dtype, &el);
         RILL_CHECK_ALLOC(t);
         memcpy(rill_tensor_data(t), (const char *)rill_tensor_data(v) + (size_t)i * bytes,
@@ -376,6 +615,64 @@ static void enqueue_many_kernel(rill__kctx *ctx)
         pthread_cond_broadcast(&q->cv);
     }
     pthread_mutex_unlock(&q->mu);
+    rill__resource_mgr_wait_end(ctx->rm, &w);
+}
+
+/* The accumulator of the task whose step has stalled longest (NULL: none has): what a token
+ * waits for, when the token queue sits beside the accumulators (the global step's ps). */
+typedef struct longest {
+    accum *x;
+    double since;
+} longest;
+
+static void find_longest(void *arg, void *obj)
+{
+    longest *l = arg;
+    accum *x = obj;
+    pthread_mutex_lock(&x->mu);
+    double since = x->stalled_since;
+    pthread_mutex_unlock(&x->mu);
+    if (since > 0 && (!l->x || since < l->since)) *l = (longest){x, since};
+}
+
+typedef struct dequeue_wait {
+    rill__resource_mgr *rm;
+    const char *queue, *what;
+} dequeue_wait;
+
+/* The sync step a token waits for, when one has stalled here (a take waited for it and it is
+ * not done): r gets its text and missing tasks, *waited the step's wait so far, *step its
+ * number. False when no step has stalled on this task. */
+static bool describe_sync_step(rill__resource_mgr *rm, rill__wait_report *r, double *waited,
+                               int64_t *step)
+{
+    longest l = {0};
+    rill__resource_each(rm, "accumulator", find_longest, &l);
+    if (!l.x) return false;
+    pthread_mutex_lock(&l.x->mu);
+    bool waits = l.x->stalled_since > 0;
+    if (waits) {
+        *waited = rill__now_seconds() - l.x->stalled_since;
+        *step = l.x->global_step;
+        describe_accum(l.x, l.x->stall_need, *waited, r);
+    }
+    pthread_mutex_unlock(&l.x->mu);
+    return waits;
+}
+
+static void describe_dequeue(void *arg, rill__wait_report *r)
+{
+    dequeue_wait *d = arg;
+    double waited;
+    int64_t step;
+    rill__wait_report sync = {0};
+    if (!describe_sync_step(d->rm, &sync, &waited, &step)) {
+        snprintf(r->what, sizeof r->what, "%s", d->what);
+        return;
+    }
+    *r = sync;
+    snprintf(r->what, sizeof r->what, "waiting for a token from queue '%.200s': %.700s", d->queue,
+             sync.what);
 }
 
 static void dequeue_kernel(rill__kctx *ctx)
@@ -386,25 +683,60 @@ static void dequeue_kernel(rill__kctx *ctx)
     snprintf(what, sizeof what, "Dequeueing from queue '%s' (empty: is the chief's queue runner "
                                 "running?)",
              q->name);
-    double deadline = rill__now_seconds() + timeout_s(ctx);
+    double start = rill__now_seconds(), deadline = start + timeout_s(ctx);
+    double interval = rill__resource_mgr_stall_report_s(ctx->rm);
+    double next_report = interval > 0 ? start + interval : INFINITY;
+    dequeue_wait dw = {ctx->rm, q->name, what};
+    rill__wait w = {
+        .owner = ctx->step_owner, .step = ctx->step_id, .describe = describe_dequeue, .arg = &dw};
+    rill__resource_mgr_wait_begin(ctx->rm, &w);
     pthread_mutex_lock(&q->mu);
     waiter me = {q->last, NULL};
     if (q->last) q->last->next = &me;
     else q->first = &me;
     q->last = &me;
-    while (q->n == 0 || q->first != &me)
-        if (!wait_slice(ctx, &q->cv, &q->mu, deadline, what)) {
-            waiter_remove(q, &me);
-            pthread_cond_broadcast(&q->cv); /* the next in line may be served now */
-            pthread_mutex_unlock(&q->mu);
-            return;
+    wait_end e = WAIT_ON;
+    while (q->n == 0 || q->first != &me) {
+        e = wait_slice(ctx, &q->cv, &q->mu, deadline);
+        if (e != WAIT_ON) break;
+        double now = rill__now_seconds();
+        if (now < next_report) continue;
+        next_report = now + interval;
+        /* What the token waits for: the accumulators' locks are taken outside the queue's. */
+        pthread_mutex_unlock(&q->mu);
+        rill__wait_report r = {0};
+        double waited;
+        int64_t step;
+        if (describe_sync_step(ctx->rm, &r, &waited, &step) && stall_log_due(interval))
+            rill__log(RILL_LOG_WARNING, "waiting %.0f s for a token from queue '%s': %s",
+                      now - start, q->name, r.what);
+        pthread_mutex_lock(&q->mu);
+    }
+    if (e != WAIT_ON) {
+        waiter_remove(q, &me);
+        pthread_cond_broadcast(&q->cv); /* the next in line may be served now */
+        pthread_mutex_unlock(&q->mu);
+        rill__resource_mgr_wait_end(ctx->rm, &w);
+        rill__wait_report r = {0};
+        double waited = 0;
+        char lead[700] = "", who[512];
+        int64_t step;
+        if (describe_sync_step(ctx->rm, &r, &waited, &step) && r.ntasks) {
+            list_tasks(&r, who, sizeof who);
+            snprintf(lead, sizeof lead, "sync step %lld waited %.0f s for gradients from %s",
+                     (long long)step, waited, who);
+            snprintf(what, sizeof what, "Dequeueing from queue '%s'", q->name); /* no guess */
         }
+        fail_wait(ctx, e, what, lead, NULL);
+        return;
+    }
     waiter_remove(q, &me);
     rill_tensor *t = q->items[q->head];
     q->head = (q->head + 1) % q->cap;
     q->n--;
     pthread_cond_broadcast(&q->cv);
     pthread_mutex_unlock(&q->mu);
+    rill__resource_mgr_wait_end(ctx->rm, &w);
     rill__kctx_set_output(ctx, 0, t);
 }
 

@@ -1,6 +1,8 @@
 /* cpu_io.c - the kernels of the saver's ops (graph/ops_io.c): a ps task writes its data shard,
  * the chief writes the index, any task reads a tensor back. The entries a shard wrote travel
- * to the chief as a string of protobuf fields (name, dtype, dims, shard, offset, size, crc). */
+ * to the chief as a string of protobuf fields (name, dtype, dims, shard, offset, size, crc, and
+ * the count of NaN/Inf elements the writer found, which the index does not store); the merge
+ * also says which tensors held such values, so the saver knows without reading anything. */
 #include "cpu_kernels.h"
 
 #include "../../core/pb.h"
@@ -31,6 +33,7 @@ static void encode_entries(rill__pbw *w, const rill__bundle_entry *e, int n)
         rill__pbw_sint(&m, 6, e[i].offset);
         rill__pbw_sint(&m, 7, e[i].size);
         rill__pbw_fixed32(&m, 8, e[i].crc);
+        if (e[i].nonfinite) rill__pbw_sint(&m, 9, e[i].nonfinite);
         rill__pbw_message(w, 1, &m);
         rill__pbw_free(&m);
     }
@@ -68,6 +71,9 @@ static bool decode_entries(const uint8_t *b, size_t n, rill__bundle_entry **e, i
             case 6: x.offset = (int64_t)g.u; break;
             case 7: x.size = (int64_t)g.u; break;
             case 8: x.crc = (uint32_t)g.u; break;
+            case 9:
+                x.nonfinite = (int64_t)g.u;
+                break;
             default: break;
             }
         }
@@ -111,6 +117,27 @@ static void save_shard_kernel(rill__kctx *ctx)
     rill_status_free(s);
 }
 
+/* "weight (3 of 10 values), biase (1 of 1 values)": the tensors holding NaN or Inf, in the
+ * index's order; "" when every value is finite. */
+static rill_tensor *nonfinite_report(const rill__bundle_entry *e, int n)
+{
+    rill__pbw w = {0};
+    for (int i = 0; i < n; i++) {
+        if (!e[i].nonfinite) continue;
+        int64_t numel = 1;
+        for (int d = 0; d < e[i].shape.rank; d++) numel *= e[i].shape.dims[d];
+        char part[400];
+        int k = snprintf(part, sizeof part, "%s%.300s (%lld of %lld values)", w.n ? ", " : "",
+                         e[i].name, (long long)e[i].nonfinite, (long long)numel);
+        rill__pbw_raw(&w, part, (size_t)k < sizeof part ? (size_t)k : sizeof part - 1);
+    }
+    rill_tensor *t = rill_tensor_new(RILL_STRING, NULL, 0);
+    RILL_CHECK_ALLOC(t);
+    rill_tensor_set_string(t, 0, w.n ? (const char *)w.p : "", w.n);
+    rill__pbw_free(&w);
+    return t;
+}
+
 static void merge_index_kernel(rill__kctx *ctx)
 {
     const char *prefix = prefix_of(ctx, 0);
@@ -129,8 +156,10 @@ static void merge_index_kernel(rill__kctx *ctx)
     else if (!rill__bundle_write_index(prefix, (int)rill__attr_int(ctx->node, "num_shards", 1), e,
                                        ne, s))
         rill__kctx_fail(ctx, rill_status_code(s), "%s", rill_status_message(s));
-    else
+    else {
         rill__kctx_set_output(ctx, 0, rill_tensor_scalar_string(prefix));
+        rill__kctx_set_output(ctx, 1, nonfinite_report(e, ne));
+    }
     rill__bundle_entries_free(e, ne);
     rill__free(e);
     rill_status_free(s);

@@ -755,8 +755,10 @@ class GPUOptions:
 class ConfigProto:
     def __init__(self, log_device_placement=False, allow_soft_placement=False, gpu_options=None,
                  intra_op_parallelism_threads=0, inter_op_parallelism_threads=0,
-                 operation_timeout_in_ms=0, device_count=None):
+                 operation_timeout_in_ms=0, device_count=None, device_filters=None):
         self.log_device_placement = log_device_placement
+        # a session on a cluster sees only the devices these match, and its own task's
+        self.device_filters = list(device_filters or [])
         self.allow_soft_placement = allow_soft_placement
         self.gpu_options = gpu_options or GPUOptions()
         self.intra_op_parallelism_threads = intra_op_parallelism_threads
@@ -869,7 +871,8 @@ def _session_options(config, target=""):
             "operation_timeout_ms": int(config.operation_timeout_in_ms or 0),
             "gpu_allow_growth": int(_builtins.bool(gpu.allow_growth)),
             "gpu_memory_fraction": float(gpu.per_process_gpu_memory_fraction or 0),
-            "gpu_visible_device_list": gpu.visible_device_list or None}
+            "gpu_visible_device_list": gpu.visible_device_list or None,
+            "device_filters": [str(f) for f in getattr(config, "device_filters", None) or []]}
     if target:
         opts["target"] = target if isinstance(target, str) else target.decode()
     return opts

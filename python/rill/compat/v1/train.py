@@ -1,5 +1,12 @@
 """tf.train: servers (this part of issue 11: the in-process local server)."""
+import sys
+import weakref
+
 from ... import _rill
+
+# This process's servers by target, so that a Supervisor whose sessions ran on one can tell the
+# ps tasks, when it stops, that this worker finished (docs/LAUNCHING.md, "When the job ends").
+_SERVERS = weakref.WeakValueDictionary()
 
 
 class ClusterSpec:
@@ -58,9 +65,15 @@ class Server:
     cluster); its target is what tf.Session(target) connects to."""
 
     def __init__(self, server_or_cluster, job_name=None, task_index=None, protocol=None,
-                 config=None, start=True):
+                 config=None, start=True, cluster_secret_file=None, encrypt=False, run_id=None):
+        """TF's arguments, and rill's: cluster_secret_file (default: the file
+        RILL_CLUSTER_SECRET_FILE names) makes every connection prove the cluster's secret and
+        authenticates every frame; encrypt=True encrypts them too; run_id is the id the tasks of
+        one job share (default: RILL_JOB_ID or the launcher's job id; docs/SECURITY.md)."""
+        self._job = job_name
         if isinstance(server_or_cluster, _rill.Server):
             self._srv = server_or_cluster
+            _SERVERS[self._srv.target] = self
             return
         cluster = ClusterSpec(server_or_cluster)
         if job_name is None:
@@ -72,7 +85,11 @@ class Server:
             if len(idx) != 1:
                 raise ValueError("Must specify an explicit `task_index`.")
             task_index = idx[0]
-        self._srv = _rill.Server.new(cluster._spec, job_name, int(task_index))
+        self._job = job_name
+        self._srv = _rill.Server.new(cluster._spec, job_name, int(task_index),
+                                     cluster_secret_file=cluster_secret_file, encrypt=encrypt,
+                                     run_id=run_id)
+        _SERVERS[self._srv.target] = self
 
     @staticmethod
     def create_local_server(config=None, start=True):
@@ -86,10 +103,21 @@ class Server:
         pass
 
     def join(self):
-        """Blocks, as TF's does, for good: SIGTERM or SIGINT end the process cleanly (exit 0)
-        instead of returning, so that a ps task never falls through into code after join()."""
+        """Blocks, as TF's does, until SIGTERM or SIGINT or, unless RILL_PS_JOIN_FOREVER=1, until
+        every worker of the cluster finished (their Supervisors said so when they stopped); then
+        the process ends cleanly (exit 0) instead of returning, so that a ps task never falls
+        through into code after join()."""
         self._srv.join()
         raise SystemExit(0)
+
+    def _report_finished(self):
+        """A worker is done with the ps tasks: tell them (so that they exit once all are)."""
+        if self._job not in ("worker", "chief"):
+            return
+        try:
+            self._srv.report_finished()
+        except Exception as e:  # training succeeded; the ps tasks will not end by themselves
+            print(f"warning: {e}", file=sys.stderr)
 
 
 def replica_device_setter(ps_tasks=0, ps_device="/job:ps", worker_device="/job:worker",
@@ -363,6 +391,10 @@ class Supervisor:
     """tf.train.Supervisor over rill's: the chief restores the latest checkpoint of logdir or
     initialises, the others wait for the model; checkpoints every save_model_secs and at stop().
 
+    Beyond TF: a chief whose ps tasks hold a live model at a global step not older than the
+    latest checkpoint's goes on from the live model (and logs both steps) instead of restoring
+    over it; restore_over_live=True restores the checkpoint anyway, as TF does.
+
     A session it prepares for a graph with a SyncReplicasOptimizer also runs that optimizer's
     chief_init_op (chief) or local_step_init_op (the others), which TF ≥ 1.0 programs pass as
     local_init_op and TF 0.x's (the seed's) did not need.
@@ -376,7 +408,8 @@ class Supervisor:
                  local_init_op=0, logdir=None, summary_op=0, saver=0, global_step=0,
                  save_summaries_secs=120, save_model_secs=600, recovery_wait_secs=30,
                  stop_grace_secs=120, checkpoint_basename="model.ckpt", session_manager=None,
-                 summary_writer=0, init_fn=None, local_init_run_options=None):
+                 summary_writer=0, init_fn=None, local_init_run_options=None,
+                 restore_over_live=False):
         tf = _v1()
         self._tf = tf
         self._graph = graph or tf.get_default_graph()
@@ -385,7 +418,8 @@ class Supervisor:
         opts = {"is_chief": self._is_chief, "logdir": logdir,
                 "save_model_secs": float(save_model_secs or 0),
                 "save_summaries_secs": float(save_summaries_secs or 0),
-                "recovery_wait_secs": min(float(recovery_wait_secs), 0.5)}
+                "recovery_wait_secs": min(float(recovery_wait_secs), 0.5),
+                "restore_over_live": bool(restore_over_live)}
         if init_op not in (0, None):
             opts["init_op"] = init_op._op
         if local_init_op not in (0, None):
@@ -416,6 +450,7 @@ class Supervisor:
         tf = self._tf
         config = config or tf.ConfigProto()
         opts = tf._session_options(config, master)
+        self._master = master
         sess = tf.Session._adopt(self._graph, self._sv.prepare_or_wait_for_session(opts), config,
                                  self)
         for o in self._syncs:
@@ -450,7 +485,12 @@ class Supervisor:
         self._sv.request_stop()
 
     def stop(self, threads=None, close_summary_writer=True, ignore_live_threads=False):
+        """Stops the services (the chief saves a last checkpoint); on a cluster this worker then
+        tells the ps tasks it finished, so that they exit once every worker has."""
         self._sv.stop()
+        srv = _SERVERS.get(getattr(self, "_master", None) or "")
+        if srv is not None:
+            srv._report_finished()
 
     def summary_computed(self, sess, summary, global_step=None):
         step = -1 if global_step is None else int(global_step)
