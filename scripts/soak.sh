@@ -11,7 +11,8 @@
 # another wire version, and, claiming to be a task (without a secret the identity is a claim),
 # junk requests and pushes, a 4 GiB payload announced, stalled payloads, heartbeats.
 #
-# A worker stops only at --train_steps, so the workers run in legs on the one ps: the first leg
+# A worker stops only at --train_steps, so the workers run in legs on the one ps (which serves
+# on, --ps_join_forever, when every worker of a leg has finished): the first leg
 # trains a fixed number of steps, and each next one is started (the chief restoring the last
 # leg's final checkpoint) with --train_steps set from the rate so far to end at SOAK_SECONDS.
 #
@@ -56,7 +57,8 @@ T0=$(now)
 for attempt in 1 2 3; do
     cluster_ports 1 "$NW"
     rm -f "$T/ps0.log"
-    start_task ps0 ps 0
+    # (the workers finish every leg: the ps serves on until SIGTERM)
+    start_task ps0 ps 0 --ps_join_forever
     wait_log 'cluster from flags|already in use' 30 "$T/ps0.log"
     port_race "$T/ps0.log" || break
     kill_task ps0 KILL
@@ -90,7 +92,7 @@ while :; do
     left=$(awk -v a="$T0" -v n="$(now)" -v s="$SECONDS_WANTED" 'BEGIN{printf "%d", s - (n - a)}')
     limit=$((left > 60 ? 2 * left + 120 : 240))
     for i in $(seq 0 $((NW - 1))); do
-        wait_exit "w$i-l$leg" "$limit"
+        reap "w$i-l$leg" "$limit"
         [ "$RC" -eq 0 ] || { wrc_bad=$((wrc_bad + 1)); say "leg $leg: worker $i exited $RC"; }
         limit=60 # the others end with the first
     done
@@ -110,10 +112,10 @@ done
 t_done=$(now)
 train_s=$(awk -v a="$t_train" -v b="$t_done" 'BEGIN{printf "%.0f", b - a}')
 kill -TERM "${PID[stranger]}" 2>/dev/null
-wait_exit stranger 30
+reap stranger 30
 kill -TERM "$pspid" 2>/dev/null
-wait_exit ps0 120; psrc=$RC # LeakSanitizer's scan at exit takes a while
-wait_exit sampler $((SAMPLE + 10)) # it ends with the ps
+reap ps0 120; psrc=$RC # LeakSanitizer's scan at exit takes a while
+reap sampler $((SAMPLE + 10)) # it ends with the ps
 
 # --- the checks ---
 check "[ $wrc_bad -eq 0 ]" "every worker of the $leg legs exits 0 ($wrc_bad did not)"

@@ -7,10 +7,10 @@
 #
 # Tasks are named by their log: start_task NAME JOB INDEX FLAGS... runs the task with its output
 # in $T/NAME.log and its pid in PID[NAME]; every task started is killed (SIGKILL) at exit and
-# $T removed, so no process outlives the test.
+# $T removed, so no process outlives the test. Ports come from lib.sh's free_port.
 
-# cluster_init BUILD: P (the program), T (a fresh folder), SANITIZED (1 under ASan: fewer
-# steps), the exit trap.
+# cluster_init BUILD: P (the program), T (a fresh folder), SANITIZED (1 in a RILL_SANITIZE
+# build), the exit trap.
 cluster_init() {
     B=$1
     P="$B/examples/distributed"
@@ -29,23 +29,6 @@ cluster_cleanup() {
     for p in "${PID[@]}"; do { wait "$p"; } 2>/dev/null; done
     [ -n "${KEEP_LOGS:-}" ] && { echo "logs kept in $T"; return; }
     rm -rf "$T"
-}
-
-# A loopback port in 20000-32000 (below the kernel's ephemeral range, so no outgoing connection
-# holds it) that nothing answers on and this test has not handed out, in PORT (as
-# scripts/local_cluster.sh picks them).
-taken=" "
-free_port() {
-    local _
-    for _ in $(seq 500); do
-        PORT=$((20000 + (RANDOM * 32768 + RANDOM) % 12001))
-        case "$taken" in *" $PORT "*) continue ;; esac
-        (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && continue
-        taken="$taken$PORT "
-        return 0
-    done
-    echo "FAIL: no free port in 20000-32000"
-    exit 1
 }
 
 # cluster_ports NPS NW [HOST]: PS_HOSTS and WORKER_HOSTS on free ports (HOST: 127.0.0.1).
@@ -93,10 +76,10 @@ start_cluster() {
 # alive NAME: the task is still running.
 alive() { [ -n "${PID[$1]:-}" ] && kill -0 "${PID[$1]}" 2>/dev/null; }
 
-# wait_exit NAME SECS: waits up to SECS (may be fractional) for the task to exit and puts its
-# exit status in RC; 124 (and the task killed) when it did not. A task reaped is dropped from
-# PID: its pid may soon be another process's, which the cleanup must not kill.
-wait_exit() {
+# reap NAME SECS: waits up to SECS (may be fractional) for the task to exit and puts its exit
+# status in RC; 124 (and the task killed) when it did not. A task reaped is dropped from PID:
+# its pid may soon be another process's, which the cleanup must not kill.
+reap() {
     local pid=${PID[$1]:-} end
     [ -n "$pid" ] || { RC=127; return 0; }
     end=$(awk -v n="$(now)" -v s="$2" 'BEGIN{printf "%.3f", n + s}')
@@ -122,15 +105,16 @@ kill_task() {
     # (bash reports a job killed by a signal on stderr when it reaps it: not here)
     {
         kill -"$2" "${PID[$1]}"
-        [ "$2" = KILL ] && wait_exit "$1" 10
+        [ "$2" = KILL ] && reap "$1" 10
     } 2>/dev/null
     return 0
 }
 
-# stop_ps NAME: SIGTERM and up to 10 s to stop; its exit status in RC.
+# stop_ps NAME: SIGTERM (unless it has exited by itself: a ps ends once every worker finished)
+# and up to 10 s to stop; its exit status in RC.
 stop_ps() {
     [ -n "${PID[$1]:-}" ] && kill -TERM "${PID[$1]}" 2>/dev/null
-    wait_exit "$1" 10
+    reap "$1" 10
 }
 
 # now: seconds since the epoch, to the millisecond.

@@ -29,7 +29,7 @@ check "grep -q 'replicas_to_aggregate=1; total_num_replicas=2' '$T/w0.log'" \
     "1 of 2 replicas aggregated: $(grep SyncReplicas "$T/w0.log")"
 t_kill=$(now)
 
-wait_exit w0 120; rc0=$RC
+reap w0 120; rc0=$RC
 stop_ps ps0; rcp=$RC
 check "[ $rc0 -eq 0 ]" "the chief exits 0 without its backup (got $rc0, $(elapsed "$t_kill") s after the kill)"
 check "[ $rcp -eq 0 ]" "the ps stops cleanly on SIGTERM (got $rcp)"

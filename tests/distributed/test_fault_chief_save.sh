@@ -4,8 +4,9 @@
 # is started on the same --logdir and gets SIGKILL at a random moment (the ps serves throughout,
 # writing its data shards). After every kill, every checkpoint the logdir's `checkpoint` state
 # file lists (model_checkpoint_path and each all_model_checkpoint_paths) exists and loads with
-# every tensor (rill-inspect-checkpoint --all_tensors checks each block's CRC), and each
-# restarted chief restores the latest one, so the global step never goes back past it. Where the
+# every tensor (rill-inspect-checkpoint --all_tensors checks each block's CRC), and the global
+# step never goes back past the latest: every other restarted chief restores it
+# (--restore_over_live), the others go on from the live model the ps kept. Where the
 # project's .venv has TensorFlow, TF's own reader loads a copy of every such state (a missing
 # .venv skips only that part). A last chief trains to the end and every task exits 0.
 # $1 is the build directory.
@@ -35,11 +36,13 @@ sleep 0.3
 if port_race "$T/ps0.log"; then kill_task ps0 KILL; rm -f "$T/ps0.log"; cluster_ports 1 1; start_task ps0 ps 0; fi
 CHIEF=(--issync=0 --learning_rate=0.01 --train_steps=100000000 --steps_to_validate=1000
        --save_model_secs=0.01 --startup_deadline=30 --logdir="$D")
-prev=-1     # the latest checkpoint's step after the previous kill
+prev=-1 last_ckpt=""  # the latest checkpoint (and its step) after the previous kill
 saves=0     # checkpoints seen listed, all runs
 bad=0       # listed checkpoints that did not load
 for k in $(seq 1 "$RUNS"); do
-    start_task "c$k" worker 0 "${CHIEF[@]}"
+    over=()
+    [ $((k % 2)) -eq 1 ] && over=(--restore_over_live)
+    start_task "c$k" worker 0 "${CHIEF[@]}" "${over[@]}"
     if ! wait_log '^/job:worker/task:0: training \(chief\)' 60 "$T/c$k.log"; then
         check false "run $k: the chief starts training"
         break
@@ -71,9 +74,15 @@ for k in $(seq 1 "$RUNS"); do
     # The chief restored the latest checkpoint, so it only saves steps after it.
     check "[ '$s' -ge $prev ]" "run $k: the latest checkpoint (step $s) is not older than the one before the run ($prev)"
     if [ "$k" -gt 1 ] && [ "$prev" -ge 0 ]; then
-        check "grep -q 'Restoring parameters from ' '$T/c$k.log'" "run $k: the chief restores the latest checkpoint: $(grep -i restor "$T/c$k.log")"
+        if [ ${#over[@]} -gt 0 ]; then
+            check "grep -q 'Restoring parameters from $last_ckpt\$' '$T/c$k.log'" \
+                "run $k: the chief restores the latest checkpoint: $(grep -i restor "$T/c$k.log")"
+        else
+            check "grep -q 'going on from the live model' '$T/c$k.log'" \
+                "run $k: the chief goes on from the ps's live model: $(grep -i 'live model' "$T/c$k.log")"
+        fi
     fi
-    prev=$s
+    prev=$s last_ckpt=$latest
     # A copy of this state for TensorFlow's reader, with the paths moved.
     mkdir -p "$T/snap$k"
     while IFS= read -r p; do cp "$p".* "$T/snap$k/" 2>/dev/null; done < <(listed "$D")
@@ -121,7 +130,7 @@ fi
 END=$((prev + 2000))
 start_task last worker 0 --issync=0 --learning_rate=0.01 --train_steps=$END --steps_to_validate=500 \
     --save_model_secs=0.01 --startup_deadline=30 --logdir="$D"
-wait_exit last 120; rcl=$RC
+reap last 120; rcl=$RC
 stop_ps ps0; rcp=$RC
 check "[ $rcl -eq 0 ] && [ $rcp -eq 0 ]" "a last chief trains to step $END and exits 0, the ps too (got $rcl, ps $rcp)"
 g=$(final_field "$T/last.log" global_step)

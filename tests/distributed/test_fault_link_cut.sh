@@ -83,8 +83,8 @@ for _ in $(seq 1200); do
 done
 check "[ -n '$resumed' ]" "training resumes after the link is up (${resumed:-not within 60} s later)"
 
-wait_exit w0 120; rc0=$RC
-wait_exit w1 120; rc1=$RC
+reap w0 120; rc0=$RC
+reap w1 120; rc1=$RC
 stop_ps ps0; rcp=$RC
 check "[ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] && [ $rcp -eq 0 ]" \
     "the cluster rides out the cut: workers and ps exit 0 (got $rc0, $rc1, ps $rcp)"

@@ -44,7 +44,7 @@ for _ in $(seq 6000); do
     sleep 0.01
 done
 for w in w0 w1; do
-    wait_exit $w 1
+    reap $w 1
     check "[ $RC -eq 1 ]" "$w exits 1 after losing the ps (got $RC)"
     check "awk -v t='${took[$w]:-999}' -v m=$NOTICE_S 'BEGIN{exit !(t <= m)}'" \
         "$w gives up within $NOTICE_S s of the ps's death (took ${took[$w]:-more than 60} s)"
@@ -76,8 +76,8 @@ if port_race "$T"/ps0.log "$T"/w[01].log; then
     for f in ps0 w0 w1; do kill_task $f KILL; done
     start_cluster 1 2 "${WFLAGS[@]}"
 fi
-wait_exit w0 120; rc0=$RC
-wait_exit w1 120; rc1=$RC
+reap w0 120; rc0=$RC
+reap w1 120; rc1=$RC
 stop_ps ps0; rcp=$RC
 check "[ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] && [ $rcp -eq 0 ]" \
     "the restarted cluster finishes: workers and ps exit 0 (got $rc0, $rc1, ps $rcp)"
