@@ -8,8 +8,9 @@
  *
  * Server: one thread, one epoll set, level-triggered. Each connection is a small state machine:
  * HANDSHAKE (only a HANDSHAKE frame of bounded size is accepted, before the handshake deadline)
- * then READY (REQUEST and HEARTBEAT frames). Reading goes header -> meta -> payload; a frame's
- * sizes are checked before anything is allocated. While a response is being written the
+ * then READY (REQUEST, PUSH and HEARTBEAT frames). Reading goes header -> meta -> (reserve) ->
+ * payload -> (tag); a frame's sizes are checked before anything is allocated, and its payload's
+ * memory is taken only once the meta says what the request is (payload_limit, max_buffered). While a response is being written the
  * connection stops reading (back-pressure) and waits for EPOLLOUT. Deadlines are kept per
  * connection and swept only when the earliest one is due, so idle connections cost nothing.
  */
@@ -1790,11 +1791,11 @@ static bool conn_pump(rill__tcp_server *srv, conn *c)
  * then closed; the refusals are logged, at most one line every 5 s. */
 static void refuse_full(rill__tcp_server *srv, int fd, const struct sockaddr *sa, socklen_t len)
 {
-    char peer[128], msg[512];
+    char peer[128], why[256], msg[600];
     format_peer(sa, len, peer, sizeof peer);
-    snprintf(msg, sizeof msg,
-             "server %s is full: %d connections open (max_connections %d); refused %s",
-             srv->address, srv->nconns, srv->opts.max_connections, peer);
+    snprintf(why, sizeof why, "is full: %d connections open (max_connections %d); refused %s",
+             srv->nconns, srv->opts.max_connections, peer);
+    snprintf(msg, sizeof msg, "server %s %s", srv->address, why);
     uint8_t meta[600], raw[RILL__WIRE_HEADER_SIZE];
     size_t n = rill__error_meta_encode(RILL_UNAVAILABLE, msg, meta, sizeof meta);
     rill__frame_header h = {.version = RILL__WIRE_VERSION,
@@ -1806,7 +1807,7 @@ static void refuse_full(rill__tcp_server *srv, int fd, const struct sockaddr *sa
     ssize_t w = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
     (void)w;
     close(fd);
-    srv_refusal(srv, msg + strlen(srv->address) + 8); /* past "server <address> " */
+    srv_refusal(srv, why);
 }
 
 static void srv_accept(rill__tcp_server *srv)

@@ -7,19 +7,23 @@
  *    costs ~12 us here, a raw TCP round trip ~29 us); TCP_NODELAY; the request is sent with one
  *    sendmsg from the caller's iovecs (no copy); the reply payload is received straight into a
  *    buffer the caller names. Every wait has a deadline, and every error names the peer.
- *  - server: one epoll thread; each accepted connection first completes a handshake (version,
- *    plus proof of a shared secret when one is configured: HMAC-SHA512-256 (libsodium
- *    crypto_auth) over a random nonce the server sent) within a handshake deadline, or is closed.
- *    Requests run inline on the epoll thread; payloads are received straight into a buffer the
- *    handler may keep; responses go out with writev/sendmsg from the handler's buffers. Idle
- *    connections sleep in epoll and cost no CPU; garbage closes the connection, never the server.
+ *  - server: one epoll thread; each accepted connection first completes a handshake within a
+ *    handshake deadline, or is closed. Requests run inline on the epoll thread; payloads are
+ *    received straight into a buffer the handler may keep; responses go out with
+ *    writev/sendmsg from the handler's buffers. Idle connections sleep in epoll and cost no CPU;
+ *    garbage closes the connection, never the server.
  *
- * Handshake: on accept the server sends CHALLENGE (meta: u32 flags, bit 0 = secret required,
- * then a 32-byte nonce); the client answers HANDSHAKE (meta: u32 version, then a 32-byte tag =
- * crypto_auth(nonce || "rill-client", key) when it has a secret, key = BLAKE2b-256(secret)); the
- * server answers HANDSHAKE_OK or ERROR(UNAUTHENTICATED) and closes. Only then are REQUEST and
- * HEARTBEAT frames served. A connection that has started a frame must finish it within
- * io_timeout_s (a slow-loris guard); a connection between frames waits without a deadline.
+ * Handshake (wire version 2): on accept the server sends CHALLENGE (meta: u32 flags, bit 0 = a
+ * secret is required, bit 1 = encryption is; then its 32-byte nonce sn). The client answers
+ * HANDSHAKE (meta: u32 version, u32 flags (bit 1: encrypt), its nonce cn, the cluster id (32),
+ * the run id (16), u16 length + task name; then, with a secret, proof = HMAC-SHA512-256 under
+ * key = BLAKE2b-256(secret) of "rill-client" || sn || all of that). The server checks it, asks
+ * `admit` (cluster, task, run) and the per-task cap, and answers HANDSHAKE_OK (meta: u32 flags
+ * (bit 1: encrypted), its run id, then with a secret its own proof of "rill-server" || cn ||
+ * the whole HANDSHAKE meta || that) or ERROR, and closes. With a secret every later frame is
+ * followed by a 16-byte Poly1305 tag (frame_keys in transport.c). Only then are REQUEST, PUSH
+ * and HEARTBEAT frames served. A connection that has started a frame must finish it within
+ * io_timeout_s (a slow-loris guard); between frames it may idle for idle_timeout_s.
  */
 #ifndef RILL_DISTRIBUTED_TRANSPORT_H
 #define RILL_DISTRIBUTED_TRANSPORT_H
