@@ -110,8 +110,9 @@ kill_task() {
     return 0
 }
 
-# stop_ps NAME: SIGTERM (unless it has exited by itself: a ps ends once every worker finished)
-# and up to 10 s to stop; its exit status in RC.
+# stop_ps NAME: SIGTERM and up to 10 s to stop, for a ps that serves on (a worker was killed, so
+# not every worker finished); its exit status in RC. (A ps that ends by itself once every worker
+# has finished is reaped instead: a SIGTERM while it exits would kill it.)
 stop_ps() {
     [ -n "${PID[$1]:-}" ] && kill -TERM "${PID[$1]}" 2>/dev/null
     reap "$1" 10

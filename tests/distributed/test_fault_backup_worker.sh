@@ -2,7 +2,8 @@
 # A backup worker killed during synchronous training (examples/distributed --issync=1
 # --replicas_to_aggregate=1 with 2 workers: one gradient per global step, so worker 1 is a
 # backup; 1 ps + 2 workers as real processes on loopback): worker 1 gets SIGKILL mid-run and the
-# chief still reaches --train_steps, exits 0, and the ps stops cleanly. $1 is the build directory.
+# chief still reaches --train_steps, exits 0, and the ps, which serves on (the
+# killed backup never finished), stops cleanly on SIGTERM. $1 is the build directory.
 set -u
 . "$(dirname "$0")/../lib.sh" || exit 1
 . "$(dirname "$0")/cluster_lib.sh" || exit 1
