@@ -49,6 +49,7 @@
 #include <rill/rill.h>
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -469,6 +470,11 @@ int main(int argc, char **argv)
     if (is_ps) {
         /* server.join(): serve until every worker finished (or, --ps_join_forever, until
          * SIGTERM or SIGINT) */
+        /* join handles SIGTERM and SIGINT while it serves and puts back what it found: ignored,
+         * so that one coming while the ps exits by itself (a launcher, a script stopping the
+         * cluster) does not turn a clean exit into a killed one (143). */
+        signal(SIGTERM, SIG_IGN);
+        signal(SIGINT, SIG_IGN);
         rc = rill_server_join(server, s) == RILL_OK ? 0 : fail("serving", s);
         int total, done = rill_server_finished_tasks(server, &total);
         const char *env_forever = getenv("RILL_PS_JOIN_FOREVER");
