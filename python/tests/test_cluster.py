@@ -30,12 +30,14 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def start_ps():
+def start_ps(forever=False):
     """A ps task serving in its own process (PS above): (the process, the cluster of it and a
-    worker task 0 for this process)."""
+    worker task 0 for this process). forever: its join outlives the worker's sv.stop()
+    (RILL_PS_JOIN_FOREVER=1, TF's join), for a test that starts a chief again."""
     ps_addr, worker_addr = f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"
+    env = dict(os.environ, RILL_PS_JOIN_FOREVER="1") if forever else None
     ps = subprocess.Popen([sys.executable, "-c", PS, ps_addr, worker_addr], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True)
+                          stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert ps.stdout.readline().strip() == "serving"
     except BaseException:
@@ -142,7 +144,7 @@ def test_restarted_chief_keeps_the_live_model(tmp_path, capfd):
     """A chief restarted while the ps task (another process) kept a model newer than the latest
     checkpoint goes on from the live model instead of restoring over it (rill beyond TF), and
     says so; Supervisor(restore_over_live=True) restores the checkpoint, as TF does."""
-    ps, cluster = start_ps()
+    ps, cluster = start_ps(forever=True)
     try:
         server = tf.train.Server(cluster, job_name="worker", task_index=0)
         logdir = str(tmp_path / "logdir")
