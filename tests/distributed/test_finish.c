@@ -12,6 +12,7 @@
 #include "distributed/rpc.h"
 #include "distributed/transport.h"
 #include "distributed/wire.h"
+#include "net.h"
 #include "test.h"
 
 #include <rill/rill.h>
@@ -32,24 +33,13 @@ static double mono_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 /* "127.0.0.1:p1,127.0.0.1:p2,..." of n free ports. */
 static void hosts(char *out, size_t cap, int n)
 {
     size_t k = 0;
     out[0] = 0;
     for (int i = 0; i < n && k < cap; i++)
-        k += (size_t)snprintf(out + k, cap - k, "%s127.0.0.1:%d", i ? "," : "", free_port());
+        k += (size_t)snprintf(out + k, cap - k, "%s127.0.0.1:%d", i ? "," : "", test_free_port());
 }
 
 /* --- a ps's join on a thread of its own, watched with deadlines --- */

@@ -4,6 +4,7 @@
  * never comes up, a ps that goes away mid-run). */
 #include <rill/rill.h>
 
+#include "net.h"
 #include "test.h"
 
 #include <netinet/in.h>
@@ -22,17 +23,6 @@ static double mono_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
 }
 
 typedef struct model {
@@ -156,9 +146,9 @@ typedef struct trio {
 static bool trio_start(trio *t, rill_status *s)
 {
     char ps[32], w0[32], w1[32], workers[80];
-    snprintf(ps, sizeof ps, "127.0.0.1:%d", free_port());
-    snprintf(w0, sizeof w0, "127.0.0.1:%d", free_port());
-    snprintf(w1, sizeof w1, "127.0.0.1:%d", free_port());
+    snprintf(ps, sizeof ps, "127.0.0.1:%d", test_free_port());
+    snprintf(w0, sizeof w0, "127.0.0.1:%d", test_free_port());
+    snprintf(w1, sizeof w1, "127.0.0.1:%d", test_free_port());
     snprintf(workers, sizeof workers, "%s,%s", w0, w1);
     memset(t, 0, sizeof *t);
     t->c = rill_cluster_spec_from_hosts(ps, workers, s);
@@ -248,8 +238,8 @@ static void test_concurrent_steps(void)
     enum { NT = 4, STEPS = 400 };
     rill_status *s = rill_status_new();
     char ps[32], w0[32];
-    snprintf(ps, sizeof ps, "127.0.0.1:%d", free_port());
-    snprintf(w0, sizeof w0, "127.0.0.1:%d", free_port());
+    snprintf(ps, sizeof ps, "127.0.0.1:%d", test_free_port());
+    snprintf(w0, sizeof w0, "127.0.0.1:%d", test_free_port());
     rill_cluster_spec *c = rill_cluster_spec_from_hosts(ps, w0, s);
     rill_server *sp = c ? rill_server_new(c, "ps", 0, NULL, s) : NULL;
     rill_server *sw = sp ? rill_server_new(c, "worker", 0, NULL, s) : NULL;
@@ -366,9 +356,9 @@ static void test_split_over_ps(void)
         char hosts[256] = "", w0[32];
         for (int i = 0; i < P; i++) {
             size_t n = strlen(hosts);
-            snprintf(hosts + n, sizeof hosts - n, "%s127.0.0.1:%d", i ? "," : "", free_port());
+            snprintf(hosts + n, sizeof hosts - n, "%s127.0.0.1:%d", i ? "," : "", test_free_port());
         }
-        snprintf(w0, sizeof w0, "127.0.0.1:%d", free_port());
+        snprintf(w0, sizeof w0, "127.0.0.1:%d", test_free_port());
         rill_cluster_spec *c = rill_cluster_spec_from_hosts(hosts, w0, s);
         rill_server *ps[4] = {0}, *sw = NULL;
         bool up = c != NULL;
@@ -415,8 +405,8 @@ static void test_unreachable_ps(void)
 {
     rill_status *s = rill_status_new();
     char ps[32], wk[32];
-    snprintf(ps, sizeof ps, "127.0.0.1:%d", free_port()); /* nothing will listen there */
-    snprintf(wk, sizeof wk, "127.0.0.1:%d", free_port());
+    snprintf(ps, sizeof ps, "127.0.0.1:%d", test_free_port()); /* nothing will listen there */
+    snprintf(wk, sizeof wk, "127.0.0.1:%d", test_free_port());
     rill_cluster_spec *c = rill_cluster_spec_from_hosts(ps, wk, s);
     rill_server_options o = {.connect_deadline_s = 1};
     rill_server *sw = rill_server_new(c, "worker", 0, &o, s);
@@ -471,8 +461,8 @@ static void test_hung_ps(void)
 {
     rill_status *s = rill_status_new();
     char ps[32], wk[32];
-    snprintf(ps, sizeof ps, "127.0.0.1:%d", free_port());
-    snprintf(wk, sizeof wk, "127.0.0.1:%d", free_port());
+    snprintf(ps, sizeof ps, "127.0.0.1:%d", test_free_port());
+    snprintf(wk, sizeof wk, "127.0.0.1:%d", test_free_port());
     rill_cluster_spec *c = rill_cluster_spec_from_hosts(ps, wk, s);
     pid_t child = fork();
     if (child == 0) {
@@ -544,9 +534,9 @@ static bool cluster_start_with(cluster *c, int nps, const rill_server_options *o
     char ps[128] = "", wk[32];
     for (int i = 0; i < nps; i++) {
         size_t k = strlen(ps);
-        snprintf(ps + k, sizeof ps - k, "%s127.0.0.1:%d", i ? "," : "", free_port());
+        snprintf(ps + k, sizeof ps - k, "%s127.0.0.1:%d", i ? "," : "", test_free_port());
     }
-    snprintf(wk, sizeof wk, "127.0.0.1:%d", free_port());
+    snprintf(wk, sizeof wk, "127.0.0.1:%d", test_free_port());
     memset(c, 0, sizeof *c);
     c->spec = rill_cluster_spec_from_hosts(ps, wk, s);
     bool ok = c->spec != NULL;

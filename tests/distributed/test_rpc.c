@@ -9,6 +9,7 @@
 #include "distributed/master.h"
 #include "distributed/transport.h"
 #include "distributed/wire.h"
+#include "net.h"
 #include "test.h"
 
 #include <rill/rill.h>
@@ -458,17 +459,6 @@ static void test_fuzz(void)
     rill_status_free(s);
 }
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static rill__channel *connect_as(const char *addr, const rill__identity *id, rill_status *s)
 {
     rill__tcp_options o = {0};
@@ -557,9 +547,9 @@ static void test_strangers_and_handles(void)
 {
     rill_status *s = rill_status_new();
     char ps[32], wk[32], other[32];
-    snprintf(ps, sizeof ps, "127.0.0.1:%d", free_port());
-    snprintf(wk, sizeof wk, "127.0.0.1:%d", free_port());
-    snprintf(other, sizeof other, "127.0.0.1:%d", free_port());
+    snprintf(ps, sizeof ps, "127.0.0.1:%d", test_free_port());
+    snprintf(wk, sizeof wk, "127.0.0.1:%d", test_free_port());
+    snprintf(other, sizeof other, "127.0.0.1:%d", test_free_port());
     rill_cluster_spec *c = rill_cluster_spec_from_hosts(ps, wk, s);
     rill_cluster_spec *c2 = rill_cluster_spec_from_hosts(ps, other, s);
     rill_server *sp = c ? rill_server_new(c, "ps", 0, NULL, s) : NULL;

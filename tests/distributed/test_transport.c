@@ -6,6 +6,7 @@
 #include "distributed/transport.h"
 
 #include "core/core.h"
+#include "net.h"
 #include "test.h"
 
 #include <arpa/inet.h>
@@ -87,18 +88,6 @@ static bool echo_ok(rill__channel *ch, const char *meta)
 static double now(void)
 {
     return rill__now_seconds();
-}
-
-/* A free loopback port that nothing listens on. */
-static int dead_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
 }
 
 static int raw_connect(int port)
@@ -504,7 +493,7 @@ static void test_refused_and_silent_listener(void)
 {
     rill_status *s = rill_status_new();
     char addr[64];
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", dead_port());
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", test_free_port());
     CHECK(rill__tcp_connect(addr, NULL, 10, s) == NULL);
     CHECK_EQ_INT(rill_status_code(s), RILL_UNAVAILABLE);
     CHECK_STR_CONTAINS(rill_status_message(s), addr);
