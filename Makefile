@@ -32,7 +32,7 @@ VENV       := .venv
 VENV_PKGS  := tensorflow-cpu tensorboard 'numpy<2.4'
 
 .PHONY: all deps venv build build-werror build-asan build-clang build-fuzz fuzz run test test-fast bench bench-peers bench-baselines \
-        python test-python test-python-asan install clean format soak
+        python test-python test-python-asan pyroot test-python-dev install clean format soak
 
 all: build
 
@@ -173,6 +173,21 @@ test-python-asan: build-asan python
 	cd $(BUILD_SAN) && PYTHONPATH=$(CURDIR)/$(BUILD_SAN)/pyroot LD_PRELOAD=$(SAN_PRELOAD) \
 	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 RILL_EXPECT_SANITIZED=1 \
 	  $(CURDIR)/$(VENV)/bin/pytest -p no:cacheprovider $(CURDIR)/python/tests
+
+# Development: the extension built in $(BUILD) and the source tree's Python files (symlinked, so
+# edits are live) in $(BUILD)/pyroot, no pip install; `make test-python-dev PYTEST_ARGS=-k\ x`
+# runs pytest on it. VENV=/path/to/a/venv shares one virtualenv between work trees (read only).
+PYROOT := $(CURDIR)/$(BUILD)/pyroot
+PYTEST_ARGS ?=
+pyroot: build venv
+	cmake -S . -B $(BUILD) -DRILL_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(abspath $(VENV))/bin/python >/dev/null
+	cmake --build $(BUILD) -j $(JOBS) --target _rill
+	rm -rf $(PYROOT) && mkdir -p $(PYROOT)/rill && ln -s $(CURDIR)/python/rill/* $(PYROOT)/rill/ && \
+	  rm -f $(PYROOT)/rill/_rill.c && cp $(BUILD)/python/_rill*.so $(PYROOT)/rill/
+
+test-python-dev: pyroot
+	@$(VENV)/bin/python -c 'import pytest' 2>/dev/null || $(VENV)/bin/pip install -q pytest
+	PYTHONPATH=$(PYROOT) $(abspath $(VENV))/bin/pytest -p no:cacheprovider python/tests $(PYTEST_ARGS)
 
 # 8 workers train asynchronously for SOAK_SECONDS (600) under ASan while a stranger hammers the
 # ps's port; no leak, no error in a log, the ps's RSS flat after the warm-up (scripts/soak.sh).
