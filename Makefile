@@ -167,9 +167,9 @@ test-python: python
 SAN_PRELOAD = $$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)
 test-python-asan: build-asan python
 	cmake -S . -B $(BUILD_SAN) -DRILL_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(VENV)/bin/python >/dev/null
-	cmake --build $(BUILD_SAN) -j $(JOBS) --target _rill
+	cmake --build $(BUILD_SAN) -j $(JOBS) --target _rill _readers
 	rm -rf $(BUILD_SAN)/pyroot && mkdir -p $(BUILD_SAN)/pyroot && cp -r python/rill $(BUILD_SAN)/pyroot/ && \
-	  rm -f $(BUILD_SAN)/pyroot/rill/*.c && cp $(BUILD_SAN)/python/_rill*.so $(BUILD_SAN)/pyroot/rill/
+	  rm -f $(BUILD_SAN)/pyroot/rill/*.c && cp $(BUILD_SAN)/python/_*.so $(BUILD_SAN)/pyroot/rill/
 	cd $(BUILD_SAN) && PYTHONPATH=$(CURDIR)/$(BUILD_SAN)/pyroot LD_PRELOAD=$(SAN_PRELOAD) \
 	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 RILL_EXPECT_SANITIZED=1 \
 	  $(CURDIR)/$(VENV)/bin/pytest -p no:cacheprovider $(CURDIR)/python/tests
@@ -181,9 +181,9 @@ PYROOT := $(CURDIR)/$(BUILD)/pyroot
 PYTEST_ARGS ?=
 pyroot: build venv
 	cmake -S . -B $(BUILD) -DRILL_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(abspath $(VENV))/bin/python >/dev/null
-	cmake --build $(BUILD) -j $(JOBS) --target _rill
+	cmake --build $(BUILD) -j $(JOBS) --target _rill _readers
 	rm -rf $(PYROOT) && mkdir -p $(PYROOT)/rill && ln -s $(CURDIR)/python/rill/* $(PYROOT)/rill/ && \
-	  rm -f $(PYROOT)/rill/_rill.c && cp $(BUILD)/python/_rill*.so $(PYROOT)/rill/
+	  rm -f $(PYROOT)/rill/*.c && cp $(BUILD)/python/_*.so $(PYROOT)/rill/
 
 test-python-dev: pyroot
 	@$(VENV)/bin/python -c 'import pytest' 2>/dev/null || $(VENV)/bin/pip install -q pytest

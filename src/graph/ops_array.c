@@ -30,6 +30,28 @@ static void placeholder_shape(rill_node *n, rill_status *s)
     n->out_shapes[0] = sh ? sh->v.shape : rill_shape_unknown();
 }
 
+/* PlaceholderWithDefault(input): the input, unless fed; its shape is the shape attr, which the
+ * input's must fit (a feed may have any shape the attr allows). */
+static void placeholder_with_default_shape(rill_node *n, rill_status *s)
+{
+    const rill__attr *sh = rill__node_attr(n, "shape");
+    rill_shape in = rill__in_shape(n, 0), want = sh ? sh->v.shape : rill_shape_unknown();
+    bool ok = want.rank < 0 || in.rank < 0 || in.rank == want.rank;
+    for (int d = 0; ok && want.rank >= 0 && d < in.rank; d++)
+        ok = want.dims[d] < 0 || in.dims[d] < 0 || want.dims[d] == in.dims[d];
+    if (!ok) {
+        char a[96], b[96];
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Shapes must be equal rank, and dimensions must match for '%s' (op: "
+                        "'PlaceholderWithDefault'): the default's shape %s is not compatible "
+                        "with the requested shape %s",
+                        n->name, rill_shape_str(&in, a, sizeof a), rill_shape_str(&want, b, sizeof b));
+        return;
+    }
+    n->out_dtypes[0] = rill__in_dtype(n, 0);
+    n->out_shapes[0] = want;
+}
+
 static void same_as_input_shape(rill_node *n, rill_status *s)
 {
     (void)s;
@@ -255,6 +277,12 @@ const rill__op_def rill__ops_array[] = {
      .shape = placeholder_shape,
      .noutputs = 1,
      .type_attr = "dtype"},
+    {.name = "PlaceholderWithDefault",
+     .default_name = "PlaceholderWithDefault",
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .noutputs = 1,
+     .shape = placeholder_with_default_shape},
     {.name = "Identity",
      .default_name = "Identity",
      .min_inputs = 1,

@@ -371,6 +371,7 @@ const rill__kernel_def rill__cpu_kernels_array[] = {
     {.op = "Const", .device_type = "CPU", .dtype = ANY, .fn = const_kernel},
     {.op = "Placeholder", .device_type = "CPU", .dtype = ANY, .fn = placeholder_kernel},
     {.op = "Identity", .device_type = "CPU", .dtype = ANY, .fn = rill__cpu_identity},
+    {.op = "PlaceholderWithDefault", .device_type = "CPU", .dtype = ANY, .fn = rill__cpu_identity},
     {.op = "NoOp", .device_type = "CPU", .dtype = ANY, .fn = noop_kernel},
     {.op = "Reshape",
      .device_type = "CPU",

@@ -954,6 +954,8 @@ const rill__kernel_def rill__opencl_kernels_math[] = {
     K_INT("OnesLike", rill__cpu_ones_like),
     K_FLT("Identity", rill__cpu_identity, 0, 0),
     K_INT("Identity", rill__cpu_identity),
+    K_FLT("PlaceholderWithDefault", rill__cpu_identity, 0, 0),
+    K_INT("PlaceholderWithDefault", rill__cpu_identity),
     K_FLT("Reshape", rill__cpu_reshape, 2, 0),
     K_INT("Reshape", rill__cpu_reshape),
     K_FLT("ExpandDims", rill__cpu_expand_dims, 0, 0),

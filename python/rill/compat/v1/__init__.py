@@ -272,21 +272,157 @@ class Operation:
     def run(self, feed_dict=None, session=None):
         (session or get_default_session()).run(self, feed_dict)
 
+    @property
+    def node_def(self):
+        """The op as a NodeDef (name, op, device, inputs), as device functions read it."""
+        ins = [t.name if t.value_index else t.op.name for t in self.inputs]
+        ins += ["^" + op.name for op in self.control_inputs]
+        return NodeDef(name=self.name, op=self.type, device=self.device, input=ins)
+
     def __repr__(self):
         return f"<tf.Operation '{self.name}' type={self.type}>"
 
 
+class NodeDef:
+    """tf.NodeDef: the fields of a node that Python code reads (name, op, device, input)."""
+
+    def __init__(self, name="", op="", device="", input=None):
+        self.name, self.op, self.device = name, op, device
+        self.input = list(input or [])
+
+    def __repr__(self):
+        return f"name: {self.name!r} op: {self.op!r}"
+
+
+class Dimension:
+    """tf.Dimension (TF 1.x): one dimension of a TensorShape, its size or None (unknown, "?").
+    Compares equal to its int (and to None when unknown), and works as an int where one is
+    needed (int(), indexing, range(), numpy shapes); arithmetic with an unknown one is unknown."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value):
+        if isinstance(value, Dimension):
+            value = value._value
+        if value is not None:
+            v = int(value)
+            if v != value:
+                raise TypeError(f"Dimension value must be integer or None, got {value!r}")
+            if v < 0:
+                raise ValueError(f"Dimension {v} must be >= 0")
+            value = v
+        self._value = value
+
+    @property
+    def value(self):
+        return self._value
+
+    def __int__(self):
+        if self._value is None:
+            raise TypeError("int() argument must be a known Dimension, not '?'")
+        return self._value
+
+    __index__ = __int__
+
+    def __eq__(self, other):
+        o = other._value if isinstance(other, Dimension) else other
+        if self._value is None or o is None:
+            return None if (self._value is None) != (o is None) else True
+        try:
+            return self._value == int(o)
+        except (TypeError, ValueError):
+            return NotImplemented
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is None or eq is NotImplemented else not eq
+
+    def __hash__(self):
+        return hash(self._value)
+
+    def __bool__(self):
+        return bool(self._value)
+
+    def _arith(self, other, fn):
+        o = other._value if isinstance(other, Dimension) else other
+        if self._value is None or o is None:
+            return Dimension(None)
+        return Dimension(fn(self._value, int(o)))
+
+    def __add__(self, o):
+        return self._arith(o, lambda a, b: a + b)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return self._arith(o, lambda a, b: a - b)
+
+    def __rsub__(self, o):
+        return Dimension(o)._arith(self, lambda a, b: a - b)
+
+    def __mul__(self, o):
+        return self._arith(o, lambda a, b: a * b)
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, o):
+        return self._arith(o, lambda a, b: a // b)
+
+    def __truediv__(self, o):
+        return self.__floordiv__(o)
+
+    def __mod__(self, o):
+        return self._arith(o, lambda a, b: a % b)
+
+    def _cmp(self, o, fn):
+        o = o._value if isinstance(o, Dimension) else o
+        return None if self._value is None or o is None else fn(self._value, o)
+
+    def __lt__(self, o):
+        return self._cmp(o, lambda a, b: a < b)
+
+    def __le__(self, o):
+        return self._cmp(o, lambda a, b: a <= b)
+
+    def __gt__(self, o):
+        return self._cmp(o, lambda a, b: a > b)
+
+    def __ge__(self, o):
+        return self._cmp(o, lambda a, b: a >= b)
+
+    def __str__(self):
+        return "?" if self._value is None else str(self._value)
+
+    def __repr__(self):
+        return f"Dimension({self._value!r})"
+
+
+def dimension_value(dimension):
+    """tf.compat.dimension_value: the int (or None) of a Dimension or an int."""
+    return dimension.value if isinstance(dimension, Dimension) else dimension
+
+
 class TensorShape:
+    """tf.TensorShape (TF 1.x): a rank and dimensions, any of them unknown. Indexing gives a
+    Dimension (shape[1].value is its size), slicing a TensorShape, as_list() plain ints/None."""
+
     def __init__(self, dims):
-        self._dims = None if dims is None else [None if d is None else int(d) for d in dims]
+        if isinstance(dims, TensorShape):
+            dims = dims._dims
+        elif dims is not None and not hasattr(dims, "__iter__"):
+            dims = [dims]
+        self._dims = None if dims is None else [dimension_value(d) if isinstance(d, Dimension)
+                                                else None if d is None else int(d) for d in dims]
 
     @property
     def ndims(self):
         return None if self._dims is None else len(self._dims)
 
+    rank = ndims
+
     @property
     def dims(self):
-        return None if self._dims is None else list(self._dims)
+        return None if self._dims is None else [Dimension(d) for d in self._dims]
 
     def as_list(self):
         if self._dims is None:
@@ -296,24 +432,94 @@ class TensorShape:
     def is_fully_defined(self):
         return self._dims is not None and all(d is not None for d in self._dims)
 
+    def num_elements(self):
+        if not self.is_fully_defined():
+            return None
+        n = 1
+        for d in self._dims:
+            n *= d
+        return n
+
+    def is_compatible_with(self, other):
+        other = other if isinstance(other, TensorShape) else TensorShape(other)
+        if self._dims is None or other._dims is None:
+            return True
+        return len(self._dims) == len(other._dims) and all(
+            a is None or b is None or a == b for a, b in zip(self._dims, other._dims))
+
+    def merge_with(self, other):
+        other = other if isinstance(other, TensorShape) else TensorShape(other)
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Shapes {self} and {other} are not compatible")
+        if self._dims is None:
+            return TensorShape(other._dims)
+        if other._dims is None:
+            return TensorShape(self._dims)
+        return TensorShape([a if a is not None else b for a, b in zip(self._dims, other._dims)])
+
+    def assert_is_compatible_with(self, other):
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Shapes {self} and {TensorShape(other)} are incompatible")
+
+    def assert_has_rank(self, rank):
+        if self._dims is not None and len(self._dims) != rank:
+            raise ValueError(f"Shape {self} must have rank {rank}")
+
+    def with_rank(self, rank):
+        self.assert_has_rank(rank)
+        return self if self._dims is not None else TensorShape([None] * rank)
+
+    def concatenate(self, other):
+        other = other if isinstance(other, TensorShape) else TensorShape(other)
+        if self._dims is None or other._dims is None:
+            return TensorShape(None)
+        return TensorShape(self._dims + other._dims)
+
     def __iter__(self):
-        return iter(self._dims or [])
+        if self._dims is None:
+            raise ValueError("Cannot iterate over a shape with unknown rank.")
+        return iter([Dimension(d) for d in self._dims])
 
     def __len__(self):
         if self._dims is None:
             raise ValueError("Cannot take the length of shape with unknown rank.")
         return len(self._dims)
 
+    def __bool__(self):
+        return self._dims is not None
+
     def __getitem__(self, i):
-        return self._dims[i]
+        if self._dims is None:
+            return TensorShape(None) if isinstance(i, slice) else Dimension(None)
+        if isinstance(i, slice):
+            return TensorShape(self._dims[i])
+        return Dimension(self._dims[i])
 
     def __eq__(self, other):
-        if not isinstance(other, TensorShape):
-            other = TensorShape(other)
+        try:
+            other = other if isinstance(other, TensorShape) else TensorShape(other)
+        except (TypeError, ValueError):
+            return NotImplemented
         return self._dims == other._dims
 
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self):
+        return hash(None if self._dims is None else tuple(self._dims))
+
+    def __str__(self):
+        if self._dims is None:
+            return "<unknown>"
+        if len(self._dims) == 1:
+            return f"({'?' if self._dims[0] is None else self._dims[0]},)"
+        return "(" + ", ".join("?" if d is None else str(d) for d in self._dims) + ")"
+
     def __repr__(self):
-        return "TensorShape(None)" if self._dims is None else f"TensorShape({self._dims})"
+        if self._dims is None:
+            return "TensorShape(None)"
+        return "TensorShape([" + ", ".join(f"Dimension({d})" for d in self._dims) + "])"
 
 
 class Tensor:
@@ -454,6 +660,16 @@ def placeholder(dtype, shape=None, name=None):
     attrs["shape"] = ("shape", None if shape is None else
                       [None if d is None else int(d) for d in (shape.dims if isinstance(shape, TensorShape) else shape)])
     return get_default_graph()._make("Placeholder", name or "Placeholder", (), attrs).outputs[0]
+
+
+def placeholder_with_default(input, shape, name=None):
+    """The default value, unless a value is fed; shape may be less specific than the default's."""
+    x = convert_to_tensor(input)
+    attrs = {"shape": ("shape", None if shape is None else [
+        None if d is None else int(d)
+        for d in (shape.dims if isinstance(shape, TensorShape) else shape)])}
+    return get_default_graph()._make("PlaceholderWithDefault", name or "PlaceholderWithDefault",
+                                     (x,), attrs).outputs[0]
 
 
 def _binary(type, default, x, y, name):

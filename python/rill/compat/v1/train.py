@@ -495,3 +495,7 @@ class Supervisor:
     def summary_computed(self, sess, summary, global_step=None):
         step = -1 if global_step is None else int(global_step)
         self._sv.summary_computed(summary, step)
+
+# Reading back event files and checkpoints (tf.train.summary_iterator, NewCheckpointReader, ...)
+from .train_io import (NewCheckpointReader, list_variables, load_checkpoint,  # noqa: E402,F401
+                       load_variable, summary_iterator)
