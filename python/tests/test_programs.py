@@ -1,0 +1,208 @@
+"""TF 1.x programs as people publish them (python/tests/programs/p*.py), each run under real
+TensorFlow (programs/tf_reference.py: TF 2.x's compat.v1, as TF 1.15 ran them) and under
+`python -m rill.run` in the same test, and what they print compared.
+
+The comparison, per program (SPECS below):
+  - the printed lines as templates (every number replaced by '#') must be the same, line for
+    line: the same shapes, names, structure and number of lines;
+  - numpy's global generator is seeded alike on both sides (programs/site/sitecustomize.py), so a
+    program that draws its initial values with numpy starts from the same ones;
+  - chosen values (a regex with one group: the last match, or every match) must agree within a
+    tolerance that suits the program: exact for deterministic arithmetic, the noise of random
+    initial weights and shuffles for trained models (accuracy within 1 point, ...).
+TensorFlow's outputs are kept in RILL_PROGRAM_CACHE (keyed by the sources that make them), so the
+ASan run of the suite compares with the outputs the first run got without running TF again."""
+import hashlib
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAMS = os.path.join(HERE, "programs")
+SITE = os.path.join(PROGRAMS, "site")
+REFERENCE = os.path.join(PROGRAMS, "tf_reference.py")
+INPUT_DATA = os.path.join(HERE, "..", "rill", "compat", "v1", "examples", "tutorials", "mnist",
+                          "input_data.py")
+FASHION = "/usr/share/datasets/fashion-mnist"
+SANITIZED = os.environ.get("RILL_EXPECT_SANITIZED") == "1"
+
+NUM = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w])|\bnan\b|\binf\b")
+
+
+class Spec:
+    """checks: (regex with one group, tolerance, how): how is 'last' (the last match), 'all'
+    (every match, pairwise) or 'exact' (every match, as text); tolerance absolute, or relative
+    when given as a string ending in '%'."""
+
+    def __init__(self, checks=(), args=(), timeout=300, skip_lines=(), files=None):
+        self.checks, self.args, self.timeout = list(checks), list(args), timeout
+        self.skip_lines = [re.compile(p) for p in skip_lines]
+        self.files = files
+
+
+ACC = r"[Aa]ccuracy[:= ]+\s*([-\d.e]+)"
+SPECS = {}
+
+
+def _spec(name, **kw):
+    SPECS[name] = Spec(**kw)
+
+
+def _program_names():
+    return sorted(f for f in os.listdir(PROGRAMS) if re.match(r"p\d\d_.*\.py$", f))
+
+
+def _workdir(tmp_path, side):
+    d = tmp_path / side
+    d.mkdir()
+    # The programs read the MNIST tutorial's files from MNIST_data/ (Fashion-MNIST from Debian's
+    # package uses MNIST's names).
+    os.symlink(FASHION, d / "MNIST_data")
+    return d
+
+
+def _clean_env():
+    env = dict(os.environ)
+    for k in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS"):
+        env.pop(k, None)
+    env["PYTHONPATH"] = SITE
+    env["PROGRAM_NUMPY_SEED"] = "1234"
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
+def _run(cmd, cwd, env, timeout):
+    p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        pytest.fail(f"{' '.join(map(str, cmd))} exited {p.returncode}\n--- stdout\n{p.stdout[-4000:]}"
+                    f"\n--- stderr\n{p.stderr[-6000:]}")
+    return p.stdout
+
+
+def _tf_output(name, spec, tmp_path):
+    srcs = [os.path.join(PROGRAMS, name), REFERENCE, INPUT_DATA]
+    key = hashlib.sha256(b"".join(open(s, "rb").read() for s in srcs) +
+                         repr(spec.args).encode()).hexdigest()[:16]
+    cache = os.environ.get("RILL_PROGRAM_CACHE")
+    path = os.path.join(cache, f"{name}.{key}.out") if cache else None
+    if path and os.path.exists(path):
+        return open(path).read()
+    env = _clean_env()
+    try:
+        subprocess.run([sys.executable, "-c", "import tensorflow, tf_slim"], env=env, check=True,
+                       capture_output=True, timeout=120)
+    except subprocess.CalledProcessError:
+        pytest.skip("TensorFlow (and tf_slim) not importable in this interpreter's environment: "
+                    "`make venv` installs them")
+    out = _run([sys.executable, REFERENCE, os.path.join(PROGRAMS, name)] + spec.args,
+               _workdir(tmp_path, "tf"), env, spec.timeout)
+    if path:
+        os.makedirs(cache, exist_ok=True)
+        with open(path + ".tmp", "w") as f:
+            f.write(out)
+        os.replace(path + ".tmp", path)
+    return out
+
+
+def _rill_output(name, spec, tmp_path):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([SITE] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["PROGRAM_NUMPY_SEED"] = "1234"
+    return _run([sys.executable, "-m", "rill.run", os.path.join(PROGRAMS, name)] + spec.args,
+                _workdir(tmp_path, "rill"), env, spec.timeout * (4 if SANITIZED else 1))
+
+
+def _lines(out, spec):
+    return [l.rstrip() for l in out.splitlines()
+            if l.strip() and not any(p.search(l) for p in spec.skip_lines)]
+
+
+def _close(a, b, tol):
+    if isinstance(tol, str):
+        rel = float(tol.rstrip("%")) / 100
+        return abs(a - b) <= rel * max(abs(a), abs(b), 1e-12)
+    return abs(a - b) <= tol
+
+
+@pytest.mark.parametrize("name", _program_names())
+def test_program(name, tmp_path):
+    spec = SPECS.get(name, Spec())
+    tf_out = _tf_output(name, spec, tmp_path)
+    rill_out = _rill_output(name, spec, tmp_path)
+    report = f"\n--- TensorFlow\n{tf_out[-3000:]}\n--- rill\n{rill_out[-3000:]}"
+    tl, rl = _lines(tf_out, spec), _lines(rill_out, spec)
+    tt, rt = [NUM.sub("#", l) for l in tl], [NUM.sub("#", l) for l in rl]
+    assert tt == rt, "the printed lines differ in structure" + report
+    for regex, tol, how in spec.checks:
+        tv, rv = re.findall(regex, tf_out), re.findall(regex, rill_out)
+        assert tv and len(tv) == len(rv), f"{regex!r}: {len(tv)} vs {len(rv)} matches" + report
+        if how == "exact":
+            assert tv == rv, f"{regex!r}: {tv} vs {rv}" + report
+            continue
+        pairs = list(zip(tv, rv)) if how == "all" else [(tv[-1], rv[-1])]
+        for a, b in pairs:
+            assert _close(float(a), float(b), tol), \
+                f"{regex!r}: TensorFlow {a}, rill {b} (tolerance {tol})" + report
+
+
+# --- the programs' specs ---
+
+_spec("p01_basic_operations.py", checks=[(r"(.+)", 0, "exact")])
+# numpy draws W and b alike on both sides: the trajectories agree to float32 rounding
+_spec("p02_linear_regression.py", checks=[(r"W= ([-\d.e]+)", 1e-3, "all"),
+                                          (r"b= ([-\d.e]+)", 1e-2, "all"),
+                                          (r"cost= ([-\d.e]+)", "0.5%", "all")])
+_spec("p03_logistic_regression.py", checks=[(ACC, 0.01, "last"),
+                                            (r"cost= ([-\d.e]+)", "3%", "last")])
+# the 5000 neighbours and 200 test images are a random draw (input_data reseeds numpy from the
+# OS unless a graph seed is set, as TF's does): the accuracy agrees within that draw's noise
+_spec("p04_nearest_neighbor.py", checks=[(ACC, 0.08, "last")])
+_spec("p05_mlp_layers.py", checks=[(ACC, 0.015, "last"), (r"(\S+:0 \(.*\))", 0, "exact")])
+_spec("p06_cnn_layers.py", checks=[(ACC, 0.025, "last"), (r"(\S+:0 \(.*\))", 0, "exact"),
+                                   (r"(logits: .*)", 0, "exact")])
+_spec("p07_autoencoder.py", checks=[(r"Test reconstruction loss: ([-\d.e]+)", "15%", "last"),
+                                    (r"(Reconstruction shape: .*)", 0, "exact")])
+_spec("p08_gan.py", checks=[(r"(Generated: .*)", 0, "exact")])
+_spec("p09_word2vec.py", checks=[(r"(Most common words: .*)", 0, "exact"),
+                                 (r"(Vocabulary size: .*)", 0, "exact"),
+                                 (r"Average Loss= ([-\d.e]+)", "30%", "last"),
+                                 (r"same topic: (\d+)", 6, "last")])
+_spec("p10_estimator.py", checks=[(ACC, 0.03, "last"), (r"(Evaluated at step: .*)", 0, "exact"),
+                                  (r"(Checkpoint: .*)", 0, "exact"),
+                                  (r"(Predictions: \d+) labels", 0, "exact")],
+      skip_lines=[r"^INFO|^WARNING"])
+_spec("p11_tfdata.py", checks=[(r"Training Accuracy= ([-\d.e]+)", 0.08, "last"),
+                               (r"(Test batches: .*)", 0, "exact"), (r"(squares: .*)", 0, "exact"),
+                               (r"(zip: .*)", 0, "exact"), (r"(skip/take: .*)", 0, "exact"),
+                               (r"(types: .*)", 0, "exact"), (r"(shapes: .*)", 0, "exact")])
+_spec("p12_queue_images.py", checks=[(r"(batch: .*)", 0, "exact"), (r"(Batches read: .*)", 0, "exact"),
+                                     (r"(Brightness tells .*)", 0, "exact")])
+_spec("p13_save_restore.py", checks=[(ACC, 0.02, "all"), (r"(Restored .*)", 0, "exact"),
+                                     (r"(Model \w+ \w+ file: .*)", 0, "exact"),
+                                     (r"^(\S+ \[.*\])$", 0, "exact")])
+_spec("p14_tensorboard_basic.py", checks=[(ACC, 0.01, "last"), (r"(Summary ops: .*)", 0, "exact"),
+                                          (r"(Tags: .*)", 0, "exact"), (r"(Event files: .*)", 0, "exact"),
+                                          (r"(Ops in Loss scope: .*)", 0, "exact")])
+_spec("p15_tensorboard_advanced.py", checks=[(ACC, 0.015, "last"), (r"(Tags: .*)", 0, "exact")])
+_spec("p16_multigpu.py", checks=[(ACC, 0.04, "last"), (r"(Variables: .*)", 0, "exact")])
+_spec("p17_metrics.py", checks=[(ACC, 0.01, "last"), (r"Precision: ([\d.]+)", 0.02, "last"),
+                                (r"Recall: ([\d.]+)", 0.02, "last"), (r"AUC: ([\d.]+)", 0.01, "last"),
+                                (r"Mean loss: ([\d.]+)", "5%", "last"),
+                                (r"(Local variables: .*)", 0, "exact"), (r"(After reset: .*)", 0, "exact")])
+_spec("p18_batchnorm.py", checks=[(ACC, 0.02, "last"), (r"(update ops: .*)", 0, "exact"),
+                                  (r"(batch_normalization\S* .*)", 0, "exact"),
+                                  (r"(moving mean moved: .*)", 0, "exact")])
+_spec("p19_contrib_layers.py", checks=[(r"test accuracy ([\d.]+)", 0.025, "last"),
+                                       (r"(global step: .*)", 0, "exact"),
+                                       (r"(regularization losses: .*)", 0, "exact"),
+                                       (r"(\S+:0 \(.*\))", 0, "exact")])
+# zeros initial values and fixed data: the trajectories are the same up to float32 rounding
+_spec("p20_lr_decay.py", checks=[(r"loss ([\d.]+)", 2e-4, "all"), (r"W \[\s*([-\d.]+)", 2e-3, "all"),
+                                 (r"(step \d+ lr [\d.]+ slots .*)", 0, "exact"),
+                                 (r"(piecewise: .*)", 0, "exact"), (r"(polynomial: .*)", 0, "exact")])
+_spec("p21_random_ops.py", checks=[(r"(.+)", 0, "exact")])
+_spec("p22_losses.py", checks=[(NUM.pattern, 1e-4, "all")])
