@@ -1007,5 +1007,6 @@ import types as _types  # noqa: E402
 io = _types.SimpleNamespace(gfile=gfile.io_gfile)
 from .graph_collections import *  # noqa: E402,F401,F403  (tf.get_collection, tf.GraphKeys, ...)
 from .initializers import *  # noqa: E402,F401,F403  (glorot, variance scaling, ...)
+from . import layers  # noqa: E402,F401  (tf.layers)
 graph_collections._install(Graph)
 initializers = initializers._namespace()  # noqa: F811  (tf.initializers)

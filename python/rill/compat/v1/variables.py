@@ -178,6 +178,9 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
         yield scope
     finally:
         stack.pop()
+        for k in counts:  # TF's close_variable_subscopes: inner default names count afresh
+            if k.startswith(full + "/"):
+                counts[k] = 0
         if pushed:
             g._g.pop_name_scope()
 
