@@ -576,15 +576,25 @@ class BatchNormalization(Layer):
         """TF's assign_moving_average: var -= (var - value) * (1 - momentum) [* weight]."""
         tf = _tf()
         g = tf.get_default_graph()
-        with tf.name_scope("AssignMovingAvg"):
-            scope = g._g.name_scope()  # the op takes the scope's name, as TF's
+        # the op takes its scope's name, as TF's: the scope is entered as an absolute prefix so
+        # that the name stays free for the op
+        prefix, i = g._g.name_scope(), 0
+        name = "AssignMovingAvg"
+        while g._g.find(prefix + name) is not None:
+            i += 1
+            name = f"AssignMovingAvg_{i}"
+        full = prefix + name
+        g._g.push_name_scope(full + "/")
+        try:
             decay = tf.subtract(1.0, tf.constant(self.momentum, dtype=var.dtype))
             delta = tf.multiply(tf.subtract(var.value(), value), decay)
             if weight is not None:
                 delta = delta * weight
+        finally:
+            g._g.pop_name_scope()
         g._g.push_name_scope("/")
         try:
-            op = g._make("AssignSub", scope.rstrip("/"), (var.value(), delta))
+            op = g._make("AssignSub", full, (var.value(), delta))
         finally:
             g._g.pop_name_scope()
         return op
