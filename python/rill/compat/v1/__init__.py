@@ -1007,6 +1007,8 @@ import types as _types  # noqa: E402
 io = _types.SimpleNamespace(gfile=gfile.io_gfile)
 from .graph_collections import *  # noqa: E402,F401,F403  (tf.get_collection, tf.GraphKeys, ...)
 from .initializers import *  # noqa: E402,F401,F403  (glorot, variance scaling, ...)
-from . import layers  # noqa: E402,F401  (tf.layers)
+from . import layers, losses, contrib, logging  # noqa: E402,F401  (tf.layers, ...)
+from . import learning_rate_decay as _lrd  # noqa: E402
+_lrd._install(train)  # tf.train.exponential_decay, ...
 graph_collections._install(Graph)
 initializers = initializers._namespace()  # noqa: F811  (tf.initializers)
