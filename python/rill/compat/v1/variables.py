@@ -210,7 +210,7 @@ def _default_initializer(name, dt):
     from .initializers import glorot_uniform_initializer
     if dt.is_floating:
         return glorot_uniform_initializer()
-    if dt.is_integer or dt == tf.bool:
+    if dt in (tf.int32, tf.int64, tf.bool):
         return tf.zeros_initializer()
     raise ValueError(f"An initializer for variable {name} of {dt.name} is required")
 
