@@ -13,6 +13,8 @@ import types
 from .compat import v1 as _v1
 
 _ALIASES = ("tensorflow", "tensorflow.compat", "tensorflow.compat.v1")
+# the contrib submodules rill has (every other tensorflow.contrib.x stays an ImportError)
+_CONTRIB = ("tensorflow.contrib", "tensorflow.contrib.layers", "tensorflow.contrib.framework")
 
 
 def _compat_module():
@@ -26,6 +28,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name, path=None, target=None):
         if name in _ALIASES:
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        if name in _CONTRIB:
+            return importlib.machinery.ModuleSpec(name, self, is_package=name == _CONTRIB[0])
         if name.startswith("tensorflow."):
             raise ImportError(f"rill.run: '{name}' is not part of rill's TensorFlow API "
                               "(tensorflow, tensorflow.compat.v1 are); see docs/PYTHON.md")
@@ -34,6 +38,9 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec):
         if spec.name == "tensorflow.compat":
             return _compat_module()
+        if spec.name in _CONTRIB:
+            import importlib
+            return importlib.import_module("rill.compat.v1" + spec.name[len("tensorflow"):])
         return _v1
 
     def exec_module(self, module):
