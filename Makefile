@@ -27,9 +27,11 @@ DEB_PKGS   := build-essential cmake pkg-config libdnnl-dev zlib1g-dev libsodium-
 # The project's virtualenv: TensorFlow's checkpoint reader and TensorBoard's event reader, with
 # which tests/interop checks that rill's files are read as TensorFlow's (and the benchmarks' baselines).
 VENV       := .venv
-# numpy below 2.4: the seed's programs print shape-(1,) arrays with "%f", which numpy 2.4 refuses
-# (on TensorFlow too); docs/PYTHON.md.
-VENV_PKGS  := tensorflow-cpu tensorboard 'numpy<2.4'
+# TensorFlow 2.15: the last release whose tf.compat.v1 still has all of TF 1.x's model-building
+# API that published programs use (tf.estimator, tf.layers on Keras 2); python/tests/test_programs.py
+# runs them on it as the reference. tf-slim is TF 1.15's contrib.layers/framework, maintained
+# (programs/tf_reference.py maps tf.contrib onto it). numpy below 2 (TF 2.15's requirement).
+VENV_PKGS  := 'tensorflow-cpu==2.15.1' 'tensorboard<2.16' 'numpy<2' tf-slim
 
 .PHONY: all deps venv build build-werror build-asan build-clang build-fuzz fuzz run test test-fast bench bench-peers bench-baselines \
         python test-python test-python-asan pyroot test-python-dev install clean format soak
@@ -39,14 +41,14 @@ all: build
 deps:
 	@scripts/install-deps.sh $(DEB_PKGS)
 
-# Makes $(VENV) and installs $(VENV_PKGS) from PyPI when they are missing; quick when they are there.
+# Makes $(VENV) and installs $(VENV_PKGS) from PyPI when they are missing or another TensorFlow is
+# there; quick when they are.
 venv: deps
 	@test -x $(VENV)/bin/python || { echo "creating the virtualenv $(VENV)"; python3 -m venv $(VENV); }
-	@$(VENV)/bin/python -c 'import importlib.util as u, sys; \
-	  sys.exit(any(u.find_spec(m) is None for m in ("tensorflow", "tensorboard")))' || \
+	@$(VENV)/bin/python -c 'import importlib.util as u, importlib.metadata as m, sys; \
+	  sys.exit(any(u.find_spec(x) is None for x in ("tensorflow", "tensorboard", "tf_slim")) or \
+	           not m.version("tensorflow-cpu").startswith("2.15."))' 2>/dev/null || \
 	  { echo "installing into $(VENV): $(VENV_PKGS)"; $(VENV)/bin/pip install -q $(VENV_PKGS); }
-	@$(VENV)/bin/python -c 'import numpy, sys; sys.exit(tuple(map(int, numpy.__version__.split(".")[:2])) >= (2, 4))' || \
-	  { echo "installing into $(VENV): numpy<2.4"; $(VENV)/bin/pip install -q 'numpy<2.4'; }
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
@@ -139,7 +141,7 @@ bench-peers: build venv bench-baselines python
 
 # TensorFlow and PyTorch from PyPI into the project's virtualenv, for bench/baseline_*.py.
 bench-baselines: venv
-	$(VENV)/bin/pip install -q numpy torch
+	$(VENV)/bin/pip install -q 'numpy<2' torch
 
 # The Python package into $(VENV): scikit-build-core configures the project's CMake in
 # $(BUILD_PY)/<wheel tag> and builds the extension with warnings as errors, as the tests' builds
