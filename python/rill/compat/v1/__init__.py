@@ -1032,3 +1032,4 @@ from .summary import SessionLog, Summary  # noqa: E402,F401  (tf.Summary, tf.Ses
 import types as _types  # noqa: E402
 
 io = _types.SimpleNamespace(gfile=gfile.io_gfile)
+from . import data  # noqa: E402,F401  (tf.data)
