@@ -1228,3 +1228,4 @@ from . import learning_rate_decay as _lrd  # noqa: E402
 _lrd._install(train)  # tf.train.exponential_decay, ...
 graph_collections._install(Graph)
 initializers = initializers._namespace()  # noqa: F811  (tf.initializers)
+from . import data  # noqa: E402,F401  (tf.data)
