@@ -25,16 +25,16 @@ typedef struct rill__var {
 
 typedef struct rill__kctx {
     const rill_node *node;
-    rill_tensor *const *inputs;   /* ninputs entries; NULL for reference inputs */
-    rill__var *const *vars;       /* ninputs entries; the variable behind each reference input */
-    rill__var *var;               /* VariableV2 nodes: the node's own variable */
-    rill_tensor **outputs;        /* noutputs entries, to be set by the kernel */
-    rill_tensor **recycle;        /* noutputs entries: last step's outputs (may be NULL) */
-    void **state;                 /* this node's persistent per-session state */
-    rill_status *status;          /* NULL until rill__kctx_fail; the executor frees it */
-    rill__threadpool *pool;       /* intra-op pool (may be NULL: run inline) */
-    rill__device *device;         /* the device the node runs on (CPU:0 for host kernels) */
-    uint32_t host_memory_outputs; /* from the kernel def: outputs allocated in host memory */
+    rill_tensor *const *inputs;    /* ninputs entries; NULL for reference inputs */
+    rill__var *const *vars;        /* ninputs entries; the variable behind each reference input */
+    rill__var *var;                /* VariableV2 nodes: the node's own variable */
+    rill_tensor **outputs;         /* noutputs entries, to be set by the kernel */
+    rill_tensor **recycle;         /* noutputs entries: last step's outputs (may be NULL) */
+    void **state;                  /* this node's persistent per-session state */
+    rill_status *status;           /* NULL until rill__kctx_fail; the executor frees it */
+    rill__threadpool *pool;        /* intra-op pool (may be NULL: run inline) */
+    rill__device *device;          /* the device the node runs on (CPU:0 for host kernels) */
+    uint32_t host_memory_outputs;  /* from the kernel def: outputs allocated in host memory */
     struct rill__resource_mgr *rm; /* the session's resources (queues, accumulators) */
     const atomic_uint *cancel;     /* the session's cancel counter (NULL: never cancelled) */
     unsigned cancel_gen;           /* its value when the step began */
@@ -104,6 +104,26 @@ void *rill__resource_lookup(rill__resource_mgr *rm, const char *kind, const char
  * manager's lock while fn runs (resources live as long as rm). */
 void rill__resource_each(rill__resource_mgr *rm, const char *kind, void (*fn)(void *arg, void *obj),
                          void *arg);
+
+/* --- running a function body from a kernel (a dataset's map or filter function) ---
+ * A body is a part of the kernel's own graph: argument outputs fed, result outputs fetched.
+ * Running it takes a session, which lives in the runtime, a later layer: the runtime installs
+ * its runner here when it makes its first session (rill__function_runner_set), and a kernel
+ * asks for it (NULL: no runtime in this process, which cannot happen for a kernel a session
+ * runs). */
+typedef struct rill__function_runner {
+    /* A runner of g's nodes whose variables live in rm (borrowed; both outlive the handle),
+     * single-threaded, plans cached per signature. NULL with s set on failure. */
+    void *(*open)(rill_graph *g, rill__resource_mgr *rm, rill_status *s);
+    /* Feeds args[0..nin) with in (borrowed) and fetches outs[0..nout) into out (new
+     * references), under the calling step's deadline (0: none) and timeout (for messages). */
+    rill_code (*run)(void *h, double deadline, int64_t timeout_ms, const rill_output *args,
+                     rill_tensor *const *in, int nin, const rill_output *outs, rill_tensor **out,
+                     int nout, rill_status *s);
+    void (*close)(void *h); /* NULL is a no-op */
+} rill__function_runner;
+void rill__function_runner_set(const rill__function_runner *r);
+const rill__function_runner *rill__function_runner_get(void);
 
 /* --- the cluster a server's manager belongs to, as its kernels see it --- */
 /* Set by the distributed layer when a server publishes its task: every task of the cluster as

@@ -6,6 +6,7 @@
 #include "kernel.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <string.h>
 
 extern const rill__kernel_def rill__cpu_kernels_array[];
@@ -55,6 +56,18 @@ static const rill__kernel_def *const *tables(void)
         NULL,
     };
     return t;
+}
+
+static _Atomic(const rill__function_runner *) function_runner;
+
+void rill__function_runner_set(const rill__function_runner *r)
+{
+    atomic_store(&function_runner, r);
+}
+
+const rill__function_runner *rill__function_runner_get(void)
+{
+    return atomic_load(&function_runner);
 }
 
 const rill__kernel_def *rill__kernel_lookup(const char *op, const char *device_type,

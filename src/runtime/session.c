@@ -113,9 +113,36 @@ struct rill_session {
     int ndevs;
     rill__placement placement;
     bool own_rm;
-    void *remote; /* a session on a server's target: the distributed master runs it */
+    void *remote;       /* a session on a server's target: the distributed master runs it */
     atomic_uint cancel; /* bumped by rill_session_cancel */
 };
+
+/* --- the function runner kernels use (kernels/kernel.h): a one-thread session on the body's
+ * graph sharing the caller's resource manager --- */
+static void *function_open(rill_graph *g, rill__resource_mgr *rm, rill_status *s)
+{
+    rill_session_options *o = rill_session_options_new();
+    rill_session_options_set_inter_op_threads(o, 1);
+    rill_session_options_set_intra_op_threads(o, 1);
+    rill_session *sess = rill__session_new_with_rm(g, o, rm, s);
+    rill_session_options_free(o);
+    return sess;
+}
+
+static rill_code function_run(void *h, double deadline, int64_t timeout_ms, const rill_output *args,
+                              rill_tensor *const *in, int nin, const rill_output *outs,
+                              rill_tensor **out, int nout, rill_status *s)
+{
+    rill__deadline d = {deadline, timeout_ms, 0, 0};
+    return rill__session_run_until(h, d, args, in, nin, outs, out, nout, NULL, 0, s);
+}
+
+static void function_close(void *h)
+{
+    rill_session_free(h);
+}
+
+static const rill__function_runner function_runner = {function_open, function_run, function_close};
 
 rill_session *rill_session_new(rill_graph *g, const rill_session_options *o, rill_status *s)
 {
@@ -125,6 +152,7 @@ rill_session *rill_session_new(rill_graph *g, const rill_session_options *o, ril
 rill_session *rill__session_new_with_rm(rill_graph *g, const rill_session_options *o,
                                         rill__resource_mgr *rm, rill_status *s)
 {
+    rill__function_runner_set(&function_runner);
     if (!g) {
         rill_status_set(s, RILL_INVALID_ARGUMENT, "rill_session_new: graph is NULL");
         return NULL;
@@ -271,16 +299,16 @@ rill_code rill_session_run_with_options(rill_session *sess, const rill_run_optio
                                         rill_node *const *targets, int ntargets, rill_status *s)
 {
     int64_t ms = options && options->timeout_ms > 0 ? options->timeout_ms
-                 : sess                              ? sess->opts.operation_timeout_ms
-                                                     : 0;
+                 : sess                             ? sess->opts.operation_timeout_ms
+                                                    : 0;
     rill__deadline d = {ms > 0 ? rill__now_seconds() + (double)ms / 1000.0 : 0, ms, 0, 0};
     return rill__session_run_until(sess, d, feeds, feed_values, nfeeds, fetches, fetch_values,
                                    nfetches, targets, ntargets, s);
 }
 
 static rill__plan *session_plan(rill_session *sess, const rill_output *feeds, int nfeeds,
-                                const rill_output *fetches, int nfetches,
-                                rill_node *const *targets, int ntargets, rill_status *s);
+                                const rill_output *fetches, int nfetches, rill_node *const *targets,
+                                int ntargets, rill_status *s);
 
 rill_code rill__session_run_until(rill_session *sess, rill__deadline d, const rill_output *feeds,
                                   rill_tensor *const *feed_values, int nfeeds,
@@ -313,8 +341,8 @@ rill_code rill__session_run_until(rill_session *sess, rill__deadline d, const ri
         return RILL_INVALID_ARGUMENT;
     }
     if (sess->remote)
-        return remote_ops->run(sess->remote, d, feeds, feed_values, nfeeds, fetches,
-                               fetch_values, nfetches, targets, ntargets, s);
+        return remote_ops->run(sess->remote, d, feeds, feed_values, nfeeds, fetches, fetch_values,
+                               nfetches, targets, ntargets, s);
     rill__plan *p = session_plan(sess, feeds, nfeeds, fetches, nfetches, targets, ntargets, s);
     if (!p) return rill_status_code(s);
     return rill__plan_run(p, feed_values, fetch_values, d, s);
@@ -338,8 +366,8 @@ bool rill__session_run_async(rill_session *sess, rill__deadline d, const rill_ou
 
 /* The plan of this (feeds, fetches, targets), made and cached on first use; NULL with s set. */
 static rill__plan *session_plan(rill_session *sess, const rill_output *feeds, int nfeeds,
-                                const rill_output *fetches, int nfetches,
-                                rill_node *const *targets, int ntargets, rill_status *s)
+                                const rill_output *fetches, int nfetches, rill_node *const *targets,
+                                int ntargets, rill_status *s)
 {
     int64_t kbuf[64];
     int nkey = make_key(feeds, nfeeds, fetches, nfetches, targets, ntargets, kbuf, 64);

@@ -31,8 +31,6 @@
  *     sequence again. The order is not TF's (TF uses Philox); the seeds' determinism is. */
 #include "cpu_kernels.h"
 
-#include "../../runtime/runtime.h"
-
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -779,7 +777,7 @@ struct fn_obj {
     rill_graph *g;
     rill_output *args, *outs;
     int nargs, nouts;
-    rill_session *sess;
+    void *runner; /* the runtime's handle (rill__function_runner) */
     rill__resource_mgr *rm;
     char *op; /* "map" or "filter" and the node: "MapDataset 'map/MapDataset'" */
 };
@@ -787,7 +785,8 @@ struct fn_obj {
 static void fn_unref(fn_obj *f)
 {
     if (!f || atomic_fetch_sub(&f->refs, 1) != 1) return;
-    rill_session_free(f->sess);
+    const rill__function_runner *fr = rill__function_runner_get();
+    if (f->runner && fr) fr->close(f->runner);
     pthread_mutex_destroy(&f->mu);
     rill__free(f->args);
     rill__free(f->outs);
@@ -878,21 +877,19 @@ static bool fn_call(fn_obj *f, dctx *c, rill_tensor *const *in, int nin, rill_te
                         f->op, f->nargs, nin);
         return false;
     }
-    pthread_mutex_lock(&f->mu);
-    if (!f->sess) {
-        rill_session_options *o = rill_session_options_new();
-        rill_session_options_set_inter_op_threads(o, 1);
-        rill_session_options_set_intra_op_threads(o, 1);
-        f->sess = rill__session_new_with_rm(f->g, o, f->rm, c->s);
-        rill_session_options_free(o);
+    const rill__function_runner *fr = rill__function_runner_get();
+    if (!fr) {
+        rill_status_set(c->s, RILL_INTERNAL, "%s: no runtime to run its function", f->op);
+        return false;
     }
-    rill_session *sess = f->sess;
+    pthread_mutex_lock(&f->mu);
+    if (!f->runner) f->runner = fr->open(f->g, f->rm, c->s);
+    void *h = f->runner;
     pthread_mutex_unlock(&f->mu);
-    if (!sess) return false;
-    rill__deadline d = {c->deadline, c->timeout_ms, 0, 0};
+    if (!h) return false;
     rill_status *s = rill_status_new();
     rill_code code =
-        rill__session_run_until(sess, d, f->args, in, nin, f->outs, out, f->nouts, NULL, 0, s);
+        fr->run(h, c->deadline, c->timeout_ms, f->args, in, nin, f->outs, out, f->nouts, s);
     if (code != RILL_OK)
         rill_status_set(c->s, code, "%s (in the function of %s)", rill_status_message(s), f->op);
     rill_status_free(s);
