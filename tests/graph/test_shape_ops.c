@@ -115,7 +115,7 @@ static void test_values(void)
                 rill_output xs[2];
                 rill_tensor *xt[2];
                 for (int i = 0; i < c->nin; i++) {
-                    char nm[8];
+                    char nm[16];
                     snprintf(nm, sizeof nm, "x%d", i);
                     xs[i] = rill_placeholder(
                         g, dt, known ? rill_shape_make(2, XD) : rill_shape_unknown(), nm);
@@ -178,9 +178,10 @@ static void test_splits_and_makers(void)
     rill_op_builder_set_float(b, "delta", -2);
     rill_op_builder_set_type(b, "Tidx", RILL_INT64);
     rill_node *r = rill_op_builder_finish(b);
+    rill_tensor *ids = oc_tensor(RILL_INT64, (int64_t[1]){3}, 1, (double[3]){2, -1, 0});
     b = rill_op_builder_new(g, "OneHot", NULL);
-    rill_op_builder_add_input(
-        b, rill_const(g, oc_tensor(RILL_INT64, (int64_t[1]){3}, 1, (double[3]){2, -1, 0}), NULL));
+    rill_op_builder_add_input(b, rill_const(g, ids, NULL));
+    rill_tensor_free(ids);
     rill_op_builder_set_int(b, "depth", 3);
     rill_op_builder_set_float(b, "on_value", 4);
     rill_op_builder_set_int(b, "axis", 0);
