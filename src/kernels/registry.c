@@ -21,6 +21,8 @@ extern const rill__kernel_def rill__cpu_kernels_fused[];
 extern const rill__kernel_def rill__cpu_kernels_select[];
 extern const rill__kernel_def rill__cpu_kernels_conv[];
 extern const rill__kernel_def rill__cpu_kernels_dataset[];
+extern const rill__kernel_def rill__cpu_kernels_reduce[];
+extern const rill__kernel_def rill__cpu_kernels_shape[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -53,6 +55,8 @@ static const rill__kernel_def *const *tables(void)
         rill__opencl_kernels_select,
         rill__opencl_kernels_array,
 #endif
+        rill__cpu_kernels_reduce,
+        rill__cpu_kernels_shape,
         NULL,
     };
     return t;

@@ -1215,6 +1215,16 @@ def executing_eagerly():
 from . import train  # noqa: E402,F401  (tf.train)
 from . import app, flags, gfile  # noqa: E402,F401  (tf.app, tf.app.flags = tf.flags, tf.gfile)
 from ._ops import *  # noqa: E402,F401,F403  (math, array, reductions, tf.gradients)
+from ._array_ops import *  # noqa: E402,F401,F403  (reductions, shape ops: tf.concat, tf.stack, ...)
+
+
+def __getattr__(name):  # tf.range without shadowing the builtin range in this module
+    from . import _array_ops
+    if name in _array_ops.RANGE_NAMES:
+        return getattr(_array_ops, _array_ops.RANGE_NAMES[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 from . import nn  # noqa: E402,F401  (tf.nn)
 from . import summary  # noqa: E402,F401  (tf.summary)
 from .summary import SessionLog, Summary  # noqa: E402,F401  (tf.Summary, tf.SessionLog)
