@@ -658,7 +658,7 @@ def placeholder(dtype, shape=None, name=None):
     dt = as_dtype(dtype)
     attrs = {"dtype": _attr_type(dt)}
     attrs["shape"] = ("shape", None if shape is None else
-                      [None if d is None else int(d) for d in (shape.dims if isinstance(shape, TensorShape) else shape)])
+                      [None if d is None else int(d) for d in (shape._dims if isinstance(shape, TensorShape) else shape)])
     return get_default_graph()._make("Placeholder", name or "Placeholder", (), attrs).outputs[0]
 
 
@@ -667,7 +667,7 @@ def placeholder_with_default(input, shape, name=None):
     x = convert_to_tensor(input)
     attrs = {"shape": ("shape", None if shape is None else [
         None if d is None else int(d)
-        for d in (shape.dims if isinstance(shape, TensorShape) else shape)])}
+        for d in (shape._dims if isinstance(shape, TensorShape) else shape)])}
     return get_default_graph()._make("PlaceholderWithDefault", name or "PlaceholderWithDefault",
                                      (x,), attrs).outputs[0]
 

@@ -204,7 +204,7 @@ def unstack(value, num=None, axis=0, name="unstack"):
     x = _t(value)
     axis = _int(axis, "the axis", "Unpack")
     if num is None:
-        dims = x.shape.dims
+        dims = x.shape._dims
         if dims is None:
             raise ValueError(f"Cannot infer argument `num` from shape {x.shape}")
         if not -len(dims) <= axis < len(dims):

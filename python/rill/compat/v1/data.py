@@ -60,7 +60,7 @@ def _shape_spec(shape):
     """[rank, dims...] for output_shapes (rank -1: unknown; dim -1: unknown)."""
     if shape.ndims is None:
         return [-1]
-    return [shape.ndims] + [-1 if d is None else int(d) for d in shape.dims]
+    return [shape.ndims] + [-1 if d is None else int(d) for d in shape._dims]
 
 
 def _const64(v, name):
@@ -99,10 +99,10 @@ class Dataset:
             if slices:
                 if s.ndims == 0:
                     raise ValueError("Unbatching a tensor is only supported for rank >= 1")
-                s = tf.TensorShape(None if s.ndims is None else s.dims[1:])
+                s = tf.TensorShape(None if s.ndims is None else s._dims[1:])
             shapes.append(s)
         if slices:
-            d0 = {t.shape.dims[0] for t in flat if t.shape.ndims and t.shape.dims[0] is not None}
+            d0 = {t.shape._dims[0] for t in flat if t.shape.ndims and t.shape._dims[0] is not None}
             if len(d0) > 1:
                 a, b = sorted(d0)[:2]
                 raise ValueError(f"Dimensions {a} and {b} are not compatible")
@@ -166,7 +166,7 @@ class Dataset:
         tf = _v1()
         g = tf.get_default_graph()
         with g.control_dependencies(None), g.name_scope(f"{kind}_fn"):
-            args = [tf.placeholder(t, s.dims, name=f"arg{i}")
+            args = [tf.placeholder(t, s._dims, name=f"arg{i}")
                     for i, (t, s) in enumerate(zip(self._types, self._shapes))]
             element = args[0] if self._structure is None else _pack(self._structure, args)
             if isinstance(element, tuple) and not hasattr(element, "_fields"):
@@ -201,7 +201,7 @@ class Dataset:
         bs = _const64(batch_size, "batch_size")
         dr = tf.constant(bool(drop_remainder), dtype=_bool, name="drop_remainder")
         lead = int(batch_size) if drop_remainder else None
-        shapes = [tf.TensorShape(None) if s.ndims is None else tf.TensorShape([lead] + s.dims)
+        shapes = [tf.TensorShape(None) if s.ndims is None else tf.TensorShape([lead] + s._dims)
                   for s in self._shapes]
         return self._unary("BatchDatasetV2", [bs, dr], shapes=shapes)
 
