@@ -19,6 +19,7 @@ extern const rill__kernel_def rill__cpu_kernels_io[];
 extern const rill__kernel_def rill__cpu_kernels_fused[];
 extern const rill__kernel_def rill__cpu_kernels_select[];
 extern const rill__kernel_def rill__cpu_kernels_conv[];
+extern const rill__kernel_def rill__cpu_kernels_elementwise[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -42,6 +43,7 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_fused,
         rill__cpu_kernels_select,
         rill__cpu_kernels_conv,
+        rill__cpu_kernels_elementwise,
 #ifdef RILL_HAVE_OPENCL
         rill__opencl_kernels_math,
         rill__opencl_kernels_nn,
@@ -85,6 +87,16 @@ static const char *tf_dtype_name(rill_dtype t)
         return "DT_HALF";
     case RILL_STRING:
         return "DT_STRING";
+    case RILL_INT8:
+        return "DT_INT8";
+    case RILL_INT16:
+        return "DT_INT16";
+    case RILL_UINT8:
+        return "DT_UINT8";
+    case RILL_UINT16:
+        return "DT_UINT16";
+    case RILL_BFLOAT16:
+        return "DT_BFLOAT16";
     default:
         return "DT_INVALID";
     }
