@@ -102,10 +102,8 @@ def leaky_relu(features, alpha=0.2, name=None):
 
 def logical_xor(x, y, name="LogicalXor"):
     """(x | y) & ~(x & y), as TF composes it."""
-    tf = _tf()
-    with tf.name_scope(name):
-        a = logical_or(x, y)  # noqa: F821
-        b = logical_not(logical_and(x, y))  # noqa: F821
+    a = logical_or(x, y)  # noqa: F821
+    b = logical_not(logical_and(x, y))  # noqa: F821
     return logical_and(a, b, name=name)  # noqa: F821
 
 
