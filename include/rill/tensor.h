@@ -21,9 +21,14 @@ typedef enum rill_dtype {
     RILL_FLOAT = 1,
     RILL_DOUBLE = 2,
     RILL_INT32 = 3,
+    RILL_UINT8 = 4,
+    RILL_INT16 = 5,
+    RILL_INT8 = 6,
     RILL_STRING = 7,
     RILL_INT64 = 9,
     RILL_BOOL = 10,
+    RILL_BFLOAT16 = 14,
+    RILL_UINT16 = 17,
     RILL_HALF = 19,
 } rill_dtype;
 
@@ -31,6 +36,10 @@ typedef enum rill_dtype {
 typedef uint16_t rill_half;
 rill_half rill_half_from_float(float f);
 float rill_half_to_float(rill_half h);
+/* bfloat16 storage: a float's top 16 bits (from float rounds to nearest even; NaN stays NaN). */
+typedef uint16_t rill_bfloat16;
+rill_bfloat16 rill_bfloat16_from_float(float f);
+float rill_bfloat16_to_float(rill_bfloat16 h);
 
 #define RILL_MAX_DIMS 8
 
@@ -56,10 +65,13 @@ const char *rill_shape_str(const rill_shape *s, char *buf, size_t n);
 
 /* Bytes per element; 0 for RILL_STRING and invalid dtypes (strings are not flat). */
 size_t rill_dtype_size(rill_dtype t);
-/* "float", "double", "int32", "int64", "bool", "half", "string": the names TF prints. */
+/* "float", "double", "int32", "int64", "bool", "half", "string", "int8", "int16", "uint8",
+ * "uint16", "bfloat16": the names TF prints. */
 const char *rill_dtype_name(rill_dtype t);
 bool rill_dtype_is_valid(rill_dtype t);
-bool rill_dtype_is_float(rill_dtype t);
+bool rill_dtype_is_float(rill_dtype t); /* float, double, half, bfloat16 */
+/* int8, int16, int32, int64, uint8, uint16 */
+bool rill_dtype_is_integer(rill_dtype t);
 
 typedef struct rill_tensor rill_tensor;
 

@@ -183,6 +183,10 @@ static int npy_of(rill_dtype t)
     case RILL_BOOL: return NPY_BOOL;
     case RILL_HALF: return NPY_FLOAT16;
     case RILL_STRING: return NPY_OBJECT;
+    case RILL_INT8: return NPY_INT8;
+    case RILL_INT16: return NPY_INT16;
+    case RILL_UINT8: return NPY_UINT8;
+    case RILL_UINT16: return NPY_UINT16;
     default: return -1;
     }
 }
@@ -196,6 +200,10 @@ static rill_dtype rill_of_npy(int n)
     case NPY_INT64: return RILL_INT64;
     case NPY_BOOL: return RILL_BOOL;
     case NPY_FLOAT16: return RILL_HALF;
+    case NPY_INT8: return RILL_INT8;
+    case NPY_INT16: return RILL_INT16;
+    case NPY_UINT8: return RILL_UINT8;
+    case NPY_UINT16: return RILL_UINT16;
     default: return RILL_DT_INVALID;
     }
 }
@@ -240,6 +248,10 @@ static PyObject *array_of(rill_tensor *t)
     int nt = npy_of(dt);
     if (nt < 0) {
         rill_tensor_free(t);
+        if (dt == RILL_BFLOAT16)
+            return PyErr_Format(PyExc_TypeError,
+                                "cannot fetch a bfloat16 tensor: numpy has no bfloat16 dtype "
+                                "(tf.cast it to float32 in the graph and fetch that)");
         return PyErr_Format(PyExc_TypeError, "rill dtype %s has no numpy equivalent",
                             rill_dtype_name(dt));
     }
@@ -382,6 +394,12 @@ static rill_tensor *tensor_of(PyObject *obj, rill_dtype want)
         return t;
     }
     int nt = want == RILL_DT_INVALID ? NPY_NOTYPE : npy_of(want);
+    if (want == RILL_BFLOAT16) {
+        PyErr_Format(PyExc_TypeError,
+                     "cannot feed a bfloat16 tensor: numpy has no bfloat16 dtype (feed float32 "
+                     "and tf.cast it to bfloat16 in the graph)");
+        return NULL;
+    }
     if (want != RILL_DT_INVALID && nt < 0) {
         PyErr_Format(PyExc_TypeError, "cannot convert to %s", rill_dtype_name(want));
         return NULL;

@@ -25,7 +25,13 @@ size_t rill_dtype_size(rill_dtype t)
     case RILL_BOOL:
         return 1;
     case RILL_HALF:
+    case RILL_BFLOAT16:
+    case RILL_INT16:
+    case RILL_UINT16:
         return 2;
+    case RILL_INT8:
+    case RILL_UINT8:
+        return 1;
     default:
         return 0;
     }
@@ -48,6 +54,16 @@ const char *rill_dtype_name(rill_dtype t)
         return "half";
     case RILL_STRING:
         return "string";
+    case RILL_INT8:
+        return "int8";
+    case RILL_INT16:
+        return "int16";
+    case RILL_UINT8:
+        return "uint8";
+    case RILL_UINT16:
+        return "uint16";
+    case RILL_BFLOAT16:
+        return "bfloat16";
     default:
         return "invalid";
     }
@@ -60,7 +76,33 @@ bool rill_dtype_is_valid(rill_dtype t)
 
 bool rill_dtype_is_float(rill_dtype t)
 {
-    return t == RILL_FLOAT || t == RILL_DOUBLE || t == RILL_HALF;
+    return t == RILL_FLOAT || t == RILL_DOUBLE || t == RILL_HALF || t == RILL_BFLOAT16;
+}
+
+bool rill_dtype_is_integer(rill_dtype t)
+{
+    return t == RILL_INT8 || t == RILL_INT16 || t == RILL_INT32 || t == RILL_INT64 ||
+           t == RILL_UINT8 || t == RILL_UINT16;
+}
+
+/* --- bfloat16 (round to nearest even, as TF's float -> bfloat16 Cast) --- */
+
+rill_bfloat16 rill_bfloat16_from_float(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (rill_bfloat16)((x >> 16) | 0x40u); /* NaN */
+    uint32_t lsb = (x >> 16) & 1u;
+    x += 0x7fffu + lsb;
+    return (rill_bfloat16)(x >> 16);
+}
+
+float rill_bfloat16_to_float(rill_bfloat16 h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
 }
 
 /* --- half precision (round to nearest even) --- */
@@ -463,6 +505,16 @@ double rill_tensor_get_double(const rill_tensor *t, int64_t i)
         return ((const uint8_t *)d)[i] ? 1.0 : 0.0;
     case RILL_HALF:
         return rill_half_to_float(((const rill_half *)d)[i]);
+    case RILL_BFLOAT16:
+        return rill_bfloat16_to_float(((const rill_bfloat16 *)d)[i]);
+    case RILL_INT8:
+        return ((const int8_t *)d)[i];
+    case RILL_INT16:
+        return ((const int16_t *)d)[i];
+    case RILL_UINT8:
+        return ((const uint8_t *)d)[i];
+    case RILL_UINT16:
+        return ((const uint16_t *)d)[i];
     default:
         return NAN;
     }
@@ -478,6 +530,14 @@ int64_t rill_tensor_get_int64(const rill_tensor *t, int64_t i)
         return ((const int64_t *)d)[i];
     case RILL_BOOL:
         return ((const uint8_t *)d)[i] != 0;
+    case RILL_INT8:
+        return ((const int8_t *)d)[i];
+    case RILL_INT16:
+        return ((const int16_t *)d)[i];
+    case RILL_UINT8:
+        return ((const uint8_t *)d)[i];
+    case RILL_UINT16:
+        return ((const uint16_t *)d)[i];
     default: {
         /* A float out of int64's range (or NaN) must not reach the cast: that is undefined. */
         double v = rill_tensor_get_double(t, i);
@@ -552,6 +612,8 @@ static bool round_trips(rill_dtype t, double v, const char *s)
         return (float)r == (float)v;
     case RILL_HALF:
         return rill_half_from_float((float)r) == rill_half_from_float((float)v);
+    case RILL_BFLOAT16:
+        return rill_bfloat16_from_float((float)r) == rill_bfloat16_from_float((float)v);
     default:
         return r == v;
     }

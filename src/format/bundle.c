@@ -241,6 +241,7 @@ int64_t rill__count_nonfinite(rill_dtype t, const void *p, int64_t n)
     case RILL_FLOAT: NONFINITE_COUNT(uint32_t, UINT32_C(0x7f800000));
     case RILL_DOUBLE: NONFINITE_COUNT(uint64_t, UINT64_C(0x7ff0000000000000));
     case RILL_HALF: NONFINITE_COUNT(uint16_t, (uint16_t)0x7c00);
+    case RILL_BFLOAT16: NONFINITE_COUNT(uint16_t, (uint16_t)0x7f80);
     default: return 0;
     }
 }

@@ -18,16 +18,30 @@ extern const rill__op_def rill__ops_slice[];
 extern const rill__op_def rill__ops_dataset[];
 extern const rill__op_def rill__ops_reduce[];
 extern const rill__op_def rill__ops_shape[];
+extern const rill__op_def rill__ops_elementwise[];
 
+/* One table a line (a new op file appends its own). */
 const rill__op_def *rill__op_lookup(const char *name)
 {
-    static const rill__op_def *const tables[] = {rill__ops_array,   rill__ops_math,
-                                                 rill__ops_nn,      rill__ops_conv,
-                                                 rill__ops_state,   rill__ops_sendrecv,
-                                                 rill__ops_summary, rill__ops_data_flow,
-                                                 rill__ops_io,      rill__ops_slice,
-                                                 rill__ops_dataset, rill__ops_reduce,
-                                                 rill__ops_shape,   NULL};
+    // clang-format off
+    static const rill__op_def *const tables[] = {
+        rill__ops_array,
+        rill__ops_math,
+        rill__ops_nn,
+        rill__ops_conv,
+        rill__ops_state,
+        rill__ops_sendrecv,
+        rill__ops_summary,
+        rill__ops_data_flow,
+        rill__ops_io,
+        rill__ops_slice,
+        rill__ops_dataset,
+        rill__ops_reduce,
+        rill__ops_shape,
+        rill__ops_elementwise,
+        NULL,
+    };
+    // clang-format on
     for (const rill__op_def *const *t = tables; *t; t++)
         for (const rill__op_def *d = *t; d->name; d++)
             if (strcmp(d->name, name) == 0) return d;

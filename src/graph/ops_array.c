@@ -385,6 +385,21 @@ rill_output rill_const_scalar(rill_graph *g, rill_dtype t, double v, const char 
     case RILL_HALF:
         *(rill_half *)d = rill_half_from_float((float)v);
         break;
+    case RILL_BFLOAT16:
+        *(rill_bfloat16 *)d = rill_bfloat16_from_float((float)v);
+        break;
+    case RILL_INT8:
+        *(int8_t *)d = (int8_t)v;
+        break;
+    case RILL_INT16:
+        *(int16_t *)d = (int16_t)v;
+        break;
+    case RILL_UINT8:
+        *(uint8_t *)d = (uint8_t)v;
+        break;
+    case RILL_UINT16:
+        *(uint16_t *)d = (uint16_t)v;
+        break;
     default:
         break;
     }

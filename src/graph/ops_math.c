@@ -10,12 +10,14 @@
 
 #include <string.h>
 
-static const char *const numeric_names = "float, double, half, int32, int64";
+static const char *const numeric_names =
+    "float, double, half, int32, int64, int8, int16, uint8, uint16, bfloat16";
 
 static bool numeric(rill_dtype t)
 {
     return t == RILL_FLOAT || t == RILL_DOUBLE || t == RILL_HALF || t == RILL_INT32 ||
-           t == RILL_INT64;
+           t == RILL_INT64 || t == RILL_INT8 || t == RILL_INT16 || t == RILL_UINT8 ||
+           t == RILL_UINT16 || t == RILL_BFLOAT16;
 }
 
 bool rill__broadcast_shapes(const rill_node *n, const rill_shape *a, const rill_shape *b,

@@ -23,6 +23,7 @@ extern const rill__kernel_def rill__cpu_kernels_conv[];
 extern const rill__kernel_def rill__cpu_kernels_dataset[];
 extern const rill__kernel_def rill__cpu_kernels_reduce[];
 extern const rill__kernel_def rill__cpu_kernels_shape[];
+extern const rill__kernel_def rill__cpu_kernels_elementwise[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -47,6 +48,7 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_select,
         rill__cpu_kernels_conv,
         rill__cpu_kernels_dataset,
+        rill__cpu_kernels_elementwise,
 #ifdef RILL_HAVE_OPENCL
         rill__opencl_kernels_math,
         rill__opencl_kernels_nn,
@@ -104,6 +106,16 @@ static const char *tf_dtype_name(rill_dtype t)
         return "DT_HALF";
     case RILL_STRING:
         return "DT_STRING";
+    case RILL_INT8:
+        return "DT_INT8";
+    case RILL_INT16:
+        return "DT_INT16";
+    case RILL_UINT8:
+        return "DT_UINT8";
+    case RILL_UINT16:
+        return "DT_UINT16";
+    case RILL_BFLOAT16:
+        return "DT_BFLOAT16";
     default:
         return "DT_INVALID";
     }

@@ -240,7 +240,7 @@ static bool finite_on_disk(const char *prefix)
     bool ok = r != NULL;
     for (int i = 0; ok && i < rill_checkpoint_reader_num_tensors(r); i++) {
         rill_dtype t = rill_checkpoint_reader_dtype(r, i);
-        if (t != RILL_FLOAT && t != RILL_DOUBLE && t != RILL_HALF) continue;
+        if (!rill_dtype_is_float(t)) continue;
         rill_tensor *v = rill_checkpoint_reader_get_tensor(r, rill_checkpoint_reader_name(r, i), s);
         ok = v && rill__count_nonfinite(t, rill_tensor_data(v), rill_tensor_num_elements(v)) == 0;
         rill_tensor_free(v);

@@ -45,7 +45,7 @@ static void test_dtypes(void)
     CHECK(rill_dtype_is_valid(RILL_FLOAT));
     CHECK(rill_dtype_is_valid(RILL_STRING));
     CHECK(!rill_dtype_is_valid(RILL_DT_INVALID));
-    CHECK(!rill_dtype_is_valid((rill_dtype)5));
+    CHECK(!rill_dtype_is_valid((rill_dtype)8)); /* DT_COMPLEX64: rill lacks it */
     CHECK(rill_dtype_is_float(RILL_FLOAT));
     CHECK(rill_dtype_is_float(RILL_DOUBLE));
     CHECK(rill_dtype_is_float(RILL_HALF));

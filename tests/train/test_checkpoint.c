@@ -1003,13 +1003,13 @@ static void test_crafted_tables(rill_status *s)
     expect_loss(open_crafted(&e, &e, s), s, "bad BundleHeaderProto");
 
     /* dtypes rill lacks are listed but not read; so are partitioned variables. */
-    make_entry(&e, 4 /* DT_UINT8 */, 2, 0, 2, false);
+    make_entry(&e, 11 /* DT_QINT8 */, 2, 0, 2, false);
     r = open_crafted(&h, &e, s);
     if (CHECK(r != NULL)) {
-        CHECK_EQ_INT(rill_checkpoint_reader_dtype(r, 0), 4);
+        CHECK_EQ_INT(rill_checkpoint_reader_dtype(r, 0), 11);
         CHECK(rill_checkpoint_reader_get_tensor(r, "v", s) == NULL);
         CHECK_EQ_INT(rill_status_code(s), RILL_UNIMPLEMENTED);
-        CHECK_STR_CONTAINS(rill_status_message(s), "dtype 4");
+        CHECK_STR_CONTAINS(rill_status_message(s), "dtype 11");
     }
     rill_checkpoint_reader_free(r);
     make_entry(&e, RILL_FLOAT, 2, 0, 0, true);

@@ -120,16 +120,84 @@ void rill__cpu_expand_dims(rill__kctx *ctx)
     set_view(ctx, in, &out);
 }
 
-/* Converts n elements between any two numeric dtypes through double (exact for all values of
- * float, int32 and half; int64 beyond 2^53 goes through an int64 path). */
+/* Converts n elements between any two numeric dtypes (and bool) as TF's Cast does on x86-64:
+ * integers convert exactly or wrap modulo the target's width (static_cast); a float to an
+ * integer truncates toward zero, and one out of int32's range (or NaN) gives int32's minimum
+ * before narrowing (cvttss2si; int64: int64's minimum); anything to bool is != 0 (NaN: true);
+ * floats convert through double (exact for every value but int64's past 2^53, which go
+ * through an int64 path). */
+static bool int_src(rill_dtype t)
+{
+    return rill_dtype_is_integer(t) || t == RILL_BOOL;
+}
+
+static int64_t get_i64(rill_dtype t, const void *src, int64_t i)
+{
+    switch (t) {
+    case RILL_INT8: return ((const int8_t *)src)[i];
+    case RILL_INT16: return ((const int16_t *)src)[i];
+    case RILL_INT32: return ((const int32_t *)src)[i];
+    case RILL_INT64: return ((const int64_t *)src)[i];
+    case RILL_UINT8: return ((const uint8_t *)src)[i];
+    case RILL_UINT16: return ((const uint16_t *)src)[i];
+    case RILL_BOOL: return ((const uint8_t *)src)[i] != 0;
+    default: return 0;
+    }
+}
+
+static double get_f64(rill_dtype t, const void *src, int64_t i)
+{
+    switch (t) {
+    case RILL_FLOAT: return ((const float *)src)[i];
+    case RILL_DOUBLE: return ((const double *)src)[i];
+    case RILL_HALF: return rill_half_to_float(((const rill_half *)src)[i]);
+    case RILL_BFLOAT16: return rill_bfloat16_to_float(((const rill_bfloat16 *)src)[i]);
+    default: return (double)get_i64(t, src, i);
+    }
+}
+
+static void put_i64(rill_dtype t, void *dst, int64_t i, int64_t v)
+{
+    uint64_t u = (uint64_t)v;
+    switch (t) {
+    case RILL_INT8: ((int8_t *)dst)[i] = (int8_t)(uint8_t)u; break;
+    case RILL_INT16: ((int16_t *)dst)[i] = (int16_t)(uint16_t)u; break;
+    case RILL_INT32: ((int32_t *)dst)[i] = (int32_t)(uint32_t)u; break;
+    case RILL_INT64: ((int64_t *)dst)[i] = v; break;
+    case RILL_UINT8: ((uint8_t *)dst)[i] = (uint8_t)u; break;
+    case RILL_UINT16: ((uint16_t *)dst)[i] = (uint16_t)u; break;
+    case RILL_BOOL: ((uint8_t *)dst)[i] = v != 0; break;
+    case RILL_FLOAT: ((float *)dst)[i] = (float)v; break;
+    case RILL_DOUBLE: ((double *)dst)[i] = (double)v; break;
+    case RILL_HALF: ((rill_half *)dst)[i] = rill_half_from_float((float)v); break;
+    case RILL_BFLOAT16: ((rill_bfloat16 *)dst)[i] = rill_bfloat16_from_float((float)v); break;
+    default: break;
+    }
+}
+
+static void put_f64(rill_dtype t, void *dst, int64_t i, double v)
+{
+    switch (t) {
+    case RILL_FLOAT: ((float *)dst)[i] = (float)v; break;
+    case RILL_DOUBLE: ((double *)dst)[i] = v; break;
+    case RILL_HALF: ((rill_half *)dst)[i] = rill_half_from_float((float)v); break;
+    case RILL_BFLOAT16: ((rill_bfloat16 *)dst)[i] = rill_bfloat16_from_float((float)v); break;
+    case RILL_BOOL: ((uint8_t *)dst)[i] = v != 0; break;
+    case RILL_INT64:
+        ((int64_t *)dst)[i] =
+            v == v && v > -9223372036854777856.0 && v < 9223372036854775808.0 ? (int64_t)v
+                                                                               : INT64_MIN;
+        break;
+    default: /* the 32-bit truncation, then narrowed */
+        put_i64(t, dst, i, v == v && v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN);
+        break;
+    }
+}
+
 void rill__convert(rill_dtype to, void *dst, rill_dtype from, const void *src, int64_t n)
 {
     if (to == from) {
         memcpy(dst, src, (size_t)n * rill_dtype_size(to));
-        return;
-    }
-    if (to == RILL_INT64 && from == RILL_INT32) {
-        for (int64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = ((const int32_t *)src)[i];
         return;
     }
     if (to == RILL_FLOAT && from == RILL_DOUBLE) {
@@ -140,53 +208,10 @@ void rill__convert(rill_dtype to, void *dst, rill_dtype from, const void *src, i
         for (int64_t i = 0; i < n; i++) ((double *)dst)[i] = ((const float *)src)[i];
         return;
     }
-    for (int64_t i = 0; i < n; i++) {
-        double v;
-        switch (from) {
-        case RILL_FLOAT:
-            v = ((const float *)src)[i];
-            break;
-        case RILL_DOUBLE:
-            v = ((const double *)src)[i];
-            break;
-        case RILL_INT32:
-            v = ((const int32_t *)src)[i];
-            break;
-        case RILL_INT64:
-            v = (double)((const int64_t *)src)[i];
-            break;
-        case RILL_BOOL:
-            v = ((const uint8_t *)src)[i] ? 1 : 0;
-            break;
-        case RILL_HALF:
-            v = rill_half_to_float(((const rill_half *)src)[i]);
-            break;
-        default:
-            v = 0;
-        }
-        switch (to) {
-        case RILL_FLOAT:
-            ((float *)dst)[i] = (float)v;
-            break;
-        case RILL_DOUBLE:
-            ((double *)dst)[i] = v;
-            break;
-        case RILL_INT32:
-            ((int32_t *)dst)[i] = (int32_t)v;
-            break;
-        case RILL_INT64:
-            ((int64_t *)dst)[i] = (int64_t)v;
-            break;
-        case RILL_BOOL:
-            ((uint8_t *)dst)[i] = v != 0;
-            break;
-        case RILL_HALF:
-            ((rill_half *)dst)[i] = rill_half_from_float((float)v);
-            break;
-        default:
-            break;
-        }
-    }
+    if (int_src(from))
+        for (int64_t i = 0; i < n; i++) put_i64(to, dst, i, get_i64(from, src, i));
+    else
+        for (int64_t i = 0; i < n; i++) put_f64(to, dst, i, get_f64(from, src, i));
 }
 
 void rill__cpu_cast(rill__kctx *ctx)

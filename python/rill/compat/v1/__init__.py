@@ -17,6 +17,7 @@ from ... import _rill
 from . import errors  # noqa: F401  (tf.errors)
 from .dtypes import (DType, as_dtype, bool, float16, float32, float64, half,  # noqa: F401
                      int32, int64, string)
+from .dtypes import bfloat16, int8, int16, uint8, uint16  # noqa: F401,E402
 
 __all__ = []
 
@@ -601,6 +602,61 @@ class Tensor:
 
     def __matmul__(self, o):
         return matmul(self, o)
+
+    # python/rill/compat/v1/_math_ops.py: TF's operators (== and != stay identity in TF 1.x)
+    def __pow__(self, o):
+        return _math_ops._op_pow(self, o)
+
+    def __rpow__(self, o):
+        return _math_ops._op_rpow(self, o)
+
+    def __mod__(self, o):
+        return _math_ops._op_mod(self, o)
+
+    def __rmod__(self, o):
+        return _math_ops._op_rmod(self, o)
+
+    def __floordiv__(self, o):
+        return _math_ops._op_floordiv(self, o)
+
+    def __rfloordiv__(self, o):
+        return _math_ops._op_rfloordiv(self, o)
+
+    def __abs__(self):
+        return _math_ops.abs(self)
+
+    def __lt__(self, o):
+        return _math_ops.less(self, o)
+
+    def __le__(self, o):
+        return _math_ops.less_equal(self, o)
+
+    def __gt__(self, o):
+        return _math_ops.greater(self, o)
+
+    def __ge__(self, o):
+        return _math_ops.greater_equal(self, o)
+
+    def __and__(self, o):
+        return _math_ops._op_and(self, o)
+
+    def __rand__(self, o):
+        return _math_ops._op_and(o, self)
+
+    def __or__(self, o):
+        return _math_ops._op_or(self, o)
+
+    def __ror__(self, o):
+        return _math_ops._op_or(o, self)
+
+    def __xor__(self, o):
+        return _math_ops._op_xor(self, o)
+
+    def __rxor__(self, o):
+        return _math_ops._op_xor(o, self)
+
+    def __invert__(self):
+        return _math_ops.logical_not(self, name="LogicalNot")
 
     def __getitem__(self, key):
         return _ops._getitem(self, key)
@@ -1225,6 +1281,8 @@ def __getattr__(name):  # tf.range without shadowing the builtin range in this m
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+from . import _math_ops  # noqa: E402
+from ._math_ops import *  # noqa: E402,F401,F403  (element-wise math, tf.where, tf.math)
 from . import nn  # noqa: E402,F401  (tf.nn)
 from . import summary  # noqa: E402,F401  (tf.summary)
 from .summary import SessionLog, Summary  # noqa: E402,F401  (tf.Summary, tf.SessionLog)

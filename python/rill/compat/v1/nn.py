@@ -5,6 +5,7 @@ batch_normalization, depthwise/separable convolutions, conv2d_transpose as a fun
 import sys as _sys
 
 from ._ops import sigmoid, tanh  # noqa: F401  (tf.nn.sigmoid, tf.nn.tanh are tf.sigmoid, tf.tanh)
+from ._math_ops import elu, leaky_relu, relu6, selu, softplus, softsign  # noqa: F401,E402
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "bias_add", "xw_plus_b",
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
