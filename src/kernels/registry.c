@@ -19,6 +19,10 @@ extern const rill__kernel_def rill__cpu_kernels_io[];
 extern const rill__kernel_def rill__cpu_kernels_fused[];
 extern const rill__kernel_def rill__cpu_kernels_select[];
 extern const rill__kernel_def rill__cpu_kernels_conv[];
+extern const rill__kernel_def rill__cpu_kernels_apply[];
+extern const rill__kernel_def rill__cpu_kernels_loss[];
+extern const rill__kernel_def rill__cpu_kernels_norm[];
+extern const rill__kernel_def rill__cpu_kernels_depthwise[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -26,6 +30,10 @@ extern const rill__kernel_def rill__opencl_kernels_state[];
 extern const rill__kernel_def rill__opencl_kernels_conv[];
 extern const rill__kernel_def rill__opencl_kernels_select[];
 extern const rill__kernel_def rill__opencl_kernels_array[];
+extern const rill__kernel_def rill__opencl_kernels_apply[];
+extern const rill__kernel_def rill__opencl_kernels_loss[];
+extern const rill__kernel_def rill__opencl_kernels_norm[];
+extern const rill__kernel_def rill__opencl_kernels_depthwise[];
 #endif
 
 static const rill__kernel_def *const *tables(void)
@@ -42,6 +50,10 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_fused,
         rill__cpu_kernels_select,
         rill__cpu_kernels_conv,
+        rill__cpu_kernels_apply,
+        rill__cpu_kernels_loss,
+        rill__cpu_kernels_norm,
+        rill__cpu_kernels_depthwise,
 #ifdef RILL_HAVE_OPENCL
         rill__opencl_kernels_math,
         rill__opencl_kernels_nn,
@@ -49,6 +61,10 @@ static const rill__kernel_def *const *tables(void)
         rill__opencl_kernels_conv,
         rill__opencl_kernels_select,
         rill__opencl_kernels_array,
+        rill__opencl_kernels_apply,
+        rill__opencl_kernels_loss,
+        rill__opencl_kernels_norm,
+        rill__opencl_kernels_depthwise,
 #endif
         NULL,
     };

@@ -1,0 +1,7 @@
+#include "cl_kernels.h"
+
+const char rill__cl_source_loss[] = "";
+
+const rill__kernel_def rill__opencl_kernels_loss[] = {
+    {0},
+};
