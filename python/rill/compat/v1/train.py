@@ -495,3 +495,5 @@ class Supervisor:
     def summary_computed(self, sess, summary, global_step=None):
         step = -1 if global_step is None else int(global_step)
         self._sv.summary_computed(summary, step)
+
+from ._optimizers import *  # noqa: E402,F401,F403  (RMSProp, Adadelta, Ftrl, Proximal*)
