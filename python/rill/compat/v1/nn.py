@@ -173,3 +173,5 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
     kp = _t(keep_prob, x.dtype)
     op = _g()._make("Dropout", name or "dropout", (x, kp), {"seed": ("int", int(seed or 0))})
     return op.outputs[0]
+
+from ._nn_ops import *  # noqa: E402,F401,F403  (l2_loss, lrn, moments, fused_batch_norm, ...)
