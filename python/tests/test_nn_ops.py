@@ -26,6 +26,8 @@ M = (rng.randn(5) * 0.1).astype(np.float32)
 V = (rng.rand(5) + 0.5).astype(np.float32)
 F = rng.randn(3, 3, 2, 5).astype(np.float32)
 Y = rng.randn(2, 3, 4, 5).astype(np.float32)
+DF = rng.randn(3, 2, 5, 2).astype(np.float32)
+PF = rng.randn(1, 1, 10, 3).astype(np.float32)
 
 # name -> expression over tf, x (X as a constant), l (L), s, o, m, v, f, y; each result and the
 # gradient of its sum in x compare with TF's.
@@ -51,6 +53,10 @@ CASES = {
     "l2_normalize_all": "tf.nn.l2_normalize(x)",
     "conv2d_transpose": "tf.nn.conv2d_transpose(y, f, [2, 6, 8, 2], [1, 2, 2, 1], 'SAME')",
     "conv2d_transpose_valid": "tf.nn.conv2d_transpose(y, f, [2, 5, 6, 2], [1, 1, 1, 1], 'VALID')",
+    "depthwise_native": "tf.nn.depthwise_conv2d_native(x, df, [1, 1, 1, 1], 'SAME')",
+    "depthwise_stride": "tf.nn.depthwise_conv2d(x, df, [1, 2, 2, 1], 'VALID')",
+    "depthwise_rate": "tf.nn.depthwise_conv2d(x, df, [1, 1, 1, 1], 'SAME', rate=[2, 2])",
+    "separable": "tf.nn.separable_conv2d(x, df, pf, [1, 1, 1, 1], 'SAME')",
     "avg_pool": "tf.nn.avg_pool(x, [1, 2, 2, 1], [1, 1, 2, 1], 'SAME')",
 }
 
@@ -74,7 +80,7 @@ for name, expr in cases.items():
 print(json.dumps(out))
 """
 
-ARRAYS = {"x": X, "l": L, "s": S, "o": O, "m": M, "v": V, "f": F, "y": Y}
+ARRAYS = {"x": X, "l": L, "s": S, "o": O, "m": M, "v": V, "f": F, "y": Y, "df": DF, "pf": PF}
 
 
 @pytest.fixture(scope="module")

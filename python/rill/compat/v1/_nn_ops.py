@@ -12,7 +12,7 @@ import numpy as _np
 __all__ = ["l2_loss", "log_softmax", "sigmoid_cross_entropy_with_logits",
            "weighted_cross_entropy_with_logits", "lrn", "local_response_normalization",
            "moments", "batch_normalization", "fused_batch_norm", "l2_normalize",
-           "conv2d_transpose"]
+           "conv2d_transpose", "depthwise_conv2d_native", "depthwise_conv2d", "separable_conv2d"]
 
 
 def _tf():
@@ -176,3 +176,56 @@ def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None, p
                                             "dilations"))
     return _g()._make("Conv2DBackpropInput", name or "conv2d_transpose", (osh, f, x),
                       attrs).outputs[0]
+
+
+def depthwise_conv2d_native(input, filter, strides, padding, data_format="NHWC",
+                            dilations=[1, 1, 1, 1], name=None):
+    """DepthwiseConv2dNative(input, filter): attrs strides, padding, data_format, dilations, T."""
+    from . import nn as _nn
+    x = _t(input)
+    f = _t(filter, x.dtype)
+    attrs = _nn._window_attrs(x, strides, padding, data_format)
+    attrs["dilations"] = ("ints", _nn._four(dilations if dilations is not None else 1,
+                                            "dilations"))
+    return _g()._make("DepthwiseConv2dNative", name or "DepthwiseConv2dNative", (x, f),
+                      attrs).outputs[0]
+
+
+def _rate(rate, dilations, strides):
+    rate = rate if rate is not None else dilations
+    if rate is None:
+        return [1, 1]
+    rate = [int(r) for r in _np.atleast_1d(rate)]
+    rate = rate * 2 if len(rate) == 1 else rate
+    if any(r != 1 for r in rate) and any(int(s) != 1 for s in list(strides)[1:3]):
+        raise ValueError("strides > window_shape not supported due to inconsistent behavior "
+                         "with rate > 1 (rate and strides cannot both be > 1)")
+    return rate
+
+
+def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None, data_format=None,
+                     dilations=None):
+    """tf.nn.depthwise_conv2d: DepthwiseConv2dNative with the rate as its dilations (TF builds
+    the same values through space_to_batch); the op is named "depthwise" by default."""
+    r = _rate(rate, dilations, strides)
+    return depthwise_conv2d_native(input, filter, strides, padding,
+                                   data_format=data_format or "NHWC",
+                                   dilations=[1, r[0], r[1], 1], name=name or "depthwise")
+
+
+def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding, rate=None,
+                     name=None, data_format=None, dilations=None):
+    """A depthwise convolution, then a 1x1 Conv2D (VALID) mixing the channels, as TF's."""
+    from . import nn as _nn
+    tf = _tf()
+    pw = _t(pointwise_filter)
+    if pw.shape.ndims is not None:
+        d = pw.shape.as_list()
+        if d[0] is not None and d[1] is not None and (d[0] != 1 or d[1] != 1):
+            raise ValueError(f"Dimensions must be equal, but are {d[0]} and 1 (pointwise "
+                             "filter's height must be 1)")
+    with tf.name_scope(name or "separable_conv2d"):
+        dw = depthwise_conv2d(input, depthwise_filter, strides, padding, rate=rate,
+                              name="depthwise", data_format=data_format, dilations=dilations)
+    return _nn.conv2d(dw, pw, [1, 1, 1, 1], "VALID", data_format=data_format or "NHWC",
+                      name=name or "separable_conv2d")
