@@ -23,6 +23,7 @@ extern const rill__kernel_def rill__cpu_kernels_apply[];
 extern const rill__kernel_def rill__cpu_kernels_loss[];
 extern const rill__kernel_def rill__cpu_kernels_norm[];
 extern const rill__kernel_def rill__cpu_kernels_depthwise[];
+extern const rill__kernel_def rill__cpu_kernels_pool_half[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -54,6 +55,7 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_loss,
         rill__cpu_kernels_norm,
         rill__cpu_kernels_depthwise,
+        rill__cpu_kernels_pool_half,
 #ifdef RILL_HAVE_OPENCL
         rill__opencl_kernels_math,
         rill__opencl_kernels_nn,
