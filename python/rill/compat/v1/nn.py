@@ -1,7 +1,7 @@
 """tf.nn (TF 1.x) over the ops rill's C library has: each function makes the C op by type name
 with the inputs, in order, and the attrs the C builder (src/graph/ops_nn.c, ops_conv.c,
-ops_state.c) passes. Absent from the C library, so not here: in_top_k, l2_loss, lrn, moments,
-batch_normalization, depthwise/separable convolutions, conv2d_transpose as a function."""
+ops_state.c) passes. The losses, normalisations and depthwise convolutions (l2_loss, lrn,
+moments, fused_batch_norm, depthwise_conv2d, conv2d_transpose, ...) are in _nn_ops.py."""
 import sys as _sys
 
 from ._ops import sigmoid, tanh  # noqa: F401  (tf.nn.sigmoid, tf.nn.tanh are tf.sigmoid, tf.tanh)
