@@ -24,15 +24,16 @@ typedef enum {
 struct rill_optimizer {
     opt_kind kind;
     double lr, momentum, beta1, beta2, epsilon, initial_accumulator;
-    bool nesterov;                      /* Momentum: use_nesterov; RMSProp: centered */
-    double decay, l1, l2, l2_shrinkage; /* RMSProp: decay; Adadelta: rho (in decay); Ftrl */
-    double lr_power, beta;              /* Ftrl */
-    rill_output lr_tensor;              /* when set, the learning rate comes from this scalar */
+    bool nesterov;
+    rill_output lr_tensor; /* when set, the learning rate comes from this scalar */
     /* Adam's beta powers belong to this optimizer in the graph it last built into (TF keys its
      * non-slot variables by graph): a second Adam gets "beta1_power_1". Kept by name and looked
      * up again, so a freed graph is never touched. */
     const rill_graph *beta_graph;
     char *beta_names[2];
+    /* RMSProp: decay (and nesterov holds centered); Adadelta: rho in decay; Ftrl: all but
+     * decay; the proximal ones: l1 and l2. */
+    double decay, l1, l2, l2_shrinkage, lr_power, beta;
 };
 
 static rill_optimizer *opt_new(opt_kind k)
@@ -71,7 +72,8 @@ rill_optimizer *rill_adam_optimizer_new(double learning_rate, double beta1, doub
     return o;
 }
 
-rill_optimizer *rill_adagrad_optimizer_new(double learning_rate, double initial_accumulator_value)
+rill_optimizer *rill_adagrad_optimizer_new(double learning_rate,
+                                           double initial_accumulator_value)
 {
     if (!(initial_accumulator_value > 0)) return NULL;
     rill_optimizer *o = opt_new(OPT_ADAGRAD);
