@@ -124,6 +124,8 @@ def test_op_types_and_names():
     assert tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.constant(L), logits=x).op.name == \
         "logistic_loss"
     assert tf.nn.lrn(x).op.type == "LRN"
+    m, v = tf.nn.moments(x, [0, 1, 2])
+    assert v.op.name == "moments/variance" and m.shape.as_list() == [5]
     y, m, v = tf.nn.fused_batch_norm(x, tf.constant(S), tf.constant(O))
     assert y.op.type == "FusedBatchNormV3" and m.shape.as_list() == [5]
     assert tf.nn.conv2d_transpose(tf.constant(Y), tf.constant(F), [2, 6, 8, 2], [1, 2, 2, 1]

@@ -103,10 +103,11 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
     keep = bool(keepdims if keepdims is not None else keep_dims)
     x = _t(x)
     axes = [int(a) for a in _np.atleast_1d(axes)]
-    m = tf.reduce_mean(x, axes, keepdims=True, name="mean")
-    v = tf.reduce_mean(tf.square(tf.subtract(x, m)), axes, keepdims=keep, name="variance")
-    if not keep:
-        m = tf.reduce_mean(x, axes, keepdims=False, name="mean")
+    with tf.name_scope(name or "moments"):
+        m = tf.reduce_mean(x, axes, keepdims=True, name="mean")
+        v = tf.reduce_mean(tf.square(tf.subtract(x, m)), axes, keepdims=keep, name="variance")
+        if not keep:
+            m = tf.reduce_mean(x, axes, keepdims=False, name="mean")
     return m, v
 
 
