@@ -37,6 +37,30 @@ rill_optimizer *rill_adam_optimizer_new(double learning_rate, double beta1, doub
  * initial_accumulator_value (TF's default 0.1) and must be positive; NULL when it is not. */
 rill_optimizer *rill_adagrad_optimizer_new(double learning_rate,
                                            double initial_accumulator_value);
+/* TF 1.x's RMSPropOptimizer (ApplyRMSProp; ApplyCenteredRMSProp when centered): slots "rms"
+ * ("<var>/RMSProp", starts at 1), "mg" when centered (zeros) and "momentum" (zeros), named
+ * RMSProp, RMSProp_1, RMSProp_2 in that order. TF's defaults: decay 0.9, momentum 0,
+ * epsilon 1e-10. */
+rill_optimizer *rill_rmsprop_optimizer_new(double learning_rate, double decay, double momentum,
+                                           double epsilon, bool centered);
+/* TF 1.x's AdadeltaOptimizer (ApplyAdadelta): slots "accum", "accum_update" (zeros), named
+ * Adadelta, Adadelta_1. TF's defaults: learning_rate 0.001, rho 0.95, epsilon 1e-8. */
+rill_optimizer *rill_adadelta_optimizer_new(double learning_rate, double rho, double epsilon);
+/* TF 1.x's FtrlOptimizer (ApplyFtrl; ApplyFtrlV2 when l2_shrinkage > 0): slots "accum"
+ * (initial_accumulator_value) and "linear" (zeros), named Ftrl, Ftrl_1. l2 gets beta / (2 lr)
+ * added, as TF does. NULL unless learning_rate_power <= 0, initial_accumulator_value >= 0 and
+ * l1, l2, l2_shrinkage >= 0. */
+rill_optimizer *rill_ftrl_optimizer_new(double learning_rate, double learning_rate_power,
+                                        double initial_accumulator_value, double l1, double l2,
+                                        double l2_shrinkage, double beta);
+/* TF 1.x's ProximalAdagradOptimizer (ApplyProximalAdagrad): slot "accumulator"
+ * ("<var>/ProximalAdagrad", initial_accumulator_value, which must be positive: NULL if not). */
+rill_optimizer *rill_proximal_adagrad_optimizer_new(double learning_rate,
+                                                    double initial_accumulator_value, double l1,
+                                                    double l2);
+/* TF 1.x's ProximalGradientDescentOptimizer (ApplyProximalGradientDescent), no slots. */
+rill_optimizer *rill_proximal_gradient_descent_optimizer_new(double learning_rate, double l1,
+                                                             double l2);
 /* Takes the learning rate from a scalar tensor (a placeholder fed per step for a schedule, or a
  * variable) instead of the constant given at creation. Borrowed; call before apply_gradients. */
 void rill_optimizer_set_learning_rate_tensor(rill_optimizer *o, rill_output lr);

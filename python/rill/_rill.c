@@ -1857,15 +1857,20 @@ typedef struct {
     PyObject_HEAD rill_optimizer *o;
 } OptimizerObject;
 
-/* Optimizer(kind, learning_rate, a=0, b=0, eps=0, nesterov=False): "sgd"; "momentum" (a: the
- * momentum); "adam" (a, b: beta1, beta2; eps); "adagrad" (a: the initial accumulator value). */
+/* Optimizer(kind, learning_rate, a=0, b=0, eps=0, nesterov=False, c=0, d=0, e=0): "sgd";
+ * "momentum" (a: the momentum); "adam" (a, b: beta1, beta2; eps); "adagrad" (a: the initial
+ * accumulator value); "rmsprop" (a, b: decay, momentum; eps; nesterov: centered); "adadelta"
+ * (a: rho; eps); "ftrl" (a: learning_rate_power, b: initial accumulator, eps: beta, c, d: l1,
+ * l2, e: l2 shrinkage); "proximal_adagrad" (a: initial accumulator, c, d: l1, l2);
+ * "proximal_sgd" (c, d: l1, l2). */
 static PyObject *optimizer_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     (void)kw;
     const char *kind;
-    double lr, a = 0, b = 0, eps = 0;
+    double lr, a = 0, b = 0, eps = 0, c = 0, d = 0, e = 0;
     int nesterov = 0;
-    if (!PyArg_ParseTuple(args, "sd|dddp", &kind, &lr, &a, &b, &eps, &nesterov)) return NULL;
+    if (!PyArg_ParseTuple(args, "sd|dddpddd", &kind, &lr, &a, &b, &eps, &nesterov, &c, &d, &e))
+        return NULL;
     rill_optimizer *o = NULL;
     if (strcmp(kind, "sgd") == 0)
         o = rill_gradient_descent_optimizer_new(lr);
@@ -1880,7 +1885,17 @@ static PyObject *optimizer_new(PyTypeObject *type, PyObject *args, PyObject *kw)
             Py_XDECREF(v);
             return NULL;
         }
-    } else
+    } else if (strcmp(kind, "rmsprop") == 0)
+        o = rill_rmsprop_optimizer_new(lr, a, b, eps, nesterov);
+    else if (strcmp(kind, "adadelta") == 0)
+        o = rill_adadelta_optimizer_new(lr, a, eps);
+    else if (strcmp(kind, "ftrl") == 0 || strcmp(kind, "proximal_adagrad") == 0) {
+        o = kind[0] == 'f' ? rill_ftrl_optimizer_new(lr, a, b, c, d, e, eps)
+                           : rill_proximal_adagrad_optimizer_new(lr, a, c, d);
+        if (!o) return PyErr_Format(PyExc_ValueError, "invalid %s optimizer arguments", kind);
+    } else if (strcmp(kind, "proximal_sgd") == 0)
+        o = rill_proximal_gradient_descent_optimizer_new(lr, c, d);
+    else
         return PyErr_Format(PyExc_ValueError, "unknown optimizer '%s'", kind);
     OptimizerObject *self = (OptimizerObject *)type->tp_alloc(type, 0);
     if (!self) {

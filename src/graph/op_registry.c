@@ -19,6 +19,10 @@ extern const rill__op_def rill__ops_dataset[];
 extern const rill__op_def rill__ops_reduce[];
 extern const rill__op_def rill__ops_shape[];
 extern const rill__op_def rill__ops_elementwise[];
+extern const rill__op_def rill__ops_apply[];
+extern const rill__op_def rill__ops_loss[];
+extern const rill__op_def rill__ops_norm[];
+extern const rill__op_def rill__ops_depthwise[];
 
 /* One table a line (a new op file appends its own). */
 const rill__op_def *rill__op_lookup(const char *name)
@@ -39,6 +43,10 @@ const rill__op_def *rill__op_lookup(const char *name)
         rill__ops_reduce,
         rill__ops_shape,
         rill__ops_elementwise,
+        rill__ops_apply,
+        rill__ops_loss,
+        rill__ops_norm,
+        rill__ops_depthwise,
         NULL,
     };
     // clang-format on

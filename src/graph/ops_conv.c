@@ -280,7 +280,9 @@ static void conv2d_bp_filter_shape(rill_node *n, rill_status *s)
 
 static void pool_shape(rill_node *n, rill_status *s)
 {
-    if (!rill__check_float(n, 0, "input", false, s) || !rill__check_rank(n, 0, 4, false, s) ||
+    /* AvgPool also takes half (cpu_pool_half.c); MaxPool float and double. */
+    bool half = strcmp(n->op->name, "AvgPool") == 0;
+    if (!rill__check_float(n, 0, "input", half, s) || !rill__check_rank(n, 0, 4, false, s) ||
         !check_window_attrs(n, false, s))
         return;
     int64_t in[4], oh, ow;
@@ -311,7 +313,7 @@ static void max_pool_grad_shape(rill_node *n, rill_status *s)
 static void avg_pool_grad_shape(rill_node *n, rill_status *s)
 {
     rill_shape out;
-    if (!rill__check_float(n, 1, "grad", false, s) || !rill__check_rank(n, 1, 4, false, s) ||
+    if (!rill__check_float(n, 1, "grad", true, s) || !rill__check_rank(n, 1, 4, false, s) ||
         !check_window_attrs(n, false, s) || !size_input(n, 0, "orig_input_shape", &out, s))
         return;
     int64_t dy[4];

@@ -24,6 +24,11 @@ extern const rill__kernel_def rill__cpu_kernels_dataset[];
 extern const rill__kernel_def rill__cpu_kernels_reduce[];
 extern const rill__kernel_def rill__cpu_kernels_shape[];
 extern const rill__kernel_def rill__cpu_kernels_elementwise[];
+extern const rill__kernel_def rill__cpu_kernels_apply[];
+extern const rill__kernel_def rill__cpu_kernels_loss[];
+extern const rill__kernel_def rill__cpu_kernels_norm[];
+extern const rill__kernel_def rill__cpu_kernels_depthwise[];
+extern const rill__kernel_def rill__cpu_kernels_pool_half[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -31,6 +36,10 @@ extern const rill__kernel_def rill__opencl_kernels_state[];
 extern const rill__kernel_def rill__opencl_kernels_conv[];
 extern const rill__kernel_def rill__opencl_kernels_select[];
 extern const rill__kernel_def rill__opencl_kernels_array[];
+extern const rill__kernel_def rill__opencl_kernels_apply[];
+extern const rill__kernel_def rill__opencl_kernels_loss[];
+extern const rill__kernel_def rill__opencl_kernels_norm[];
+extern const rill__kernel_def rill__opencl_kernels_depthwise[];
 #endif
 
 static const rill__kernel_def *const *tables(void)
@@ -49,6 +58,11 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_conv,
         rill__cpu_kernels_dataset,
         rill__cpu_kernels_elementwise,
+        rill__cpu_kernels_apply,
+        rill__cpu_kernels_loss,
+        rill__cpu_kernels_norm,
+        rill__cpu_kernels_depthwise,
+        rill__cpu_kernels_pool_half,
 #ifdef RILL_HAVE_OPENCL
         rill__opencl_kernels_math,
         rill__opencl_kernels_nn,
@@ -56,6 +70,10 @@ static const rill__kernel_def *const *tables(void)
         rill__opencl_kernels_conv,
         rill__opencl_kernels_select,
         rill__opencl_kernels_array,
+        rill__opencl_kernels_apply,
+        rill__opencl_kernels_loss,
+        rill__opencl_kernels_norm,
+        rill__opencl_kernels_depthwise,
 #endif
         rill__cpu_kernels_reduce,
         rill__cpu_kernels_shape,

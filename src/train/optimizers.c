@@ -1,4 +1,5 @@
-/* optimizers.c - tf.train's GradientDescent, Momentum, Adam and Adagrad optimizers.
+/* optimizers.c - tf.train's GradientDescent, Momentum, Adam, Adagrad, RMSProp, Adadelta, Ftrl,
+ * ProximalAdagrad and ProximalGradientDescent optimizers.
  *
  * compute_gradients differentiates the loss for the trainable variables; apply_gradients adds
  * one Apply* op per variable under the optimizer's name scope (slot variables such as
@@ -8,7 +9,17 @@
 
 #include <string.h>
 
-typedef enum { OPT_SGD, OPT_MOMENTUM, OPT_ADAM, OPT_ADAGRAD } opt_kind;
+typedef enum {
+    OPT_SGD,
+    OPT_MOMENTUM,
+    OPT_ADAM,
+    OPT_ADAGRAD,
+    OPT_RMSPROP,
+    OPT_ADADELTA,
+    OPT_FTRL,
+    OPT_PROXIMAL_ADAGRAD,
+    OPT_PROXIMAL_SGD
+} opt_kind;
 
 struct rill_optimizer {
     opt_kind kind;
@@ -20,6 +31,9 @@ struct rill_optimizer {
      * up again, so a freed graph is never touched. */
     const rill_graph *beta_graph;
     char *beta_names[2];
+    /* RMSProp: decay (and nesterov holds centered); Adadelta: rho in decay; Ftrl: all but
+     * decay; the proximal ones: l1 and l2. */
+    double decay, l1, l2, l2_shrinkage, lr_power, beta;
 };
 
 static rill_optimizer *opt_new(opt_kind k)
@@ -68,6 +82,68 @@ rill_optimizer *rill_adagrad_optimizer_new(double learning_rate,
     return o;
 }
 
+rill_optimizer *rill_rmsprop_optimizer_new(double learning_rate, double decay, double momentum,
+                                           double epsilon, bool centered)
+{
+    rill_optimizer *o = opt_new(OPT_RMSPROP);
+    o->lr = learning_rate;
+    o->decay = decay;
+    o->momentum = momentum;
+    o->epsilon = epsilon;
+    o->nesterov = centered;
+    return o;
+}
+
+rill_optimizer *rill_adadelta_optimizer_new(double learning_rate, double rho, double epsilon)
+{
+    rill_optimizer *o = opt_new(OPT_ADADELTA);
+    o->lr = learning_rate;
+    o->decay = rho;
+    o->epsilon = epsilon;
+    return o;
+}
+
+rill_optimizer *rill_ftrl_optimizer_new(double learning_rate, double learning_rate_power,
+                                        double initial_accumulator_value, double l1, double l2,
+                                        double l2_shrinkage, double beta)
+{
+    if (!(learning_rate_power <= 0) || !(initial_accumulator_value >= 0) || !(l1 >= 0) ||
+        !(l2 >= 0) || !(l2_shrinkage >= 0))
+        return NULL;
+    rill_optimizer *o = opt_new(OPT_FTRL);
+    o->lr = learning_rate;
+    o->lr_power = learning_rate_power;
+    o->initial_accumulator = initial_accumulator_value;
+    o->l1 = l1;
+    o->l2 = l2;
+    o->l2_shrinkage = l2_shrinkage;
+    o->beta = beta;
+    return o;
+}
+
+rill_optimizer *rill_proximal_adagrad_optimizer_new(double learning_rate,
+                                                    double initial_accumulator_value, double l1,
+                                                    double l2)
+{
+    if (!(initial_accumulator_value > 0)) return NULL;
+    rill_optimizer *o = opt_new(OPT_PROXIMAL_ADAGRAD);
+    o->lr = learning_rate;
+    o->initial_accumulator = initial_accumulator_value;
+    o->l1 = l1;
+    o->l2 = l2;
+    return o;
+}
+
+rill_optimizer *rill_proximal_gradient_descent_optimizer_new(double learning_rate, double l1,
+                                                             double l2)
+{
+    rill_optimizer *o = opt_new(OPT_PROXIMAL_SGD);
+    o->lr = learning_rate;
+    o->l1 = l1;
+    o->l2 = l2;
+    return o;
+}
+
 void rill_optimizer_set_learning_rate_tensor(rill_optimizer *o, rill_output lr)
 {
     o->lr_tensor = lr;
@@ -90,6 +166,16 @@ const char *rill_optimizer_name(const rill_optimizer *o)
         return "Momentum";
     case OPT_ADAGRAD:
         return "Adagrad";
+    case OPT_RMSPROP:
+        return "RMSProp";
+    case OPT_ADADELTA:
+        return "Adadelta";
+    case OPT_FTRL:
+        return "Ftrl";
+    case OPT_PROXIMAL_ADAGRAD:
+        return "ProximalAdagrad";
+    case OPT_PROXIMAL_SGD:
+        return "ProximalGradientDescent";
     default:
         return "Adam";
     }
@@ -180,6 +266,61 @@ static rill_output beta_power(rill_optimizer *o, rill_graph *g, int i, const cha
     return v;
 }
 
+/* The updates of the optimizers TF 1.x adds beyond the four above (ops_apply.c), with TF's
+ * slots in TF's creation order (the names get _1, _2 in that order). */
+static rill_output apply_more(rill_optimizer *o, rill_graph *g, rill_output grad, rill_output var,
+                              rill_output lr)
+{
+    rill_dtype t = rill_output_dtype(var);
+#define C(x) rill__scalar_like(g, t, (x))
+#define OP(name, ...)                                                                              \
+    ((rill_output){                                                                                \
+        rill__node_create(g, name, NULL, (rill_output[]){__VA_ARGS__},                             \
+                          (int)(sizeof((rill_output[]){__VA_ARGS__}) / sizeof(rill_output)), NULL, \
+                          0),                                                                      \
+        0})
+    switch (o->kind) {
+    case OPT_RMSPROP: {
+        rill_output rms = slot(g, var, "RMSProp", 1.0);
+        if (o->nesterov) {
+            rill_output mg = slot(g, var, "RMSProp_1", 0), mom = slot(g, var, "RMSProp_2", 0);
+            return OP("ApplyCenteredRMSProp", var, mg, rms, mom, lr, C(o->decay), C(o->momentum),
+                      C(o->epsilon), grad);
+        }
+        rill_output mom = slot(g, var, "RMSProp_1", 0);
+        return OP("ApplyRMSProp", var, rms, mom, lr, C(o->decay), C(o->momentum), C(o->epsilon),
+                  grad);
+    }
+    case OPT_ADADELTA: {
+        rill_output acc = slot(g, var, "Adadelta", 0), upd = slot(g, var, "Adadelta_1", 0);
+        return OP("ApplyAdadelta", var, acc, upd, lr, C(o->decay), C(o->epsilon), grad);
+    }
+    case OPT_FTRL: {
+        rill_output acc = slot(g, var, "Ftrl", o->initial_accumulator);
+        rill_output lin = slot(g, var, "Ftrl_1", 0);
+        /* TF's adjusted l2: l2 + beta / (2 lr) */
+        rill_output l2 =
+            o->beta == 0 ? C(o->l2)
+            : !o->lr_tensor.node
+                ? C(o->l2 + o->beta / (2 * o->lr))
+                : rill_add(g, C(o->l2), rill_div(g, C(o->beta), rill_mul(g, C(2), lr, NULL), NULL),
+                           NULL);
+        if (o->l2_shrinkage <= 0)
+            return OP("ApplyFtrl", var, acc, lin, grad, lr, C(o->l1), l2, C(o->lr_power));
+        return OP("ApplyFtrlV2", var, acc, lin, grad, lr, C(o->l1), l2, C(o->l2_shrinkage),
+                  C(o->lr_power));
+    }
+    case OPT_PROXIMAL_ADAGRAD: {
+        rill_output acc = slot(g, var, "ProximalAdagrad", o->initial_accumulator);
+        return OP("ApplyProximalAdagrad", var, acc, lr, C(o->l1), C(o->l2), grad);
+    }
+    default:
+        return OP("ApplyProximalGradientDescent", var, lr, C(o->l1), C(o->l2), grad);
+    }
+#undef OP
+#undef C
+}
+
 static rill_output apply_one(rill_optimizer *o, rill_graph *g, rill_output grad, rill_output var,
                              rill_output b1p, rill_output b2p)
 {
@@ -202,6 +343,12 @@ static rill_output apply_one(rill_optimizer *o, rill_graph *g, rill_output grad,
         rill_output in[] = {var, slot(g, var, "Adagrad", o->initial_accumulator), lr, grad};
         return (rill_output){rill__node_create(g, "ApplyAdagrad", NULL, in, 4, NULL, 0), 0};
     }
+    case OPT_RMSPROP:
+    case OPT_ADADELTA:
+    case OPT_FTRL:
+    case OPT_PROXIMAL_ADAGRAD:
+    case OPT_PROXIMAL_SGD:
+        return apply_more(o, g, grad, var, lr);
     default: {
         rill_output in[] = {var,
                             slot(g, var, "Adam", 0),

@@ -1,7 +1,7 @@
 """tf.nn (TF 1.x) over the ops rill's C library has: each function makes the C op by type name
 with the inputs, in order, and the attrs the C builder (src/graph/ops_nn.c, ops_conv.c,
-ops_state.c) passes. Absent from the C library, so not here: in_top_k, l2_loss, lrn, moments,
-batch_normalization, depthwise/separable convolutions, conv2d_transpose as a function."""
+ops_state.c) passes. The losses, normalisations and depthwise convolutions (l2_loss, lrn,
+moments, fused_batch_norm, depthwise_conv2d, conv2d_transpose, ...) are in _nn_ops.py."""
 import sys as _sys
 
 from ._ops import sigmoid, tanh  # noqa: F401  (tf.nn.sigmoid, tf.nn.tanh are tf.sigmoid, tf.tanh)
@@ -174,3 +174,5 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
     kp = _t(keep_prob, x.dtype)
     op = _g()._make("Dropout", name or "dropout", (x, kp), {"seed": ("int", int(seed or 0))})
     return op.outputs[0]
+
+from ._nn_ops import *  # noqa: E402,F401,F403  (l2_loss, lrn, moments, fused_batch_norm, ...)

@@ -499,3 +499,4 @@ class Supervisor:
 # Reading back event files and checkpoints (tf.train.summary_iterator, NewCheckpointReader, ...)
 from .train_io import (NewCheckpointReader, list_variables, load_checkpoint,  # noqa: E402,F401
                        load_variable, summary_iterator)
+from ._optimizers import *  # noqa: E402,F401,F403  (RMSProp, Adadelta, Ftrl, Proximal*)
