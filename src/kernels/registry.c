@@ -19,6 +19,8 @@ extern const rill__kernel_def rill__cpu_kernels_io[];
 extern const rill__kernel_def rill__cpu_kernels_fused[];
 extern const rill__kernel_def rill__cpu_kernels_select[];
 extern const rill__kernel_def rill__cpu_kernels_conv[];
+extern const rill__kernel_def rill__cpu_kernels_index[];
+extern const rill__kernel_def rill__cpu_kernels_sparse_apply[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -26,6 +28,7 @@ extern const rill__kernel_def rill__opencl_kernels_state[];
 extern const rill__kernel_def rill__opencl_kernels_conv[];
 extern const rill__kernel_def rill__opencl_kernels_select[];
 extern const rill__kernel_def rill__opencl_kernels_array[];
+extern const rill__kernel_def rill__opencl_kernels_index[];
 #endif
 
 static const rill__kernel_def *const *tables(void)
@@ -42,6 +45,8 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_fused,
         rill__cpu_kernels_select,
         rill__cpu_kernels_conv,
+        rill__cpu_kernels_index,
+        rill__cpu_kernels_sparse_apply,
 #ifdef RILL_HAVE_OPENCL
         rill__opencl_kernels_math,
         rill__opencl_kernels_nn,
@@ -49,6 +54,7 @@ static const rill__kernel_def *const *tables(void)
         rill__opencl_kernels_conv,
         rill__opencl_kernels_select,
         rill__opencl_kernels_array,
+        rill__opencl_kernels_index,
 #endif
         NULL,
     };
