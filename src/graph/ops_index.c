@@ -162,12 +162,16 @@ static rill_output gather(rill_graph *g, rill_output params, rill_output indices
     return out0(rill__node_create(g, "GatherV2", NULL, in, 2, a, drop_negatives ? 2 : 1));
 }
 
+/* drop_negatives: rows of negative indices are left out (the gradient of a gather that gave
+ * zeros for them). */
 static rill_output indexed_slices_to_dense(rill_graph *g, rill_output values, rill_output indices,
-                                           rill_output dense_shape, int64_t axis)
+                                           rill_output dense_shape, int64_t axis,
+                                           bool drop_negatives)
 {
     rill_output in[] = {values, indices, dense_shape};
-    rill__attr a[] = {RILL__A_INT("axis", axis)};
-    return out0(rill__node_create(g, "IndexedSlicesToDense", NULL, in, 3, a, 1));
+    rill__attr a[] = {RILL__A_INT("axis", axis), RILL__A_BOOL("drop_negatives", drop_negatives)};
+    return out0(
+        rill__node_create(g, "IndexedSlicesToDense", NULL, in, 3, a, drop_negatives ? 2 : 1));
 }
 
 static void gather_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
@@ -197,7 +201,8 @@ static void gather_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill
             indices = rill_reshape(g, indices, &flat, 1, NULL);
         }
     }
-    dx[0] = indexed_slices_to_dense(g, values, indices, shape_tensor(g, params), axis);
+    dx[0] = indexed_slices_to_dense(g, values, indices, shape_tensor(g, params), axis,
+                                    rill__attr_bool(n, "drop_negatives", false));
 }
 
 /* --- IndexedSlicesToDense --- */
@@ -245,7 +250,8 @@ static void slices_shape(rill_node *n, rill_status *s)
 
 static void slices_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
 {
-    dx[0] = gather(g, dy[0], n->inputs[1], rill__attr_int(n, "axis", 0), false);
+    dx[0] = gather(g, dy[0], n->inputs[1], rill__attr_int(n, "axis", 0),
+                   rill__attr_bool(n, "drop_negatives", false));
     dx[1] = dx[2] = (rill_output){NULL, 0};
 }
 
@@ -482,8 +488,8 @@ static bool check_ids_prefix(rill_node *n, rill_status *s)
 
 static void unsorted_segment_sum_shape(rill_node *n, rill_status *s)
 {
-    if (!check_index_dtype(n, 1, "segment_ids", s) ||
-        !check_index_dtype(n, 2, "num_segments", s) || !check_ids_prefix(n, s))
+    if (!check_index_dtype(n, 1, "segment_ids", s) || !check_index_dtype(n, 2, "num_segments", s) ||
+        !check_ids_prefix(n, s))
         return;
     if (rill__in_shape(n, 2).rank > 0) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
@@ -518,8 +524,8 @@ static void segment_sum_shape(rill_node *n, rill_status *s)
     rill_shape d = rill__in_shape(n, 0), ids = rill__in_shape(n, 1);
     if (ids.rank >= 0 && ids.rank != 1) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
-                        "Shape must be rank 1 but is rank %d for '%s' (op: 'SegmentSum')",
-                        ids.rank, n->name);
+                        "Shape must be rank 1 but is rank %d for '%s' (op: 'SegmentSum')", ids.rank,
+                        n->name);
         return;
     }
     if (!check_ids_prefix(n, s)) return;

@@ -131,8 +131,8 @@ static void sparse_adagrad_shape(rill_node *n, rill_status *s)
 static void sparse_adam_shape(rill_node *n, rill_status *s)
 {
     /* var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, indices */
-    static const char *const names[] = {"var",  "m",     "v",       "beta1_power",
-                                        "beta2_power", "lr", "beta1", "beta2", "epsilon"};
+    static const char *const names[] = {"var", "m",     "v",     "beta1_power", "beta2_power",
+                                        "lr",  "beta1", "beta2", "epsilon"};
     if (!check_float_var(n, s) || !check_slot(n, 1, "m", s) || !check_slot(n, 2, "v", s)) return;
     for (int i = 3; i <= 8; i++)
         if (!check_scalar_like_var(n, i, names[i], s)) return;

@@ -191,7 +191,7 @@ static rill_node *sparse_gradient(rill_output grad, rill_output var)
 {
     rill_node *n = grad.node;
     if (!n || strcmp(n->op->name, "IndexedSlicesToDense") != 0 ||
-        rill__attr_int(n, "axis", 0) != 0)
+        rill__attr_int(n, "axis", 0) != 0 || rill__attr_bool(n, "drop_negatives", false))
         return NULL;
     rill_shape gs = rill_output_shape(grad), vs = rill_output_shape(var);
     if (!rill_shape_is_fully_defined(&gs) || !rill_shape_equal(&gs, &vs)) return NULL;

@@ -30,8 +30,7 @@ static char *elem(const rill_tensor *t, int64_t i)
 
 static bool check_add_dtype(rill__kctx *ctx, rill_dtype t)
 {
-    if (t == RILL_FLOAT || t == RILL_DOUBLE || t == RILL_HALF || t == RILL_INT32 ||
-        t == RILL_INT64)
+    if (t == RILL_FLOAT || t == RILL_DOUBLE || t == RILL_HALF || t == RILL_INT32 || t == RILL_INT64)
         return true;
     rill__kctx_fail(ctx, RILL_UNIMPLEMENTED, "%s does not support %s", ctx->node->op->name,
                     rill_dtype_name(t));
@@ -49,8 +48,9 @@ static bool check_indices(rill__kctx *ctx, const rill_tensor *ix, int64_t limit,
         char pos[128];
         rill__index_pos(&ix->shape, i, pos, sizeof pos);
         if (strcmp(what, "segment_ids") == 0)
-            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "segment_ids%s = %lld is out of range [0, %lld)",
-                            pos, (long long)v, (long long)limit);
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                            "segment_ids%s = %lld is out of range [0, %lld)", pos, (long long)v,
+                            (long long)limit);
         else
             rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "%s%s = %lld is not in [0, %lld)", what,
                             pos, (long long)v, (long long)limit);
@@ -69,8 +69,9 @@ static void gather_kernel(rill__kctx *ctx)
     bool drop = rill__attr_bool(ctx->node, "drop_negatives", false);
     int r = p->shape.rank;
     if (axis < -r || axis >= r) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Expected axis in the range [%d, %d), but got %lld",
-                        -r, r, (long long)axis);
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "Expected axis in the range [%d, %d), but got %lld", -r, r,
+                        (long long)axis);
         return;
     }
     if (axis < 0) axis += r;
@@ -109,8 +110,10 @@ static void gather_kernel(rill__kctx *ctx)
 static bool shape_of_tensor(rill__kctx *ctx, const rill_tensor *t, rill_shape *s)
 {
     if (t->shape.rank != 1 || t->numel > RILL_MAX_DIMS) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "%s: the shape must be a vector of at most %d "
-                        "dims", ctx->node->op->name, RILL_MAX_DIMS);
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "%s: the shape must be a vector of at most %d "
+                        "dims",
+                        ctx->node->op->name, RILL_MAX_DIMS);
         return false;
     }
     s->rank = (int)t->numel;
@@ -146,16 +149,19 @@ static void slices_to_dense_kernel(rill__kctx *ctx)
                         "IndexedSlicesToDense: values.shape %s does not match indices.shape %s "
                         "in dense shape %s",
                         rill_shape_str(&v->shape, b1, sizeof b1),
-                        rill_shape_str(&ix->shape, b2, sizeof b2), rill_shape_str(&ds, b3, sizeof b3));
+                        rill_shape_str(&ix->shape, b2, sizeof b2),
+                        rill_shape_str(&ds, b3, sizeof b3));
         return;
     }
-    if (!check_indices(ctx, ix, lim, false, "indices")) return;
+    bool drop = rill__attr_bool(ctx->node, "drop_negatives", false);
+    if (!check_indices(ctx, ix, lim, drop, "indices")) return;
     rill_tensor *y = rill__kctx_alloc_output(ctx, 0, v->dtype, &ds);
     if (!y) return;
     memset(y->buf->data, 0, rill_tensor_nbytes(y));
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < n; i++) {
             int64_t k = rill__index_at(ix, i);
+            if (k < 0) continue;
             rill__rows_add(v->dtype, elem(y, (o * lim + k) * inner), elem(v, (o * n + i) * inner),
                            inner, 1);
         }
@@ -410,7 +416,8 @@ static void top_k_grad_kernel(rill__kctx *ctx)
     int64_t k = ix->shape.rank ? ix->shape.dims[ix->shape.rank - 1] : 1;
     int64_t rows = c ? x->numel / c : 0;
     if (ix->numel != rows * k || dv->numel != ix->numel) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "_TopKGrad: indices and dvalues do not match x");
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "_TopKGrad: indices and dvalues do not match x");
         return;
     }
     if (!check_indices(ctx, ix, c, false, "indices")) return;
@@ -517,8 +524,8 @@ static void unsorted_segment_sum_kernel(rill__kctx *ctx)
     int64_t k = rill__index_at(ctx->inputs[2], 0);
     if (!check_add_dtype(ctx, d->dtype) || !ids_prefix_ok(ctx, d, ids)) return;
     if (k < 0) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Input num_segments == %lld must not be negative.",
-                        (long long)k);
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "Input num_segments == %lld must not be negative.", (long long)k);
         return;
     }
     if (!check_indices(ctx, ids, k, true, "segment_ids")) return;
@@ -567,8 +574,8 @@ static void segment_sum_kernel(rill__kctx *ctx)
     memset(y->buf->data, 0, rill_tensor_nbytes(y));
     int64_t inner = prod(&d->shape, 1, d->shape.rank);
     for (int64_t i = 0; i < ids->numel; i++)
-        rill__rows_add(d->dtype, elem(y, rill__index_at(ids, i) * inner), elem(d, i * inner),
-                       inner, 1);
+        rill__rows_add(d->dtype, elem(y, rill__index_at(ids, i) * inner), elem(d, i * inner), inner,
+                       1);
 }
 
 /* --- ScatterUpdate, ScatterAdd, ScatterSub --- */
@@ -706,7 +713,8 @@ static void sampler_kernel(rill__kctx *ctx)
         tries = ns;
     }
     float *se = sex->buf->data, *te = tex->buf->data;
-    for (int64_t i = 0; i < ns; i++) se[i] = (float)expected_count(probability(&s, c[i]), ns, tries);
+    for (int64_t i = 0; i < ns; i++)
+        se[i] = (float)expected_count(probability(&s, c[i]), ns, tries);
     for (int64_t i = 0; i < tc->numel; i++)
         te[i] = (float)expected_count(probability(&s, rill__index_at(tc, i)), ns, tries);
 }
@@ -755,22 +763,19 @@ static void accidental_hits_kernel(rill__kctx *ctx)
 #define ANY RILL_DT_INVALID
 #define ALL (~0u)
 #define CPU_K(OP, FN, HOST_IN)                                                                     \
-    {.op = OP, .device_type = "CPU", .dtype = ANY, .fn = FN, .host_memory_inputs = HOST_IN}
+    {                                                                                              \
+        .op = OP, .device_type = "CPU", .dtype = ANY, .fn = FN, .host_memory_inputs = HOST_IN      \
+    }
 #define CL_K(OP, FN)                                                                               \
-    {.op = OP,                                                                                     \
-     .device_type = "OPENCL",                                                                      \
-     .dtype = ANY,                                                                                 \
-     .fn = FN,                                                                                     \
-     .host_memory_inputs = ALL,                                                                    \
-     .host_memory_outputs = ALL}
+    {                                                                                              \
+        .op = OP, .device_type = "OPENCL", .dtype = ANY, .fn = FN, .host_memory_inputs = ALL,      \
+        .host_memory_outputs = ALL                                                                 \
+    }
 #define SAMPLER(OP, DEV, HOST)                                                                     \
-    {.op = OP,                                                                                     \
-     .device_type = DEV,                                                                           \
-     .dtype = ANY,                                                                                 \
-     .fn = sampler_kernel,                                                                         \
-     .state_free = rill__kctx_rng_free,                                                            \
-     .host_memory_inputs = HOST,                                                                   \
-     .host_memory_outputs = HOST}
+    {                                                                                              \
+        .op = OP, .device_type = DEV, .dtype = ANY, .fn = sampler_kernel,                          \
+        .state_free = rill__kctx_rng_free, .host_memory_inputs = HOST, .host_memory_outputs = HOST \
+    }
 
 const rill__kernel_def rill__cpu_kernels_index[] = {
     CPU_K("GatherV2", gather_kernel, 1u << 2),

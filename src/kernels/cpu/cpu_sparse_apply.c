@@ -16,9 +16,9 @@
 /* The distinct indices of ix (int32/int64), in order of first appearance, and the sum of their
  * grad rows. Caller frees rows and uniq with rill__free. */
 typedef struct dedup {
-    int64_t n;      /* distinct indices */
-    int64_t *uniq;  /* their values */
-    void *rows;     /* n rows of inner elements (grad's dtype) */
+    int64_t n;     /* distinct indices */
+    int64_t *uniq; /* their values */
+    void *rows;    /* n rows of inner elements (grad's dtype) */
 } dedup;
 
 /* False (ctx failed, TF's text) when an index is out of [0, limit). */
@@ -191,7 +191,7 @@ static void sparse_adagrad_kernel(rill__kctx *ctx)
                 vr[j] += gr[j] * gr[j] * (1 - b2);                                                 \
             }                                                                                      \
         }                                                                                          \
-        for (int64_t i = 0; i < var->numel; i++) w[i] -= tlr * mm[i] / (SQRT(vv[i]) + e);         \
+        for (int64_t i = 0; i < var->numel; i++) w[i] -= tlr * mm[i] / (SQRT(vv[i]) + e);          \
     } while (0)
 
 static void sparse_adam_kernel(rill__kctx *ctx)
@@ -218,7 +218,10 @@ static void sparse_adam_kernel(rill__kctx *ctx)
     UNLOCK_ALL(3);
 }
 
-#define K(op_, dt_, fn_) {.op = op_, .device_type = "CPU", .dtype = dt_, .fn = fn_}
+#define K(op_, dt_, fn_)                                                                           \
+    {                                                                                              \
+        .op = op_, .device_type = "CPU", .dtype = dt_, .fn = fn_                                   \
+    }
 const rill__kernel_def rill__cpu_kernels_sparse_apply[] = {
     K("SparseApplyMomentum", RILL_FLOAT, sparse_momentum_kernel),
     K("SparseApplyMomentum", RILL_DOUBLE, sparse_momentum_kernel),

@@ -30,12 +30,13 @@ static int64_t index_at(const rill_tensor *t, int64_t i)
 static void gather_kernel(rill__kctx *ctx)
 {
     const rill_tensor *p = ctx->inputs[0], *ix = ctx->inputs[1];
-    if (!rill__tensor_on_host(ix) || (ctx->node->ninputs > 2 && !rill__tensor_on_host(ctx->inputs[2]))) {
+    if (!rill__tensor_on_host(ix) ||
+        (ctx->node->ninputs > 2 && !rill__tensor_on_host(ctx->inputs[2]))) {
         rill__kctx_fail(ctx, RILL_INTERNAL, "GatherV2: indices and axis must be in host memory");
         return;
     }
-    int64_t axis = ctx->node->ninputs > 2 ? index_at(ctx->inputs[2], 0)
-                                          : rill__attr_int(ctx->node, "axis", 0);
+    int64_t axis =
+        ctx->node->ninputs > 2 ? index_at(ctx->inputs[2], 0) : rill__attr_int(ctx->node, "axis", 0);
     bool drop = rill__attr_bool(ctx->node, "drop_negatives", false);
     int r = p->shape.rank;
     if (axis < -r || axis >= r) {
@@ -83,8 +84,8 @@ static void gather_kernel(rill__kctx *ctx)
                 o += (size_t)snprintf(pos + o, sizeof pos - o, "%s%lld", d ? "," : "",
                                       (long long)c[d]);
             snprintf(pos + o, sizeof pos - o, "]");
-            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "indices%s = %lld is not in [0, %lld)",
-                            pos, (long long)v, (long long)lim);
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "indices%s = %lld is not in [0, %lld)", pos,
+                            (long long)v, (long long)lim);
             rill__free(ixl);
             return;
         }
@@ -114,19 +115,18 @@ static void gather_kernel(rill__kctx *ctx)
         return;
     }
     cl_mem ym = rill__cl_mem(y), pm = rill__cl_mem(p);
-    rill__cl_arg args[] = {RILL__CL_ARG(ym),  RILL__CL_ARG(pm),    RILL__CL_ARG(im),
-                           RILL__CL_ARG(n),   RILL__CL_ARG(lim),   RILL__CL_ARG(inner),
+    rill__cl_arg args[] = {RILL__CL_ARG(ym),   RILL__CL_ARG(pm),  RILL__CL_ARG(im),
+                           RILL__CL_ARG(n),    RILL__CL_ARG(lim), RILL__CL_ARG(inner),
                            RILL__CL_ARG(total)};
     rill__cl_launch(ctx, "idx_gather", p->dtype, args, 7, total);
     clReleaseMemObject(im); /* freed by OpenCL once the kernel has run */
 }
 
 #define IDX_K(T)                                                                                   \
-    {.op = "GatherV2",                                                                             \
-     .device_type = "OPENCL",                                                                      \
-     .dtype = T,                                                                                   \
-     .fn = gather_kernel,                                                                          \
-     .host_memory_inputs = (1u << 1) | (1u << 2)}
+    {                                                                                              \
+        .op = "GatherV2", .device_type = "OPENCL", .dtype = T, .fn = gather_kernel,                \
+        .host_memory_inputs = (1u << 1) | (1u << 2)                                                \
+    }
 
 const rill__kernel_def rill__opencl_kernels_index[] = {
     IDX_K(RILL_FLOAT),

@@ -1027,8 +1027,11 @@ from . import train  # noqa: E402,F401  (tf.train)
 from . import app, flags, gfile  # noqa: E402,F401  (tf.app, tf.app.flags = tf.flags, tf.gfile)
 from ._ops import *  # noqa: E402,F401,F403  (math, array, reductions, tf.gradients)
 from . import nn  # noqa: E402,F401  (tf.nn)
+from ._embedding_ops import *  # noqa: E402,F401,F403  (tf.gather, tf.unique, tf.scatter_add, ...)
 from . import summary  # noqa: E402,F401  (tf.summary)
 from .summary import SessionLog, Summary  # noqa: E402,F401  (tf.Summary, tf.SessionLog)
 import types as _types  # noqa: E402
 
 io = _types.SimpleNamespace(gfile=gfile.io_gfile)
+from . import _embedding_ops as _emb  # noqa: E402
+_emb._install(__import__("sys").modules[__name__])  # tf.random.*_candidate_sampler, tf.math.top_k, ...
