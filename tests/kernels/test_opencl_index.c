@@ -69,6 +69,20 @@ static void test_gather(void)
                 bo_free_all(in, 2);
                 rill_graph_free(g);
             }
+    /* drop_negatives: negative indices give rows of zeros */
+    {
+        rill_graph *g = rill_graph_new();
+        rill_tensor *in[2] = {
+            bo_random(RILL_FLOAT, (int64_t[]){6, 70}, 2, -1, 1),
+            rill_tensor_from_data(RILL_INT64, (int64_t[]){4}, 1, (int64_t[]){2, -1, 5, -3})};
+        rill_op_builder *b = rill_op_builder_new(g, "GatherV2", "gather");
+        rill_op_builder_add_input(b, bo_placeholder(g, in[0]));
+        rill_op_builder_add_input(b, bo_placeholder(g, in[1]));
+        rill_op_builder_set_bool(b, "drop_negatives", true);
+        bo_check(rill_op_builder_finish(b), in, 0);
+        bo_free_all(in, 2);
+        rill_graph_free(g);
+    }
     /* int32 params: the CPU kernel in host memory */
     rill_graph *g = rill_graph_new();
     rill_tensor *in[2] = {bo_random(RILL_INT32, (int64_t[]){9, 4}, 2, -50, 50),

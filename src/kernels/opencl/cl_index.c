@@ -3,7 +3,8 @@
  * The indices (int32 or int64) live in host memory (bit 1 of host_memory_inputs): they are
  * checked there with the CPU kernel's text ("indices[1] = 7 is not in [0, 5)"), then uploaded,
  * and one work item per result element copies its element of params. Values are moved, not
- * computed: half goes through float and back, which is exact. Every other dtype, and the other
+ * computed: half goes through float and back, which is exact. With drop_negatives (the gradient
+ * of UnsortedSegmentSum) a negative index gives a row of zeros. Every other dtype, and the other
  * indexing ops, run the CPU kernels with host-memory tensors (cpu_index.c). */
 #include "../kernel.h"
 #include "cl_kernels.h"
@@ -17,8 +18,8 @@ const char rill__cl_source_index[] =
     "{\n"
     "    long i = get_global_id(0);\n"
     "    if (i >= total) return;\n"
-    "    long j = i % inner, r = i / inner, k = r % n, o = r / n;\n"
-    "    ST(y, i, LD(p, (o * lim + ix[k]) * inner + j));\n"
+    "    long j = i % inner, r = i / inner, k = r % n, o = r / n, v = ix[k];\n"
+    "    ST(y, i, v < 0 ? (ACC)0 : LD(p, (o * lim + v) * inner + j));\n"
     "}\n";
 
 static int64_t index_at(const rill_tensor *t, int64_t i)
@@ -66,11 +67,10 @@ static void gather_kernel(rill__kctx *ctx)
     /* checked (and widened to int64) on the host; the CPU kernel's text */
     cl_long *ixl = rill__malloc((size_t)(n ? n : 1) * sizeof *ixl);
     RILL_CHECK_ALLOC(ixl);
-    bool neg = false;
     for (int64_t i = 0; i < n; i++) {
         int64_t v = index_at(ix, i);
         if (v < 0 && drop) {
-            neg = true;
+            v = -1; /* a row of zeros (UnsortedSegmentSum's gradient) */
         } else if (v < 0 || v >= lim) {
             char pos[128];
             int64_t c[RILL_MAX_DIMS], f = i;
@@ -90,13 +90,6 @@ static void gather_kernel(rill__kctx *ctx)
             return;
         }
         ixl[i] = v;
-    }
-    if (neg) {
-        /* rare (UnsortedSegmentSum's gradient): no device path for dropped rows */
-        rill__kctx_fail(ctx, RILL_UNIMPLEMENTED,
-                        "GatherV2 with drop_negatives and negative indices runs on the CPU only");
-        rill__free(ixl);
-        return;
     }
     rill_tensor *y = rill__kctx_alloc_output(ctx, 0, p->dtype, &os);
     cl_long total = outer * n * inner;
