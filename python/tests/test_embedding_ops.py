@@ -140,6 +140,9 @@ def test_word2vec_nce_step_touches_looked_up_rows():
     types = {o.type for o in tf.get_default_graph().get_operations()
              if o.name.startswith("GradientDescent/update_Variable/")}
     assert "ScatterSub" in types  # the embedding's update is sparse
+    wtypes = {o.type for o in tf.get_default_graph().get_operations()
+              if o.name.startswith("GradientDescent/update_Variable_1/")}
+    assert "ScatterSub" in wtypes  # and so is nce's weights' (one lookup of true + sampled)
     rs = np.random.RandomState(2)
     xs = rs.randint(0, 20, B).astype(np.int32)
     ys = ((xs + 1) % V).reshape(B, 1).astype(np.int64)
@@ -188,3 +191,43 @@ def test_sampled_softmax_all_classes_equals_dense():
     logits = X @ W.T + bias
     ref = np.log(np.exp(logits).sum(1)) - logits[np.arange(B), lab[:, 0]]
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
+
+
+def test_sampled_losses_against_tensorflow():
+    rs = np.random.RandomState(7)
+    C, D, B, S = 12, 5, 4, 6
+    W = rs.normal(size=(C, D)).astype(np.float32)
+    bias = rs.normal(size=C).astype(np.float32)
+    X = rs.normal(size=(B, D)).astype(np.float32)
+    lab = np.array([[1], [4], [7], [4]], np.int64)
+    samp = np.array([0, 4, 9, 3, 11, 7], np.int64)
+    tec = rs.uniform(0.1, 1, (B, 1)).astype(np.float32)
+    sec = rs.uniform(0.1, 1, S).astype(np.float32)
+    data = {"W": W.tolist(), "b": bias.tolist(), "X": X.tolist(), "lab": lab.tolist(),
+            "samp": samp.tolist(), "tec": tec.tolist(), "sec": sec.tolist()}
+    code = """
+d = json.loads('%s')
+f = lambda k, t=np.float32: tf.constant(np.array(d[k], t))
+sv = (f("samp", np.int64), f("tec"), f("sec"))
+outs = []
+for hits in (False, True):
+    outs.append(tf.nn.nce_loss(f("W"), f("b"), f("lab", np.int64), f("X"), %d, %d,
+                               sampled_values=sv, remove_accidental_hits=hits))
+    outs.append(tf.nn.sampled_softmax_loss(f("W"), f("b"), f("lab", np.int64), f("X"), %d, %d,
+                                           sampled_values=sv, remove_accidental_hits=hits))
+with tf.Session() as s:
+    print(json.dumps([v.tolist() for v in s.run(outs)]))
+""" % (json.dumps(data), S, C, S, C)
+    ref = _tf_reference(code)
+    tf.reset_default_graph()
+    w, b = tf.Variable(W), tf.Variable(bias)
+    sv = (tf.constant(samp), tf.constant(tec), tf.constant(sec))
+    outs = []
+    for hits in (False, True):
+        outs.append(tf.nn.nce_loss(w, b, tf.constant(lab), tf.constant(X), S, C,
+                                   sampled_values=sv, remove_accidental_hits=hits))
+        outs.append(tf.nn.sampled_softmax_loss(w, b, tf.constant(lab), tf.constant(X), S, C,
+                                               sampled_values=sv, remove_accidental_hits=hits))
+    got = _run(outs)
+    for i, (a, r) in enumerate(zip(got, ref)):
+        np.testing.assert_allclose(a, np.asarray(r), rtol=1e-4, atol=1e-4, err_msg=str(i))

@@ -7,9 +7,9 @@ Sparse gradients: the gradient of a gather (of an embedding_lookup) is an Indexe
 node; the optimizers update only the rows it names (TF's IndexedSlices, see ops_index.c).
 
 The integrator's note: nce_loss and sampled_softmax_loss are composed from the ops rill has
-(MatMul, Mul, Sum, Exp, Log, Sigmoid, GatherV2, ScatterNd); with ConcatV2 they should gather the
-true and sampled weight rows in one lookup (as TF does) so the weights' update is sparse too,
-and use SigmoidCrossEntropyWithLogits / Softmax CE on concatenated logits."""
+(MatMul, Mul, Sum, Exp, Log, Maximum, GatherV2, ScatterNd, TopKV2); once ConcatV2, ReduceMax and
+SigmoidCrossEntropyWithLogits exist, _concat_1d should become a ConcatV2, the row max a
+reduce_max, and the losses TF's sigmoid / softmax cross-entropy over concatenated logits."""
 import collections as _collections
 import sys as _sys
 
@@ -279,10 +279,23 @@ def _compute_sampled_logits(weights, biases, labels, inputs, num_sampled, num_cl
         sampled, true_expected, sampled_expected = (_t(v) for v in sampled_values)
         dim = int(x.shape[-1])
         labels_flat = tf.reshape(lab, [-1])
-        true_w = embedding_lookup(weights, labels_flat, partition_strategy=partition_strategy)
-        sampled_w = embedding_lookup(weights, sampled, partition_strategy=partition_strategy)
-        true_b = embedding_lookup(biases, labels_flat, partition_strategy=partition_strategy)
-        sampled_b = embedding_lookup(biases, sampled, partition_strategy=partition_strategy)
+        n_true = labels_flat.shape[0] if labels_flat.shape.ndims == 1 else None
+        n_samp = sampled.shape[0] if sampled.shape.ndims == 1 else None
+        if n_true is not None and n_samp is not None and int(n_true) >= 0 and int(n_samp) >= 0:
+            # one lookup of [true; sampled] ids, as TF: one sparse gradient per variable
+            n_true, n_samp = int(n_true), int(n_samp)
+            all_ids = _concat_1d(tf, labels_flat, tf.cast(sampled, tf.int64), n_true, n_samp)
+            all_w = embedding_lookup(weights, all_ids, partition_strategy=partition_strategy)
+            all_b = embedding_lookup(biases, all_ids, partition_strategy=partition_strategy)
+            first = _t(_np.arange(n_true, dtype=_np.int64))
+            rest = _t(_np.arange(n_true, n_true + n_samp, dtype=_np.int64))
+            true_w, sampled_w = gather(all_w, first), gather(all_w, rest)
+            true_b, sampled_b = gather(all_b, first), gather(all_b, rest)
+        else:
+            true_w = embedding_lookup(weights, labels_flat, partition_strategy=partition_strategy)
+            sampled_w = embedding_lookup(weights, sampled, partition_strategy=partition_strategy)
+            true_b = embedding_lookup(biases, labels_flat, partition_strategy=partition_strategy)
+            sampled_b = embedding_lookup(biases, sampled, partition_strategy=partition_strategy)
         # true logits: row-wise dot of inputs with their num_true weight rows
         true_w = tf.reshape(true_w, [-1, num_true, dim])
         xe = tf.expand_dims(x, 1)
@@ -299,6 +312,15 @@ def _compute_sampled_logits(weights, biases, labels, inputs, num_sampled, num_cl
             true_logits = tf.subtract(true_logits, tf.log(true_expected))
             sampled_logits = tf.subtract(sampled_logits, tf.log(sampled_expected))
         return true_logits, sampled_logits
+
+
+def _concat_1d(tf, a, b, na, nb):
+    """[a; b] for int64 vectors of static lengths na and nb, without a Concat op: each scattered
+    into its place of a zero vector (ScatterNd sums, and the places are distinct)."""
+    shape = _t(_np.asarray([na + nb], _np.int64))
+    ia = _t(_np.arange(na, dtype=_np.int64).reshape(na, 1))
+    ib = _t(_np.arange(na, na + nb, dtype=_np.int64).reshape(nb, 1))
+    return tf.add(scatter_nd(ia, a, shape), scatter_nd(ib, b, shape))
 
 
 def _stack2(tf, rows, cols):
@@ -359,9 +381,9 @@ def sampled_softmax_loss(weights, biases, labels, inputs, num_sampled, num_class
         true_logits, sampled_logits = _compute_sampled_logits(
             weights, biases, labels, inputs, num_sampled, num_classes, num_true,
             sampled_values, True, remove_accidental_hits, partition_strategy, None, seed)
-        # logsumexp over both parts, shifted by the row's mean true logit (any shift gives the
-        # same value; rill has no ReduceMax yet: the integrator should shift by the row max)
-        shift = tf.reduce_mean(true_logits, axis=[1], keepdims=True)
+        # logsumexp over both parts, shifted by the row's largest logit (rill has no ReduceMax
+        # yet: top_k with k=1 gives each part's row max; the shift's gradient cancels)
+        shift = tf.maximum(top_k(true_logits, 1).values, top_k(sampled_logits, 1).values)
         e_true = tf.reduce_sum(tf.exp(tf.subtract(true_logits, shift)), axis=[1])
         e_samp = tf.reduce_sum(tf.exp(tf.subtract(sampled_logits, shift)), axis=[1])
         lse = tf.add(tf.log(tf.add(e_true, e_samp)), tf.reshape(shift, [-1]))
