@@ -29,6 +29,7 @@ extern const rill__kernel_def rill__opencl_kernels_conv[];
 extern const rill__kernel_def rill__opencl_kernels_select[];
 extern const rill__kernel_def rill__opencl_kernels_array[];
 extern const rill__kernel_def rill__opencl_kernels_index[];
+extern const rill__kernel_def rill__opencl_kernels_sparse_apply[];
 #endif
 
 static const rill__kernel_def *const *tables(void)
@@ -55,6 +56,7 @@ static const rill__kernel_def *const *tables(void)
         rill__opencl_kernels_select,
         rill__opencl_kernels_array,
         rill__opencl_kernels_index,
+        rill__opencl_kernels_sparse_apply,
 #endif
         NULL,
     };

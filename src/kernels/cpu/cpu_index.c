@@ -797,8 +797,8 @@ const rill__kernel_def rill__cpu_kernels_index[] = {
     SAMPLER("UniformCandidateSampler", "CPU", 0),
 #ifdef RILL_HAVE_OPENCL
     /* On a GPU every dtype but GatherV2's float, double and half (cl_index.c) runs here, with its
-     * tensors in host memory. The scatters update variables, which live on the device, so they
-     * are not offered there (the placer puts them on the CPU with soft placement). */
+     * tensors in host memory. The scatters update variables, which live on the device: their
+     * OpenCL kernels are in cl_sparse_apply.c. */
     CL_K("GatherV2", gather_kernel),
     CL_K("IndexedSlicesToDense", slices_to_dense_kernel),
     CL_K("GatherNd", gather_nd_kernel),

@@ -26,6 +26,7 @@ extern const char rill__cl_source_conv[];
 extern const char rill__cl_source_select[];
 extern const char rill__cl_source_array[];
 extern const char rill__cl_source_index[];
+extern const char rill__cl_source_sparse_apply[];
 
 /* The kernel `name` built for dtype t (float, double or half; anything else uses the float
  * program). Built and cached on first use. Call with the lock held. */

@@ -1,6 +1,6 @@
 """tf.nn (TF 1.x) over the ops rill's C library has: each function makes the C op by type name
 with the inputs, in order, and the attrs the C builder (src/graph/ops_nn.c, ops_conv.c,
-ops_state.c) passes. Absent from the C library, so not here: in_top_k, l2_loss, lrn, moments,
+ops_state.c) passes. Absent from the C library, so not here: l2_loss, lrn, moments,
 batch_normalization, depthwise/separable convolutions, conv2d_transpose as a function."""
 import sys as _sys
 
