@@ -94,6 +94,21 @@ def test_errors():
         tf.gather(p, [0.5])
 
 
+def test_names_and_tensor_axis():
+    tf.reset_default_graph()
+    p = tf.constant(P)
+    assert tf.gather(p, [1]).op.name == "GatherV2"
+    assert tf.nn.top_k(p[0], 1).values.op.type == "TopKV2"
+    assert tf.nn.in_top_k(tf.constant([[1., 2.]]), [1], 1).op.name == "in_top_k/InTopKV2"
+    v = tf.Variable(P)
+    assert tf.nn.embedding_lookup(v, [0]).op.name == "embedding_lookup"
+    g = tf.gather(p, [1, 0], axis=tf.constant(2))
+    assert g.shape.as_list() == [4, 3, 2]
+    np.testing.assert_array_equal(_run(g), P[:, :, [1, 0]])
+    assert tf.math.top_k is tf.nn.top_k
+    assert tf.random.log_uniform_candidate_sampler is tf.nn.log_uniform_candidate_sampler
+
+
 def test_scatter_ops_on_variables():
     tf.reset_default_graph()
     v = tf.Variable(np.zeros((4, 2), np.float32))

@@ -164,7 +164,8 @@ def top_k(input, k=1, sorted=True, name=None):  # noqa: A002  (TF's argument nam
 def in_top_k(predictions, targets, k, name=None):
     t = _idx(targets)
     kt = k if isinstance(k, _tf().Tensor) else _t(_np.asarray(k, dtype=t.dtype.as_numpy_dtype))
-    return _op("InTopKV2", name or "in_top_k", [_t(predictions), t, kt]).outputs[0]
+    with _tf().name_scope(name or "in_top_k"):  # TF's op: in_top_k/InTopKV2
+        return _op("InTopKV2", name or "InTopKV2", [_t(predictions), t, kt]).outputs[0]
 
 
 # --- embeddings ---
@@ -187,9 +188,9 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
     if partition_strategy not in ("mod", "div"):
         raise ValueError(f"Unrecognized partition strategy: {partition_strategy}")
     ids_t = _idx(ids)
+    if len(params) == 1:  # TF names the gather as its scope: "embedding_lookup"
+        return gather(params[0], ids_t, name=name or "embedding_lookup")
     with tf.name_scope(name or "embedding_lookup"):
-        if len(params) == 1:
-            return gather(params[0], ids_t, name="embedding_lookup")
         return _partitioned_lookup(params, ids_t, partition_strategy)
 
 
