@@ -35,12 +35,15 @@ typedef struct gather_case {
     int64_t axis;
     int64_t ix[6];
     int nix;
+    int rows; /* > 0: the indices as [rows, nix / rows] */
 } gather_case;
 
 static rill_output build_gather(rill_graph *g, const rill_output *xs, void *ctx)
 {
     const gather_case *c = ctx;
-    rill_output in[] = {xs[0], int_const(g, RILL_INT64, (int64_t[]){c->nix}, 1, c->ix)};
+    int64_t d2[2] = {c->rows, c->rows ? c->nix / c->rows : 0}, d1 = c->nix;
+    rill_output in[] = {xs[0], c->rows ? int_const(g, RILL_INT64, d2, 2, c->ix)
+                                       : int_const(g, RILL_INT64, &d1, 1, c->ix)};
     return op(g, "GatherV2", in, 2, "axis", c->axis, 0);
 }
 
@@ -72,6 +75,11 @@ static void test_gather(void)
         rill_graph_free(g);
         oc_grad_check(lab, 1, &p, build_gather, &c, (oc_grad_opts){0});
     }
+    /* 2-D indices into params of unknown shape: the gradient's values keep indices' shape */
+    gather_case c2 = {.axis = 0, .ix = {3, 1, 3, 0, 2, 3}, .nix = 6, .rows = 2};
+    oc_grad_check("GatherV2 of unknown shape", 1, &p, build_gather, &c2,
+                  (oc_grad_opts){.unknown_shapes = true});
+    oc_grad_check("GatherV2 of 2-D indices", 1, &p, build_gather, &c2, (oc_grad_opts){0});
     /* out of range: TF's text, with the position of the index */
     rill_graph *g = rill_graph_new();
     rill_output in[] = {rill_const(g, p, "p"),
