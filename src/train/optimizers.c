@@ -217,7 +217,7 @@ static rill_output apply_sparse(rill_optimizer *o, rill_graph *g, rill_node *sl,
         return (rill_output){rill__node_create(g, "ScatterSub", NULL, in, 3, NULL, 0), 0};
     }
     case OPT_MOMENTUM: {
-        rill_output in[] = {var,     slot(g, var, "Momentum", 0), lr, values,
+        rill_output in[] = {var,     slot(g, var, "Momentum", 0),         lr, values,
                             indices, rill__scalar_like(g, t, o->momentum)};
         rill__attr a[] = {RILL__A_BOOL("use_nesterov", o->nesterov)};
         return (rill_output){rill__node_create(g, "SparseApplyMomentum", NULL, in, 6, a, 1), 0};

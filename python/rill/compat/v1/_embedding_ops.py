@@ -128,12 +128,12 @@ def segment_sum(data, segment_ids, name=None):
 def _scatter(type, ref, indices, updates, name):
     tf = _tf()
     if not isinstance(ref, tf.Variable):
-        raise TypeError(f"'ref' of {type} must be a tf.Variable, got {type_name(ref)}")
+        raise TypeError(f"'ref' of {type} must be a tf.Variable, got {_type_name(ref)}")
     u = _t(updates, ref.dtype)
     return _op(type, name or type, [ref.value(), _idx(indices), u]).outputs[0]
 
 
-def type_name(x):
+def _type_name(x):
     return type(x).__name__
 
 
