@@ -184,7 +184,7 @@ static void gather_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill
     if (!ok) return;
     rill_output params = n->inputs[0], indices = n->inputs[1];
     rill_shape p = rill_output_shape(params), ix = rill_output_shape(indices);
-    if (axis < 0) axis += p.rank;
+    if (axis < 0 && p.rank >= 0) axis += p.rank; /* else IndexedSlicesToDense resolves it */
     rill_output values = dy[0];
     /* TF's IndexedSlices for axis 0: values [N, params.shape[1:]...], indices [N]. */
     if (axis == 0 && ix.rank != 1 && p.rank >= 1) {
@@ -219,6 +219,7 @@ static void slices_shape(rill_node *n, rill_status *s)
     }
     rill_shape out = shape_from_input(n, 2);
     int64_t axis = rill__attr_int(n, "axis", 0);
+    if (out.rank >= 0 && axis < 0) axis += out.rank; /* negative: from the end */
     if (out.rank >= 0 && (axis < 0 || axis >= out.rank)) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
                         "IndexedSlicesToDense '%s': axis %lld is not in [0, %d)", n->name,

@@ -80,6 +80,9 @@ static void test_gather(void)
     oc_grad_check("GatherV2 of unknown shape", 1, &p, build_gather, &c2,
                   (oc_grad_opts){.unknown_shapes = true});
     oc_grad_check("GatherV2 of 2-D indices", 1, &p, build_gather, &c2, (oc_grad_opts){0});
+    gather_case c3 = {.axis = -2, .ix = {2, 0, 1, 2}, .nix = 4};
+    oc_grad_check("GatherV2 axis -2 of unknown rank", 1, &p, build_gather, &c3,
+                  (oc_grad_opts){.unknown_shapes = true});
     /* out of range: TF's text, with the position of the index */
     rill_graph *g = rill_graph_new();
     rill_output in[] = {rill_const(g, p, "p"),

@@ -134,6 +134,7 @@ static void slices_to_dense_kernel(rill__kctx *ctx)
     rill_shape ds;
     if (!shape_of_tensor(ctx, ctx->inputs[2], &ds) || !check_add_dtype(ctx, v->dtype)) return;
     int64_t axis = rill__attr_int(ctx->node, "axis", 0);
+    if (axis < 0) axis += ds.rank;
     if (axis < 0 || axis >= ds.rank) {
         rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
                         "IndexedSlicesToDense: axis %lld is not in [0, %d)", (long long)axis,
