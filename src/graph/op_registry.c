@@ -23,6 +23,8 @@ extern const rill__op_def rill__ops_apply[];
 extern const rill__op_def rill__ops_loss[];
 extern const rill__op_def rill__ops_norm[];
 extern const rill__op_def rill__ops_depthwise[];
+extern const rill__op_def rill__ops_index[];
+extern const rill__op_def rill__ops_sparse_apply[];
 
 /* One table a line (a new op file appends its own). */
 const rill__op_def *rill__op_lookup(const char *name)
@@ -47,6 +49,8 @@ const rill__op_def *rill__op_lookup(const char *name)
         rill__ops_loss,
         rill__ops_norm,
         rill__ops_depthwise,
+        rill__ops_index,
+        rill__ops_sparse_apply,
         NULL,
     };
     // clang-format on

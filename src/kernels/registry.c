@@ -29,6 +29,8 @@ extern const rill__kernel_def rill__cpu_kernels_loss[];
 extern const rill__kernel_def rill__cpu_kernels_norm[];
 extern const rill__kernel_def rill__cpu_kernels_depthwise[];
 extern const rill__kernel_def rill__cpu_kernels_pool_half[];
+extern const rill__kernel_def rill__cpu_kernels_index[];
+extern const rill__kernel_def rill__cpu_kernels_sparse_apply[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -40,6 +42,8 @@ extern const rill__kernel_def rill__opencl_kernels_apply[];
 extern const rill__kernel_def rill__opencl_kernels_loss[];
 extern const rill__kernel_def rill__opencl_kernels_norm[];
 extern const rill__kernel_def rill__opencl_kernels_depthwise[];
+extern const rill__kernel_def rill__opencl_kernels_index[];
+extern const rill__kernel_def rill__opencl_kernels_sparse_apply[];
 #endif
 
 static const rill__kernel_def *const *tables(void)
@@ -63,6 +67,8 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_norm,
         rill__cpu_kernels_depthwise,
         rill__cpu_kernels_pool_half,
+        rill__cpu_kernels_index,
+        rill__cpu_kernels_sparse_apply,
 #ifdef RILL_HAVE_OPENCL
         rill__opencl_kernels_math,
         rill__opencl_kernels_nn,
@@ -74,6 +80,8 @@ static const rill__kernel_def *const *tables(void)
         rill__opencl_kernels_loss,
         rill__opencl_kernels_norm,
         rill__opencl_kernels_depthwise,
+        rill__opencl_kernels_index,
+        rill__opencl_kernels_sparse_apply,
 #endif
         rill__cpu_kernels_reduce,
         rill__cpu_kernels_shape,

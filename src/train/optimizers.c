@@ -4,7 +4,9 @@
  * compute_gradients differentiates the loss for the trainable variables; apply_gradients adds
  * one Apply* op per variable under the optimizer's name scope (slot variables such as
  * "<var>/Momentum" are created on first use, zero-initialised), and, when given a global step,
- * an AssignAdd of 1 that runs after every update: the op returned is the training step. */
+ * an AssignAdd of 1 that runs after every update: the op returned is the training step.
+ * A gradient that IndexedSlicesToDense made (a gather's) updates only the rows it names
+ * (apply_sparse), as TF's _apply_sparse. */
 #include "../graph/graph_internal.h"
 
 #include <string.h>
@@ -321,6 +323,70 @@ static rill_output apply_more(rill_optimizer *o, rill_graph *g, rill_output grad
 #undef C
 }
 
+/* --- sparse gradients (TF's _apply_sparse) ---
+ * A gradient made by IndexedSlicesToDense (the gradient of a gather, ops_index.c) along axis 0
+ * into exactly var's shape names the rows it touches: its inputs 0 and 1 are TF's
+ * IndexedSlices values and indices. Those updates touch only those rows (Adam: its m and v
+ * decay everywhere, as TF's). */
+static rill_node *sparse_gradient(rill_output grad, rill_output var)
+{
+    rill_node *n = grad.node;
+    if (!n || strcmp(n->op->name, "IndexedSlicesToDense") != 0 ||
+        rill__attr_int(n, "axis", 0) != 0 || rill__attr_bool(n, "drop_negatives", false))
+        return NULL;
+    rill_shape gs = rill_output_shape(grad), vs = rill_output_shape(var);
+    if (!rill_shape_is_fully_defined(&gs) || !rill_shape_equal(&gs, &vs)) return NULL;
+    rill_shape ix = rill_output_shape(n->inputs[1]), v = rill_output_shape(n->inputs[0]);
+    /* the sparse ops take [N, ...] values for [N] indices, as the gather gradient builds them */
+    if (ix.rank != 1 || v.rank != vs.rank) return NULL;
+    return n;
+}
+
+/* The sparse update of var by the slices (values, indices) of node sl, or {NULL} when this
+ * optimizer has none (then the dense update applies). Another optimizer's sparse op (RMSProp,
+ * Adadelta, Ftrl, ProximalAdagrad) goes here as one more case. */
+static rill_output apply_sparse(rill_optimizer *o, rill_graph *g, rill_node *sl, rill_output var,
+                                rill_output lr, rill_output b1p, rill_output b2p)
+{
+    rill_dtype t = rill_output_dtype(var);
+    rill_output values = sl->inputs[0], indices = sl->inputs[1];
+    switch (o->kind) {
+    case OPT_SGD: {
+        /* TF's GradientDescentOptimizer._apply_sparse_duplicate_indices: var.scatter_sub of
+         * lr * values (a scatter sums repeated indices by itself) */
+        rill_output in[] = {var, indices, rill_mul(g, values, lr, NULL)};
+        return (rill_output){rill__node_create(g, "ScatterSub", NULL, in, 3, NULL, 0), 0};
+    }
+    case OPT_MOMENTUM: {
+        rill_output in[] = {var,     slot(g, var, "Momentum", 0),         lr, values,
+                            indices, rill__scalar_like(g, t, o->momentum)};
+        rill__attr a[] = {RILL__A_BOOL("use_nesterov", o->nesterov)};
+        return (rill_output){rill__node_create(g, "SparseApplyMomentum", NULL, in, 6, a, 1), 0};
+    }
+    case OPT_ADAGRAD: {
+        rill_output in[] = {var, slot(g, var, "Adagrad", o->initial_accumulator), lr, values,
+                            indices};
+        return (rill_output){rill__node_create(g, "SparseApplyAdagrad", NULL, in, 5, NULL, 0), 0};
+    }
+    case OPT_ADAM: {
+        rill_output in[] = {var,
+                            slot(g, var, "Adam", 0),
+                            slot(g, var, "Adam_1", 0),
+                            rill_cast(g, b1p, t, NULL),
+                            rill_cast(g, b2p, t, NULL),
+                            lr,
+                            rill__scalar_like(g, t, o->beta1),
+                            rill__scalar_like(g, t, o->beta2),
+                            rill__scalar_like(g, t, o->epsilon),
+                            values,
+                            indices};
+        return (rill_output){rill__node_create(g, "_SparseApplyAdam", NULL, in, 11, NULL, 0), 0};
+    }
+    default:
+        return (rill_output){NULL, 0};
+    }
+}
+
 static rill_output apply_one(rill_optimizer *o, rill_graph *g, rill_output grad, rill_output var,
                              rill_output b1p, rill_output b2p)
 {
@@ -328,6 +394,11 @@ static rill_output apply_one(rill_optimizer *o, rill_graph *g, rill_output grad,
     rill_output lr = !o->lr_tensor.node                     ? rill__scalar_like(g, t, o->lr)
                      : rill_output_dtype(o->lr_tensor) == t ? o->lr_tensor
                                                             : rill_cast(g, o->lr_tensor, t, NULL);
+    rill_node *sl = sparse_gradient(grad, var);
+    if (sl) {
+        rill_output u = apply_sparse(o, g, sl, var, lr, b1p, b2p);
+        if (u.node || !rill_graph_ok(g)) return u;
+    }
     switch (o->kind) {
     case OPT_SGD: {
         rill_output in[] = {var, lr, grad};

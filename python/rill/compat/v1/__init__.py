@@ -1284,6 +1284,7 @@ def __getattr__(name):  # tf.range without shadowing the builtin range in this m
 from . import _math_ops  # noqa: E402
 from ._math_ops import *  # noqa: E402,F401,F403  (element-wise math, tf.where, tf.math)
 from . import nn  # noqa: E402,F401  (tf.nn)
+from ._embedding_ops import *  # noqa: E402,F401,F403  (tf.gather, tf.unique, tf.scatter_add, ...)
 from . import summary  # noqa: E402,F401  (tf.summary)
 from .summary import SessionLog, Summary  # noqa: E402,F401  (tf.Summary, tf.SessionLog)
 import types as _types  # noqa: E402
@@ -1297,3 +1298,5 @@ _lrd._install(train)  # tf.train.exponential_decay, ...
 graph_collections._install(Graph)
 initializers = initializers._namespace()  # noqa: F811  (tf.initializers)
 from . import data  # noqa: E402,F401  (tf.data)
+from . import _embedding_ops as _emb  # noqa: E402
+_emb._install(__import__("sys").modules[__name__])  # tf.random.*_candidate_sampler, tf.math.top_k, ...

@@ -6,6 +6,9 @@ import sys as _sys
 
 from ._ops import sigmoid, tanh  # noqa: F401  (tf.nn.sigmoid, tf.nn.tanh are tf.sigmoid, tf.tanh)
 from ._math_ops import elu, leaky_relu, relu6, selu, softplus, softsign  # noqa: F401,E402
+from ._embedding_ops import (compute_accidental_hits, embedding_lookup, in_top_k,  # noqa: F401
+                             log_uniform_candidate_sampler, nce_loss, sampled_softmax_loss,
+                             top_k, uniform_candidate_sampler)
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "bias_add", "xw_plus_b",
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
