@@ -823,6 +823,30 @@ static PyObject *graph_variable_from(GraphObject *g, PyObject *args)
     return node_or_raise(g, n);
 }
 
+/* local_variable(name, dtype, shape, initializer, device=None): a variable of LOCAL_VARIABLES
+ * (never saved, per task; tf.metrics' counters, tf.train's epoch counters). */
+static PyObject *graph_local_variable(GraphObject *g, PyObject *args)
+{
+    const char *name, *device = NULL;
+    int dtype;
+    PyObject *shape, *spec;
+    if (!PyArg_ParseTuple(args, "siOO|z", &name, &dtype, &shape, &spec, &device)) return NULL;
+    rill_shape sh;
+    rill_initializer init;
+    if (shape_of(shape, &sh) < 0 || initializer_of(spec, &init) < 0) return NULL;
+    if (device) rill_graph_push_device(g->g, device);
+    rill_output v = rill_local_variable(g->g, (rill_dtype)dtype, sh, init, name);
+    if (device) rill_graph_pop_device(g->g);
+    return node_or_raise(g, v.node);
+}
+
+static PyObject *graph_local_variables_initializer(GraphObject *g, PyObject *args)
+{
+    const char *name = NULL;
+    if (!PyArg_ParseTuple(args, "|z", &name)) return NULL;
+    return node_or_raise(g, rill_local_variables_initializer(g->g, name));
+}
+
 static PyObject *graph_push_variable_scope(GraphObject *g, PyObject *args)
 {
     const char *scope;
@@ -914,6 +938,10 @@ static PyMethodDef graph_methods[] = {
     {"variable_initializer", (PyCFunction)graph_variable_initializer, METH_O,
      "The initializer Assign of a variable (Op, index), or None."},
     {"collection", (PyCFunction)graph_collection, METH_O, "The ops of a named collection."},
+    {"local_variable", (PyCFunction)graph_local_variable, METH_VARARGS,
+     "local_variable(name, dtype, shape, initializer, device=None)"},
+    {"local_variables_initializer", (PyCFunction)graph_local_variables_initializer, METH_VARARGS,
+     "local_variables_initializer(name=None)"},
     {"add_to_collection", (PyCFunction)graph_add_to_collection, METH_VARARGS,
      "add_to_collection(key, op)"},
     {"push_name_scope", (PyCFunction)graph_push_name_scope, METH_O,

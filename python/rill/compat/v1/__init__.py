@@ -220,7 +220,9 @@ def device(spec):
 def set_random_seed(seed):
     """The default graph's seed: every random op without its own seed derives one from it, in
     creation order, as in TF (and as rill's C programs do with rill_graph_set_seed)."""
-    get_default_graph()._g.set_seed(int(seed))
+    g = get_default_graph()
+    g._g.set_seed(int(seed))
+    g._seed = int(seed)  # read back by what seeds numpy as TF does (mnist input_data)
 
 
 def name_scope(name, default_name=None, values=None):
@@ -1032,3 +1034,5 @@ from .summary import SessionLog, Summary  # noqa: E402,F401  (tf.Summary, tf.Ses
 import types as _types  # noqa: E402
 
 io = _types.SimpleNamespace(gfile=gfile.io_gfile)
+from ._local_variables import *  # noqa: E402,F401,F403  (tf.local_variables, its initializer)
+from . import metrics  # noqa: E402,F401  (tf.metrics)
