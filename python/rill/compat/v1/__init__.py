@@ -1036,3 +1036,4 @@ import types as _types  # noqa: E402
 io = _types.SimpleNamespace(gfile=gfile.io_gfile)
 from ._local_variables import *  # noqa: E402,F401,F403  (tf.local_variables, its initializer)
 from . import metrics  # noqa: E402,F401  (tf.metrics)
+from . import estimator  # noqa: E402,F401  (tf.estimator)
