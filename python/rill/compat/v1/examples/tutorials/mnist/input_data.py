@@ -233,6 +233,7 @@ def read_data_sets(train_dir, fake_data=False, one_hot=False, dtype=None, reshap
     """Datasets(train, validation, test) from the four MNIST files in train_dir (or
     $RILL_MNIST_DIR); the first validation_size training examples are the validation set.
     source_url is accepted and never used: rill does not download."""
+    _dtype_name("float32" if dtype is None else dtype)  # TypeError before reading
     if fake_data:
         def fake():
             return DataSet([], [], fake_data=True, one_hot=one_hot, dtype=dtype, seed=seed)
