@@ -27,6 +27,7 @@
 #include <rill/rill.h>
 
 #include <errno.h>
+#include <time.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -1121,6 +1122,7 @@ typedef struct {
     fast_entry fast[FAST_MAX];
     int nfast, next_evict;
     PyObject *owner; /* what made the session (a Supervisor), freed after it */
+    int inflight;    /* steps running now (counted under the GIL): close cancels and waits */
 } SessionObject;
 
 typedef struct {
@@ -1258,11 +1260,32 @@ static rill_session_options *session_options_of(PyObject *opts)
     return o;
 }
 
+static int interpreter_finalizing(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+}
+
 static void session_close_impl(SessionObject *so)
 {
     if (so->sess) {
         rill_session *s = so->sess;
         so->sess = NULL;
+        /* Steps other threads run (queue runners blocked in an enqueue) end CANCELLED, as
+         * TF's Session.close cancels them; the session is freed once none runs. */
+        if (so->inflight > 0) rill_session_cancel(s);
+        /* At interpreter exit the daemon threads running them never take the GIL back: the
+         * session is left to the process's end then, never freed under a running step. */
+        if (so->inflight > 0 && interpreter_finalizing()) return;
+        while (so->inflight > 0) {
+            Py_BEGIN_ALLOW_THREADS
+            struct timespec ts = {0, 1000 * 1000};
+            nanosleep(&ts, NULL);
+            Py_END_ALLOW_THREADS
+        }
         Py_BEGIN_ALLOW_THREADS
         rill_session_free(s);
         Py_END_ALLOW_THREADS
@@ -1424,13 +1447,16 @@ static int run_step(CallableObject *c, PyObject *const *vals, PyObject **ov, lon
     c->status_busy = true;
     rill_code code;
     int slot;
+    rill_session *rs = c->sess->sess;
+    c->sess->inflight++;
     Py_BEGIN_ALLOW_THREADS
-    slot = running_add(c->sess->sess);
+    slot = running_add(rs);
     rill_run_options ro = {.timeout_ms = timeout_ms};
-    code = rill_session_run_with_options(c->sess->sess, &ro, c->feeds, fv, c->nfeeds, c->fetches,
-                                         tv, c->nfetches, c->targets, c->ntargets, s);
+    code = rill_session_run_with_options(rs, &ro, c->feeds, fv, c->nfeeds, c->fetches, tv,
+                                         c->nfetches, c->targets, c->ntargets, s);
     running_remove(slot);
     Py_END_ALLOW_THREADS
+    c->sess->inflight--;
     /* Ctrl-C cancelled it: Python's pending KeyboardInterrupt, not the CANCELLED error */
     if (code == RILL_CANCELLED && PyErr_CheckSignals() < 0) {
         if (own)
