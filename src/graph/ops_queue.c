@@ -6,8 +6,9 @@
  *
  * TF's list attributes are INTS here: component_types holds dtype enums; shapes holds, per
  * component, its rank and then its dims (rank -1: unknown; -1: an unknown dim), and is empty
- * when the queue has no shapes. The dequeue ops carry component_types and shapes too (TF reads
- * them off the handle's shape data), and num_outputs = the number of components. */
+ * when the queue has no shapes. CountUpTo (tf.train.limit_epochs' counter) is here too. The dequeue
+ * ops carry component_types and shapes too (TF reads them off the handle's shape data), and
+ * num_outputs = the number of components. */
 #include "graph_internal.h"
 
 #include <string.h>
@@ -64,11 +65,9 @@ static void queue_shape(rill_node *n, rill_status *s)
         return;
     }
     for (int i = 0; i < nc; i++)
-        if (rill_dtype_name(t[i])[0] == '?' || rill_dtype_size(t[i]) == 0) {
-            rill_status_set(s, RILL_INVALID_ARGUMENT,
-                            "component %d of queue '%s' has dtype %s: rill's queues hold numeric "
-                            "tensors",
-                            i, n->name, rill_dtype_name(t[i]));
+        if (rill_dtype_size(t[i]) == 0 && t[i] != RILL_STRING) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT, "component %d of queue '%s' has no dtype", i,
+                            n->name);
             return;
         }
     if (has)
@@ -88,13 +87,6 @@ static void enqueue_shape(rill_node *n, rill_status *s)
     if (!check_handle(n, s)) return;
     bool many = strcmp(n->op->name, "QueueEnqueueManyV2") == 0;
     for (int i = 1; i < n->ninputs; i++) {
-        if (rill_dtype_size(rill__in_dtype(n, i)) == 0) {
-            rill_status_set(s, RILL_INVALID_ARGUMENT,
-                            "component %d enqueued by '%s' has dtype %s: rill's queues hold "
-                            "numeric tensors",
-                            i - 1, n->name, rill_dtype_name(rill__in_dtype(n, i)));
-            return;
-        }
         if (many && rill__in_shape(n, i).rank == 0) {
             rill_status_set(s, RILL_INVALID_ARGUMENT,
                             "Shape must be at least rank 1 but is rank 0 for '%s' (op: '%s')",
@@ -160,7 +152,37 @@ static void size_shape(rill_node *n, rill_status *s)
     n->out_shapes[0] = rill_shape_scalar();
 }
 
+/* CountUpTo(ref, limit): the epoch counter of tf.train.limit_epochs. */
+static void count_up_to_shape(rill_node *n, rill_status *s)
+{
+    rill_dtype t = rill__in_dtype(n, 0);
+    rill_shape sh = rill__in_shape(n, 0);
+    if (t != RILL_INT32 && t != RILL_INT64) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Value for attr 'T' of %s is not in the list of allowed values: int32, "
+                        "int64\n\t; NodeDef: {{node %s}}",
+                        rill_dtype_name(t), n->name);
+        return;
+    }
+    if (sh.rank > 0) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Shape must be rank 0 but is rank %d for '%s' (op: 'CountUpTo')", sh.rank,
+                        n->name);
+        return;
+    }
+    n->out_dtypes[0] = t;
+    n->out_shapes[0] = rill_shape_scalar();
+}
+
 const rill__op_def rill__ops_queue[] = {
+    {.name = "CountUpTo",
+     .default_name = "CountUpTo",
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .noutputs = 1,
+     .stateful = true,
+     .ref_inputs = 1,
+     .shape = count_up_to_shape},
     {.name = "FIFOQueueV2",
      .default_name = "fifo_queue",
      .noutputs = 1,

@@ -209,6 +209,22 @@ static void grow(queue *q)
     q->head = 0;
 }
 
+/* n elements of src from index from into dst from index at (strings one by one). */
+static void copy_rows(rill_tensor *dst, int64_t at, const rill_tensor *src, int64_t from, int64_t n)
+{
+    if (src->dtype == RILL_STRING) {
+        for (int64_t j = 0; j < n; j++) {
+            size_t len = 0;
+            const char *str = rill_tensor_get_string(src, from + j, &len);
+            RILL_CHECK_ALLOC(rill_tensor_set_string(dst, at + j, str, len) == 0 ? dst : NULL);
+        }
+        return;
+    }
+    size_t sz = rill_dtype_size(src->dtype);
+    memcpy((char *)rill_tensor_data(dst) + (size_t)at * sz,
+           (const char *)rill_tensor_data(src) + (size_t)from * sz, (size_t)n * sz);
+}
+
 /* Element e of each component (row e of its first dim when many), copied into the queue. */
 static void push(queue *q, rill_tensor *const *comps, bool many, int64_t e)
 {
@@ -219,8 +235,7 @@ static void push(queue *q, rill_tensor *const *comps, bool many, int64_t e)
         rill_shape el = many ? rill_shape_make(v->shape.rank - 1, v->shape.dims + 1) : v->shape;
         rill_tensor *t = rill_tensor_new_shape(v->dtype, &el);
         RILL_CHECK_ALLOC(t);
-        size_t bytes = (size_t)t->numel * rill_dtype_size(v->dtype);
-        memcpy(rill_tensor_data(t), (const char *)rill_tensor_data(v) + (size_t)e * bytes, bytes);
+        copy_rows(t, 0, v, e * t->numel, t->numel);
         q->items[at * q->nc + c] = t;
     }
     q->n++;
@@ -405,9 +420,7 @@ static void dequeue(rill__kctx *ctx, int64_t k, bool up_to)
     for (int64_t i = 0; i < want; i++) {
         pop(q, el);
         for (int c = 0; c < q->nc; c++) {
-            size_t bytes = (size_t)el[c]->numel * rill_dtype_size(el[c]->dtype);
-            memcpy((char *)rill_tensor_data(out[c]) + (size_t)i * bytes, rill_tensor_data(el[c]),
-                   bytes);
+            copy_rows(out[c], i * el[c]->numel, el[c], 0, el[c]->numel);
             rill_tensor_free(el[c]);
         }
     }
@@ -466,6 +479,46 @@ static void size_kernel(rill__kctx *ctx)
     pthread_mutex_unlock(&q->mu);
 }
 
+/* CountUpTo: the variable's value, incremented; OutOfRange once it reached limit. The new
+ * value is a new tensor (a fetched old one may still be read). */
+static void count_up_to_kernel(rill__kctx *ctx)
+{
+    rill__var *v = ctx->vars[0];
+    int64_t limit = rill__attr_int(ctx->node, "limit", 0);
+    pthread_mutex_lock(&v->mu);
+    if (!v->value) {
+        pthread_mutex_unlock(&v->mu);
+        rill__kctx_fail(ctx, RILL_FAILED_PRECONDITION, "Attempting to use uninitialized value %s",
+                        v->name);
+        return;
+    }
+    bool i64 = v->value->dtype == RILL_INT64;
+    int64_t before = i64 ? *(const int64_t *)rill_tensor_data(v->value)
+                         : *(const int32_t *)rill_tensor_data(v->value);
+    if (before >= limit) {
+        pthread_mutex_unlock(&v->mu);
+        rill__kctx_fail(ctx, RILL_OUT_OF_RANGE, "Reached limit of %lld", (long long)limit);
+        return;
+    }
+    rill_shape sc = rill_shape_scalar();
+    rill_tensor *next = rill_tensor_new_shape(v->value->dtype, &sc);
+    RILL_CHECK_ALLOC(next);
+    if (i64)
+        *(int64_t *)rill_tensor_data(next) = before + 1;
+    else
+        *(int32_t *)rill_tensor_data(next) = (int32_t)(before + 1);
+    rill_tensor *old = v->value;
+    v->value = next;
+    pthread_mutex_unlock(&v->mu);
+    rill_tensor_free(old);
+    rill_tensor *out = rill__kctx_alloc_output(ctx, 0, next->dtype, &sc);
+    if (!out) return;
+    if (i64)
+        *(int64_t *)rill_tensor_data(out) = before;
+    else
+        *(int32_t *)rill_tensor_data(out) = (int32_t)before;
+}
+
 #define K(op_, fn_)                                                                                \
     {                                                                                              \
         .op = op_, .device_type = "CPU", .dtype = RILL_DT_INVALID, .fn = fn_                       \
@@ -489,5 +542,6 @@ const rill__kernel_def rill__cpu_kernels_queue[] = {
     K("QueueDequeueUpToV2", dequeue_up_to_kernel),
     K("QueueCloseV2", close_kernel),
     K("QueueSizeV2", size_kernel),
+    K("CountUpTo", count_up_to_kernel),
     {0},
 };

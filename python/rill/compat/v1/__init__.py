@@ -1038,3 +1038,4 @@ from ._local_variables import *  # noqa: E402,F401,F403  (tf.local_variables, it
 from . import metrics  # noqa: E402,F401  (tf.metrics)
 from . import estimator  # noqa: E402,F401  (tf.estimator)
 from ._queues import FIFOQueue, RandomShuffleQueue, QueueBase  # noqa: E402,F401  (tf.FIFOQueue)
+from .train import start_queue_runners, add_queue_runner  # noqa: E402,F401  (tf.start_queue_runners)

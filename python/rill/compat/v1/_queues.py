@@ -62,6 +62,7 @@ class QueueBase:
         self._names = names
         self._queue_ref = queue_ref
         self._name = queue_ref.op.name
+        self._base = self._name.rsplit("/", 1)[-1]  # what the ops' default names start with
 
     @property
     def queue_ref(self):
@@ -128,13 +129,13 @@ class QueueBase:
     def enqueue(self, vals, name=None):
         with self._queue_ref.graph.as_default():
             comps = self._components(vals, False)
-            return self._op("QueueEnqueueV2", f"{self._name}_enqueue", comps, name,
+            return self._op("QueueEnqueueV2", f"{self._base}_enqueue", comps, name,
                             {"Tcomponents": ("ints", [c.dtype.enum for c in comps])})
 
     def enqueue_many(self, vals, name=None):
         with self._queue_ref.graph.as_default():
             comps = self._components(vals, True)
-            return self._op("QueueEnqueueManyV2", f"{self._name}_EnqueueMany", comps, name,
+            return self._op("QueueEnqueueManyV2", f"{self._base}_EnqueueMany", comps, name,
                             {"Tcomponents": ("ints", [c.dtype.enum for c in comps])})
 
     def _result(self, op):
@@ -153,20 +154,20 @@ class QueueBase:
             return self._result(self._op(type, default, inputs, name, attrs))
 
     def dequeue(self, name=None):
-        return self._dequeue("QueueDequeueV2", f"{self._name}_Dequeue", None, name)
+        return self._dequeue("QueueDequeueV2", f"{self._base}_Dequeue", None, name)
 
     def dequeue_many(self, n, name=None):
-        return self._dequeue("QueueDequeueManyV2", f"{self._name}_DequeueMany", n, name)
+        return self._dequeue("QueueDequeueManyV2", f"{self._base}_DequeueMany", n, name)
 
     def dequeue_up_to(self, n, name=None):
-        return self._dequeue("QueueDequeueUpToV2", f"{self._name}_DequeueUpTo", n, name)
+        return self._dequeue("QueueDequeueUpToV2", f"{self._base}_DequeueUpTo", n, name)
 
     def close(self, cancel_pending_enqueues=False, name=None):
-        return self._op("QueueCloseV2", f"{self._name}_Close", [], name,
+        return self._op("QueueCloseV2", f"{self._base}_Close", [], name,
                         {"cancel_pending_enqueues": ("bool", bool(cancel_pending_enqueues))})
 
     def size(self, name=None):
-        return self._op("QueueSizeV2", f"{self._name}_Size", [], name).outputs[0]
+        return self._op("QueueSizeV2", f"{self._base}_Size", [], name).outputs[0]
 
     def is_closed(self, name=None):
         raise TypeError("rill's queues have no is_closed op; run close() and catch the "
