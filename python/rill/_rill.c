@@ -1281,6 +1281,8 @@ static void session_close_impl(SessionObject *so)
          * session is left to the process's end then, never freed under a running step. */
         if (so->inflight > 0 && interpreter_finalizing()) return;
         while (so->inflight > 0) {
+            /* again and again: a step that was about to begin at the first one would miss it */
+            rill_session_cancel(s);
             Py_BEGIN_ALLOW_THREADS
             struct timespec ts = {0, 1000 * 1000};
             nanosleep(&ts, NULL);
@@ -1432,6 +1434,7 @@ static int run_step(CallableObject *c, PyObject *const *vals, PyObject **ov, lon
     rill_tensor **fv = c->nfeeds > 16 ? PyMem_Calloc((size_t)c->nfeeds, sizeof *fv) : fbuf;
     rill_tensor **tv = c->nfetches > 16 ? PyMem_Calloc((size_t)c->nfetches, sizeof *tv) : obuf;
     int made = 0, rc = -1;
+    bool held = false;
     if (!fv || !tv) {
         PyErr_NoMemory();
         goto out;
@@ -1448,6 +1451,9 @@ static int run_step(CallableObject *c, PyObject *const *vals, PyObject **ov, lon
     rill_code code;
     int slot;
     rill_session *rs = c->sess->sess;
+    /* Another thread may drop the session's cache (close) while this step runs: c stays. */
+    Py_INCREF(c);
+    held = true;
     c->sess->inflight++;
     Py_BEGIN_ALLOW_THREADS
     slot = running_add(rs);
@@ -1484,6 +1490,7 @@ out:
     for (int i = 0; i < made; i++) rill_tensor_free(fv[i]);
     if (fv != fbuf) PyMem_Free(fv);
     if (tv != obuf) PyMem_Free(tv);
+    if (held) Py_DECREF(c);
     return rc;
 }
 

@@ -108,6 +108,9 @@ static void make_queue_kernel(rill__kctx *ctx)
         rill__kctx_fail(ctx, RILL_INTERNAL, "no resource manager for queue '%s'", ctx->node->name);
         return;
     }
+    /* Steps of several threads may run this node at once: one makes the name. */
+    static pthread_mutex_t state_mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&state_mu);
     handle_state *h = *ctx->state;
     if (!h) {
         h = rill__calloc(1, sizeof *h);
@@ -120,6 +123,7 @@ static void make_queue_kernel(rill__kctx *ctx)
                 rill__asprintf("_%d_%s", atomic_fetch_add(&anonymous_queues, 1), ctx->node->name);
         *ctx->state = h;
     }
+    pthread_mutex_unlock(&state_mu);
     make_args a = {ctx->node, h->name};
     queue *q = rill__resource_lookup(ctx->rm, "queue_v2", h->name, queue_make, &a, queue_free);
     rill_dtype t[MAXC];
