@@ -23,6 +23,9 @@ def _run(tmp_path, which):
            else [sys.executable, str(path), "tf"])
     if which == "tf":
         env.pop("PYTHONPATH", None)
+    else:  # this rill, whatever the working directory
+        import rill
+        env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(rill.__file__)))
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env,
                        cwd=str(tmp_path))
     if which == "tf" and r.returncode != 0 and "No module named 'tensorflow'" in r.stderr:
