@@ -141,16 +141,19 @@ def test_numpy_input_fn_batches():
             {"a": x, "b": x[:, 0]}, y, batch_size=2, num_epochs=2, shuffle=False)()
         assert feats["a"].dtype == tf.float32 and feats["a"].shape.as_list() == [None, 2]
         assert labels.dtype == tf.int64
-        from rill.compat.v1.estimator import numpy_io
+        assert feats["a"].op.type == "QueueDequeueUpToV2"
         seen = []
         with tf.Session() as s:
+            coord = tf.train.Coordinator()
+            threads = tf.train.start_queue_runners(s, coord)
             while True:
                 try:
-                    fd = numpy_io.next_feed_dict(g)
+                    seen.append(s.run(labels).tolist())
                 except tf.errors.OutOfRangeError as e:
                     assert "is closed and has insufficient elements" in e.message
                     break
-                seen.append(s.run(labels, fd).tolist())
+            coord.request_stop()
+            coord.join(threads)
     # two epochs in order, batches spanning the epoch boundary, the last one short
     assert seen == [[0, 1], [2, 3], [4, 0], [1, 2], [3, 4]]
 

@@ -213,7 +213,7 @@ class QueueRunner:
                 if coord and coord.should_stop():
                     break
                 try:
-                    sess.run(enqueue_op)
+                    self._enqueue(sess, enqueue_op)
                 except self._queue_closed_exception_types:
                     with self._lock:
                         self._runs_per_session[sess] -= 1
@@ -235,6 +235,9 @@ class QueueRunner:
             if not decremented:
                 with self._lock:
                     self._runs_per_session[sess] -= 1
+
+    def _enqueue(self, sess, enqueue_op):
+        sess.run(enqueue_op)
 
     def _report(self, e, coord):
         if coord:
@@ -261,8 +264,8 @@ class QueueRunner:
             self._runs_per_session[sess] = len(self._enqueue_ops)
             self._exceptions_raised = []
         threads = [threading.Thread(target=self._run, args=(sess, op, coord),
-                                    name=f"QueueRunnerThread-{self.name}-{op.name}")
-                   for op in self._enqueue_ops]
+                                    name=f"QueueRunnerThread-{self.name}-{op.name}-{i}")
+                   for i, op in enumerate(self._enqueue_ops)]
         if coord:
             threads.append(threading.Thread(target=self._close_on_stop,
                                             args=(sess, self._cancel_op, coord),
@@ -276,6 +279,23 @@ class QueueRunner:
             if start:
                 t.start()
         return threads
+
+
+class _FeedingQueueRunner(QueueRunner):
+    """A QueueRunner whose enqueue op i is run with feed_fns[i]() as its feed_dict; a feed_fn
+    raising OutOfRangeError ends its thread as a closed queue does (the last one closes the
+    queue). What tf.estimator.inputs.numpy_input_fn fills its queue with, as TF's does."""
+
+    def __init__(self, queue, enqueue_ops, feed_fns):
+        super().__init__(queue, enqueue_ops)
+        self._feed_fns = list(feed_fns)
+        self._feed_lock = threading.Lock()
+
+    def _enqueue(self, sess, enqueue_op):
+        i = self._enqueue_ops.index(enqueue_op)
+        with self._feed_lock:
+            fd = self._feed_fns[i]()
+        sess.run(enqueue_op, feed_dict=fd)
 
 
 def add_queue_runner(qr, collection=_lv.QUEUE_RUNNERS):

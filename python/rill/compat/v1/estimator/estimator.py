@@ -20,7 +20,6 @@ import time
 
 import numpy as np
 
-from . import numpy_io
 
 __all__ = ["Estimator", "EstimatorSpec", "ModeKeys", "RunConfig"]
 
@@ -272,8 +271,20 @@ class Estimator:
         return sess
 
     @staticmethod
+    def _start_input(sess):
+        """The graph's queue runners (the input_fn's queues), on daemon threads."""
+        tf = _tf()
+        coord = tf.train.Coordinator()
+        return coord, tf.train.start_queue_runners(sess, coord)
+
+    @staticmethod
+    def _stop_input(coord, threads):
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=10, ignore_live_threads=True)
+
+    @staticmethod
     def _run(sess, g, fetches):
-        return sess.run(fetches, numpy_io.next_feed_dict(g))
+        return sess.run(fetches)
 
     # --- train ---
 
@@ -311,6 +322,7 @@ class Estimator:
         sess = self._session(g, saver, ckpt)
         writer = tf.summary.FileWriter(self._model_dir, graph=g)
         prefix = os.path.join(self._model_dir, "model.ckpt")
+        coord, threads = self._start_input(sess)
         try:
             for h in hooks:
                 if hasattr(h, "after_create_session"):
@@ -390,6 +402,7 @@ class Estimator:
             if loss is not None:
                 _info("Loss for final step: %s.", loss)
         finally:
+            self._stop_input(coord, threads)
             writer.close()
             sess.close()
         return self
@@ -418,6 +431,7 @@ class Estimator:
                   "evaluate.", self._model_dir)
         _info("Starting evaluation at %s", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         sess = self._session(g, saver, ckpt)
+        coord, threads = self._start_input(sess)
         try:
             for h in hooks:
                 if hasattr(h, "after_create_session"):
@@ -440,6 +454,7 @@ class Estimator:
                 if hasattr(h, "end"):
                     h.end(sess)
         finally:
+            self._stop_input(coord, threads)
             sess.close()
         _info("Finished evaluation at %s", time.strftime("%Y-%m-%d-%H:%M:%S", time.gmtime()))
         _info("Saving dict for global step %d: %s", results["global_step"],
@@ -476,6 +491,7 @@ class Estimator:
                 preds = {k: preds[k] for k in keys}
             saver = tf.train.Saver()
         sess = self._session(g, saver, ckpt)
+        coord, threads = self._start_input(sess)
         try:
             while True:
                 try:
@@ -496,4 +512,5 @@ class Estimator:
                 for i in range(n.pop()):
                     yield {k: v[i] for k, v in out.items()}
         finally:
+            self._stop_input(coord, threads)
             sess.close()

@@ -1,12 +1,11 @@
-"""tf.estimator.inputs.numpy_input_fn over feeding: the input_fn makes one placeholder per
-array (shape [None] + the array's rows' shape, the array's dtype, as TF keeps it) and registers
-a feeder on the graph; whoever runs the graph (the Estimator) asks the feeder for each step's
-feed_dict. The batches are TF's: num_epochs passes over the rows (shuffled per epoch when
-shuffle), batch_size rows at a time, a batch may span two epochs, the last one may be short, and
-the end of the data is OutOfRangeError (as the dequeue_up_to of TF's queue raises).
-
-Where TF fills a queue from threads (queue_capacity, num_threads), rill computes each batch
-when it is asked for: the arguments are accepted and validated, and change nothing."""
+"""tf.estimator.inputs.numpy_input_fn: as TF's, the input_fn puts the arrays' rows into a
+queue (a RandomShuffleQueue of queue_capacity, min_after_dequeue = capacity / 4, when shuffle;
+else a FIFOQueue) from num_threads queue-runner threads that feed batch_size rows at a time
+through placeholders, and returns dequeue_up_to(batch_size) of it: num_epochs passes over the
+rows, the last batch may be short, and the end of the data is the queue's OutOfRangeError
+("FIFOQueue '_1_enqueue_input/fifo_queue' is closed and has insufficient elements ...").
+The queue runner joins QUEUE_RUNNERS: an Estimator starts it, and so does
+tf.train.start_queue_runners."""
 import collections
 
 import numpy as np
@@ -53,24 +52,10 @@ class _Feeder:
         idx = self._order[self._pos:self._pos + self._batch_size]
         if len(idx) == 0:
             tf = _tf()
-            raise tf.errors.OutOfRangeError(
-                "FIFOQueue '_0_fifo_queue' is closed and has insufficient elements (requested "
-                f"{self._batch_size}, current size 0)\n\t [[{{{{node fifo_queue_DequeueUpTo}}}}]]")
+            raise tf.errors.OutOfRangeError("numpy_input_fn: the rows of every epoch are "
+                                            "enqueued")
         self._pos += len(idx)
         return {self._placeholders[k]: a[idx] for k, a in self._arrays.items()}
-
-
-def _feeders(graph):
-    return getattr(graph, "_rill_feeders", [])
-
-
-def next_feed_dict(graph):
-    """One step's feed_dict from every numpy_input_fn feeder of graph (OutOfRangeError at the
-    end of any)."""
-    fd = {}
-    for f in _feeders(graph):
-        fd.update(f.next_feed())
-    return fd
 
 
 def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_capacity=1000,
@@ -116,24 +101,34 @@ def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_
                              "y must have the same length.\n"
                              + "\n".join(f"{k} has length {n}" for k, n in lengths.items()))
         g = tf.get_default_graph()
+        from .._input import _FeedingQueueRunner, add_queue_runner
         phs = collections.OrderedDict()
-        with tf.name_scope("numpy_input"):
+        with tf.name_scope("enqueue_input"):
             for k, a in arrays.items():
                 name = {"__x__": "x", _TARGET_KEY: "y"}.get(k, k)
                 phs[k] = tf.placeholder(tf.as_dtype(a.dtype), [None] + list(a.shape[1:]),
-                                        name=name)
-        seed = getattr(g, "_seed", None)
-        feeder = _Feeder(arrays, phs, int(batch_size), None if num_epochs is None
-                         else int(num_epochs), shuffle, seed)
-        if not hasattr(g, "_rill_feeders"):
-            g._rill_feeders = []
-        g._rill_feeders.append(feeder)
-        features = phs["__x__"] if "__x__" in phs else \
-            {k: phs[k] for k in ordered}
+                                        name="placeholder_" + name)
+            dtypes = [phs[k].dtype for k in phs]
+            shapes = [list(arrays[k].shape[1:]) for k in phs]
+            seed = getattr(g, "_seed", None)
+            if shuffle:
+                q = tf.RandomShuffleQueue(int(queue_capacity),
+                                          max(int(queue_capacity) // 4, 1), dtypes,
+                                          shapes=shapes, seed=seed)
+            else:
+                q = tf.FIFOQueue(int(queue_capacity), dtypes, shapes=shapes)
+            feeder = _Feeder(arrays, phs, int(batch_size), None if num_epochs is None
+                             else int(num_epochs), shuffle, seed)
+            threads = int(num_threads) if shuffle else 1  # TF: one thread keeps the order
+            enqueue_ops = [q.enqueue_many([phs[k] for k in phs]) for _ in range(threads)]
+            add_queue_runner(_FeedingQueueRunner(q, enqueue_ops, [feeder.next_feed] * threads))
+        out = q.dequeue_up_to(int(batch_size))
+        out = dict(zip(phs, out if isinstance(out, list) else [out]))
+        features = out["__x__"] if "__x__" in out else {k: out[k] for k in ordered}
         if target is None:
             return features
         if _TARGET_KEY in target:
-            return features, phs[_TARGET_KEY]
-        return features, {k: phs[k] for k in target}
+            return features, out[_TARGET_KEY]
+        return features, {k: out[k] for k in target}
 
     return input_fn
