@@ -21,6 +21,14 @@
 #include <string.h>
 #include <time.h>
 
+/* A Const of t (rill_const copies it: t is freed here). */
+static rill_output konst(rill_graph *g, rill_tensor *t)
+{
+    rill_output c = rill_const(g, t, NULL);
+    rill_tensor_free(t);
+    return c;
+}
+
 static rill_output make_queue(rill_graph *g, const char *op, const int64_t *types, int nt,
                               const int64_t *shapes, int ns, int64_t capacity, int64_t min_after,
                               int64_t seed)
@@ -50,7 +58,7 @@ static rill_node *dequeue(rill_graph *g, const char *op, rill_output q, const in
 {
     rill_op_builder *b = rill_op_builder_new(g, op, NULL);
     rill_op_builder_add_input(b, q);
-    if (n >= 0) rill_op_builder_add_input(b, rill_const(g, rill_tensor_scalar_int32(n), NULL));
+    if (n >= 0) rill_op_builder_add_input(b, konst(g, rill_tensor_scalar_int32(n)));
     rill_op_builder_set_ints(b, "component_types", types, nt);
     rill_op_builder_set_ints(b, "shapes", shapes, ns);
     rill_op_builder_set_int(b, "num_outputs", nt);
@@ -80,8 +88,8 @@ static void test_fifo(void)
     float fv[] = {1, 2, 3, 4, 5, 6};
     int32_t iv[] = {7, 8, 9};
     int64_t d2[] = {3, 2}, d1[] = {3};
-    rill_output comps[] = {rill_const(g, rill_tensor_from_data(RILL_FLOAT, d2, 2, fv), NULL),
-                           rill_const(g, rill_tensor_from_data(RILL_INT32, d1, 1, iv), NULL)};
+    rill_output comps[] = {konst(g, rill_tensor_from_data(RILL_FLOAT, d2, 2, fv)),
+                           konst(g, rill_tensor_from_data(RILL_INT32, d1, 1, iv))};
     rill_node *many = enqueue(g, "QueueEnqueueManyV2", q, comps, 2);
     rill_node *one = dequeue(g, "QueueDequeueV2", q, types, 2, shapes, 3, -1);
     rill_node *two = dequeue(g, "QueueDequeueManyV2", q, types, 2, shapes, 3, 2);
@@ -142,7 +150,7 @@ static void shuffled(int64_t seed, int32_t *order)
     int32_t v[20];
     for (int i = 0; i < 20; i++) v[i] = i;
     int64_t d = 20;
-    rill_output c = rill_const(g, rill_tensor_from_data(RILL_INT32, &d, 1, v), NULL);
+    rill_output c = konst(g, rill_tensor_from_data(RILL_INT32, &d, 1, v));
     rill_node *many = enqueue(g, "QueueEnqueueManyV2", q, &c, 1);
     rill_node *take = dequeue(g, "QueueDequeueManyV2", q, types, 1, shapes, 1, 15);
     rill_node *rest = dequeue(g, "QueueDequeueUpToV2", q, types, 1, shapes, 1, 10);
@@ -248,7 +256,7 @@ static void test_blocked_and_cancelled(void)
     rill_output q = make_queue(g, "FIFOQueueV2", types, 1, shapes, 1, 2, -1, 0);
     int32_t v[] = {1, 2, 3};
     int64_t d = 3;
-    rill_output c = rill_const(g, rill_tensor_from_data(RILL_INT32, &d, 1, v), NULL);
+    rill_output c = konst(g, rill_tensor_from_data(RILL_INT32, &d, 1, v));
     rill_node *many = enqueue(g, "QueueEnqueueManyV2", q, &c, 1);
     rill_node *cancel = simple(g, "QueueCloseV2", q, true);
     rill_graph *g2 = rill_graph_new();
@@ -329,7 +337,7 @@ static void test_errors(void)
     rill_output wrong = rill_const_scalar(g, RILL_INT32, 1, NULL);
     float three[] = {1, 2, 3};
     int64_t d3 = 3;
-    rill_output longer = rill_const(g, rill_tensor_from_data(RILL_FLOAT, &d3, 1, three), NULL);
+    rill_output longer = konst(g, rill_tensor_from_data(RILL_FLOAT, &d3, 1, three));
     rill_node *e1 = enqueue(g, "QueueEnqueueV2", q, &wrong, 1);
     rill_node *e2 = enqueue(g, "QueueEnqueueV2", q, &longer, 1);
     CHECK(rill_graph_ok(g));
