@@ -189,3 +189,41 @@ def test_exit_without_stopping_runners(tmp_path):
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().startswith("[")
+
+
+def test_runner_errors_reach_the_coordinator():
+    with tf.Graph().as_default():
+        q = tf.FIFOQueue(4, tf.float32, shapes=[[2]])
+        x = tf.placeholder(tf.float32)
+        bad = q.enqueue_many([tf.reshape(x, [-1, 2])])  # runs unfed: an InvalidArgumentError
+        qr = tf.train.QueueRunner(q, [bad])
+        with tf.Session() as s:
+            coord = tf.train.Coordinator()
+            threads = qr.create_threads(s, coord=coord, start=True)
+            with pytest.raises(tf.errors.InvalidArgumentError, match="You must feed a value"):
+                coord.join(threads, stop_grace_period_secs=10)
+
+
+def test_close_cancels_a_blocked_step():
+    with tf.Graph().as_default():
+        q = tf.FIFOQueue(4, tf.int32, shapes=[[]])
+        d = q.dequeue()
+        s = tf.Session()
+        got = []
+
+        def run():
+            try:
+                s.run(d)
+            except tf.errors.CancelledError as e:
+                got.append(e.message)
+
+        t = threading.Thread(target=run)
+        t.start()
+        time.sleep(0.3)
+        t0 = time.time()
+        s.close()  # cancels the step the thread waits in, and waits for it
+        assert time.time() - t0 < 5
+        t.join(5)
+        assert not t.is_alive() and "Dequeue operation was cancelled" in got[0]
+        with pytest.raises(RuntimeError, match="closed Session"):
+            s.run(d)
