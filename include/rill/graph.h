@@ -43,6 +43,9 @@ void rill_graph_set_seed(rill_graph *g, int64_t seed);
 /* Name scopes nest: push "layer1" then "dense" puts nodes under "layer1/dense/". */
 void rill_graph_push_name_scope(rill_graph *g, const char *scope);
 void rill_graph_pop_name_scope(rill_graph *g);
+/* The current name scope as a prefix ("" at the root, else "a/b/"); borrowed, valid until the
+ * scope is popped. */
+const char *rill_graph_name_scope(const rill_graph *g);
 
 /* Nodes created inside get control inputs on every node in deps (borrowed). Scopes nest and add
  * up; push with n == 0 clears the outer ones, as tf.control_dependencies(None). */
@@ -78,6 +81,9 @@ rill_node *rill_graph_node(const rill_graph *g, int i);
 void rill_graph_add_to_collection(rill_graph *g, const char *key, rill_node *n);
 /* Copies up to cap members into out; returns the member count. */
 int rill_graph_get_collection(const rill_graph *g, const char *key, rill_node **out, int cap);
+/* Empties a collection (tf.Graph.clear_collection; Python rebuilds one without a member this
+ * way). Its nodes stay in the graph. */
+void rill_graph_clear_collection(rill_graph *g, const char *key);
 
 /* Node accessors. All returned strings are borrowed and live as long as the graph. */
 const char *rill_node_name(const rill_node *n);

@@ -740,6 +740,12 @@ static PyObject *graph_push_name_scope(GraphObject *g, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *graph_name_scope(GraphObject *g, PyObject *unused)
+{
+    (void)unused;
+    return PyUnicode_FromString(rill_graph_name_scope(g->g));
+}
+
 static PyObject *graph_pop_name_scope(GraphObject *g, PyObject *unused)
 {
     (void)unused;
@@ -909,6 +915,14 @@ static PyObject *graph_add_to_collection(GraphObject *g, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *graph_clear_collection(GraphObject *g, PyObject *arg)
+{
+    const char *key = PyUnicode_AsUTF8(arg);
+    if (!key) return NULL;
+    rill_graph_clear_collection(g->g, key);
+    Py_RETURN_NONE;
+}
+
 static PyObject *graph_summary(GraphObject *g, PyObject *args);
 static PyObject *graph_summary_merge_all(GraphObject *g, PyObject *args);
 
@@ -945,9 +959,13 @@ static PyMethodDef graph_methods[] = {
      "local_variables_initializer(name=None)"},
     {"add_to_collection", (PyCFunction)graph_add_to_collection, METH_VARARGS,
      "add_to_collection(key, op)"},
+    {"clear_collection", (PyCFunction)graph_clear_collection, METH_O,
+     "clear_collection(key): empties it (its ops stay)."},
     {"push_name_scope", (PyCFunction)graph_push_name_scope, METH_O,
      "Enters a name scope (made unique as TF's name_scope makes it)."},
     {"pop_name_scope", (PyCFunction)graph_pop_name_scope, METH_NOARGS, "Leaves it."},
+    {"name_scope", (PyCFunction)graph_name_scope, METH_NOARGS,
+     "The current name scope: \"\" or \"a/b/\"."},
     {"op", (PyCFunction)(void (*)(void))graph_op, METH_VARARGS | METH_KEYWORDS,
      "op(type, name=None, inputs=(), attrs={}, device=None, control_inputs=()) -> Op"},
     {"find", (PyCFunction)graph_find, METH_O, "The op of that name, or None."},

@@ -18,6 +18,8 @@ from .compat import v1 as _v1
 _ALIASES = ("tensorflow", "tensorflow.compat", "tensorflow.compat.v1")
 # tensorflow.<name>... -> rill.compat.v1.<name>... for these packages of TF's Python tree
 _SUBPACKAGES = ("tensorflow.examples",)
+# the contrib submodules rill has (every other tensorflow.contrib.x stays an ImportError)
+_CONTRIB = ("tensorflow.contrib", "tensorflow.contrib.layers", "tensorflow.contrib.framework")
 
 
 def _compat_module():
@@ -36,6 +38,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             if real is not None:
                 return importlib.machinery.ModuleSpec(
                     name, self, is_package=real.submodule_search_locations is not None)
+        if name in _CONTRIB:
+            return importlib.machinery.ModuleSpec(name, self, is_package=name == _CONTRIB[0])
         if name.startswith("tensorflow."):
             raise ImportError(f"rill.run: '{name}' is not part of rill's TensorFlow API "
                               "(tensorflow, tensorflow.compat.v1 are); see docs/PYTHON.md")
@@ -44,7 +48,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec):
         if spec.name == "tensorflow.compat":
             return _compat_module()
-        if spec.name not in _ALIASES:  # one of _SUBPACKAGES: rill's own module, shared
+        if spec.name not in _ALIASES:  # _SUBPACKAGES, _CONTRIB: rill's own modules, shared
             return importlib.import_module("rill.compat.v1" + spec.name[len("tensorflow"):])
         return _v1
 

@@ -335,6 +335,11 @@ void rill_graph_pop_variable_scope(rill_graph *g)
     rill_graph_pop_name_scope(g);
 }
 
+const char *rill_graph_name_scope(const rill_graph *g)
+{
+    return scope_prefix(g);
+}
+
 const char *rill__graph_scope_prefix(const rill_graph *g)
 {
     return scope_prefix(g);
@@ -667,6 +672,12 @@ void rill_graph_add_to_collection(rill_graph *g, const char *key, rill_node *n)
         rill__vec_push(&g->collections, c);
     }
     rill__vec_push(&c->members, n);
+}
+
+void rill_graph_clear_collection(rill_graph *g, const char *key)
+{
+    collection *c = find_collection(g, key);
+    if (c) c->members.n = 0;
 }
 
 int rill_graph_get_collection(const rill_graph *g, const char *key, rill_node **out, int cap)

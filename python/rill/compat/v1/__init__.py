@@ -532,6 +532,10 @@ class _Initializer:
         self.spec = (kind, float(a), float(b), int(seed or 0))
         self.dtype = dtype
 
+    def __call__(self, shape, dtype=None, partition_info=None):
+        from .initializers import tensor_from_spec
+        return tensor_from_spec(self.spec, shape, dtype or self.dtype or float32)
+
 
 def zeros_initializer(dtype=None):
     return _Initializer("zeros", dtype=dtype)
@@ -557,14 +561,15 @@ def random_uniform_initializer(minval=0.0, maxval=None, seed=None, dtype=None):
     return _Initializer("uniform", minval, 1.0 if maxval is None else maxval, seed, dtype)
 
 
-glorot_uniform_initializer = None  # not in rill's C library yet
-
 
 class Variable:
     """tf.Variable (a ref variable, TF 1.x's): an op, its value tensor and its initializer."""
 
-    def __init__(self, initial_value=None, trainable=True, collections=None, name=None,
-                 dtype=None, _rop=None, _graph=None):
+    def __init__(self, initial_value=None, trainable=True, collections=None,
+                 validate_shape=True, caching_device=None, name=None, variable_def=None,
+                 dtype=None, expected_shape=None, import_scope=None, constraint=None,
+                 use_resource=None, synchronization=None, aggregation=None, shape=None,
+                 _rop=None, _graph=None):
         if _rop is not None:
             self._graph = _graph
             self._op = _graph._wrap(_rop)
@@ -581,6 +586,9 @@ class Variable:
             self._op = g._wrap(rop)
         self._value = self._op.outputs[0]
         _VARIABLES[self._op._op] = self
+        if _rop is None and collections is not None:
+            from .graph_collections import _place_variable
+            _place_variable(self, collections, trainable)
 
     @property
     def op(self):
@@ -676,43 +684,8 @@ def _as_variable(graph, rop):
     return v if v is not None else Variable(_rop=rop, _graph=graph)
 
 
-def get_variable(name, shape=None, dtype=None, initializer=None, trainable=True, **kwargs):
-    g = get_default_graph()
-    if dtype is None:
-        dtype = getattr(initializer, "dtype", None) or float32
-    dt = as_dtype(dtype)
-    if initializer is None:  # TF: glorot uniform; rill: uniform in TF's limits for a vector
-        initializer = random_uniform_initializer(-0.05, 0.05)
-    if isinstance(initializer, _Initializer):
-        spec = initializer.spec
-    else:
-        value = _np.asarray(initializer, dtype=dt.as_numpy_dtype)
-        if shape is None:
-            shape = value.shape
-        if value.size != 1:
-            raise NotImplementedError("get_variable from an array: use tf.Variable(value)")
-        spec = ("constant", float(value.reshape(-1)[0]), 0.0, 0)
-    if shape is None:
-        raise ValueError(f"Shape of a new variable ({name}) must be fully defined, but instead "
-                         "was <unknown>.")
-    dims = [int(d) for d in (shape if not isinstance(shape, TensorShape) else shape.as_list())]
-    try:
-        rop = g._g.variable(name, dt.enum, dims, spec, _builtins.bool(trainable), True,
-                            g._device_for("VariableV2", name))
-    except (errors.AlreadyExistsError, errors.NotFoundError) as e:
-        raise ValueError(e.message) from None  # TF's get_variable raises ValueError
-    return _as_variable(g, rop)
-
-
-@_contextlib.contextmanager
-def variable_scope(name_or_scope, default_name=None, values=None, reuse=None, **kwargs):
-    g = get_default_graph()
-    name = name_or_scope if isinstance(name_or_scope, str) else default_name
-    g._g.push_variable_scope(name, _builtins.bool(reuse))
-    try:
-        yield name
-    finally:
-        g._g.pop_variable_scope()
+from .variables import (AUTO_REUSE, VariableScope, get_local_variable,  # noqa: E402,F401
+                        get_variable, get_variable_scope, no_regularizer, variable_scope)
 
 
 def global_variables():
@@ -1034,7 +1007,13 @@ from .summary import SessionLog, Summary  # noqa: E402,F401  (tf.Summary, tf.Ses
 import types as _types  # noqa: E402
 
 io = _types.SimpleNamespace(gfile=gfile.io_gfile)
-from ._local_variables import *  # noqa: E402,F401,F403  (tf.local_variables, its initializer)
+from .graph_collections import *  # noqa: E402,F401,F403  (tf.get_collection, tf.GraphKeys, ...)
+from .initializers import *  # noqa: E402,F401,F403  (glorot, variance scaling, ...)
+from . import layers, losses, contrib, logging  # noqa: E402,F401  (tf.layers, ...)
+from . import learning_rate_decay as _lrd  # noqa: E402
+_lrd._install(train)  # tf.train.exponential_decay, ...
+graph_collections._install(Graph)
+initializers = initializers._namespace()  # noqa: F811  (tf.initializers)
 from . import metrics  # noqa: E402,F401  (tf.metrics)
 from . import estimator  # noqa: E402,F401  (tf.estimator)
 from ._queues import FIFOQueue, RandomShuffleQueue, QueueBase  # noqa: E402,F401  (tf.FIFOQueue)

@@ -1,13 +1,11 @@
-"""Local variables (tf.GraphKeys.LOCAL_VARIABLES: per task, never saved, initialised by
-tf.local_variables_initializer) and the Python-side collections of tensors that tf.metrics and
-tf.train's input producers add to (METRIC_VARIABLES, metrics_collections, updates_collections,
-QUEUE_RUNNERS) where the front end has no tf.add_to_collection of its own.
+"""Local variables as tf.metrics and tf.train's input producers make them (in
+tf.GraphKeys.LOCAL_VARIABLES: per task, never saved, initialised by
+tf.local_variables_initializer), and the collections they add to (METRIC_VARIABLES,
+metrics_collections, updates_collections, QUEUE_RUNNERS) through tf.add_to_collection.
 
 The variables are rill's (rill_local_variable): the C library keeps the "local_variables"
 collection, which the Saver never saves."""
-import numpy as _np
-
-__all__ = ["local_variables", "local_variables_initializer", "initialize_local_variables"]
+__all__ = []  # helpers; tf.local_variables & co are graph_collections'.
 
 LOCAL_VARIABLES = "local_variables"
 METRIC_VARIABLES = "metric_variables"
@@ -34,45 +32,8 @@ def _local_variable(shape, dtype, name, initial=0.0, collections=(METRIC_VARIABL
     return v
 
 
-def local_variables(scope=None):
-    """tf.local_variables: the graph's local variables, in creation order."""
-    tf = _tf()
-    g = tf.get_default_graph()
-    vs = [tf._as_variable(g, r) for r in g._g.collection(LOCAL_VARIABLES)]
-    if scope is not None:
-        import re
-        vs = [v for v in vs if re.match(scope, v.name)]
-    return vs
-
-
-def local_variables_initializer():
-    """tf.local_variables_initializer: one op (named init_1 as TF's default is, uniquified)
-    running every local variable's initializer; a NoOp when there are none."""
-    g = _tf().get_default_graph()
-    return g._wrap(g._g.local_variables_initializer(None))
-
-
-def initialize_local_variables():
-    import warnings
-    warnings.warn("initialize_local_variables (from tensorflow.python.ops.variables) is "
-                  "deprecated: use tf.local_variables_initializer instead.",
-                  DeprecationWarning, stacklevel=2)
-    return local_variables_initializer()
-
-
 def add_to_collection(name, value, graph=None):
-    """Adds value to the graph's collection name: through tf.add_to_collection when the front
-    end has one, else into this module's per-graph store."""
-    tf = _tf()
-    g = graph or tf.get_default_graph()
-    own = getattr(tf, "add_to_collection", None)
-    if own is not None and own is not add_to_collection:
-        with g.as_default():
-            own(name, value)
-        return
-    if not hasattr(g, "_py_collections"):
-        g._py_collections = {}
-    g._py_collections.setdefault(name, []).append(value)
+    (graph or _tf().get_default_graph()).add_to_collection(name, value)
 
 
 def add_to_collections(names, value, graph=None):
@@ -85,13 +46,4 @@ def add_to_collections(names, value, graph=None):
 
 
 def get_collection(name, graph=None):
-    tf = _tf()
-    g = graph or tf.get_default_graph()
-    own = getattr(tf, "get_collection", None)
-    if own is not None and own is not get_collection:
-        with g.as_default():
-            return list(own(name))
-    return list(getattr(g, "_py_collections", {}).get(name, []))
-
-
-del _np
+    return list((graph or _tf().get_default_graph()).get_collection(name))
