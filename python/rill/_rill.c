@@ -27,6 +27,7 @@
 #include <rill/rill.h>
 
 #include <errno.h>
+#include <time.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -847,6 +848,30 @@ static PyObject *graph_variable_from(GraphObject *g, PyObject *args)
     return node_or_raise(g, n);
 }
 
+/* local_variable(name, dtype, shape, initializer, device=None): a variable of LOCAL_VARIABLES
+ * (never saved, per task; tf.metrics' counters, tf.train's epoch counters). */
+static PyObject *graph_local_variable(GraphObject *g, PyObject *args)
+{
+    const char *name, *device = NULL;
+    int dtype;
+    PyObject *shape, *spec;
+    if (!PyArg_ParseTuple(args, "siOO|z", &name, &dtype, &shape, &spec, &device)) return NULL;
+    rill_shape sh;
+    rill_initializer init;
+    if (shape_of(shape, &sh) < 0 || initializer_of(spec, &init) < 0) return NULL;
+    if (device) rill_graph_push_device(g->g, device);
+    rill_output v = rill_local_variable(g->g, (rill_dtype)dtype, sh, init, name);
+    if (device) rill_graph_pop_device(g->g);
+    return node_or_raise(g, v.node);
+}
+
+static PyObject *graph_local_variables_initializer(GraphObject *g, PyObject *args)
+{
+    const char *name = NULL;
+    if (!PyArg_ParseTuple(args, "|z", &name)) return NULL;
+    return node_or_raise(g, rill_local_variables_initializer(g->g, name));
+}
+
 static PyObject *graph_push_variable_scope(GraphObject *g, PyObject *args)
 {
     const char *scope;
@@ -946,6 +971,10 @@ static PyMethodDef graph_methods[] = {
     {"variable_initializer", (PyCFunction)graph_variable_initializer, METH_O,
      "The initializer Assign of a variable (Op, index), or None."},
     {"collection", (PyCFunction)graph_collection, METH_O, "The ops of a named collection."},
+    {"local_variable", (PyCFunction)graph_local_variable, METH_VARARGS,
+     "local_variable(name, dtype, shape, initializer, device=None)"},
+    {"local_variables_initializer", (PyCFunction)graph_local_variables_initializer, METH_VARARGS,
+     "local_variables_initializer(name=None)"},
     {"add_to_collection", (PyCFunction)graph_add_to_collection, METH_VARARGS,
      "add_to_collection(key, op)"},
     {"clear_collection", (PyCFunction)graph_clear_collection, METH_O,
@@ -1129,6 +1158,7 @@ typedef struct {
     fast_entry fast[FAST_MAX];
     int nfast, next_evict;
     PyObject *owner; /* what made the session (a Supervisor), freed after it */
+    int inflight;    /* steps running now (counted under the GIL): close cancels and waits */
 } SessionObject;
 
 typedef struct {
@@ -1266,11 +1296,34 @@ static rill_session_options *session_options_of(PyObject *opts)
     return o;
 }
 
+static int interpreter_finalizing(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+}
+
 static void session_close_impl(SessionObject *so)
 {
     if (so->sess) {
         rill_session *s = so->sess;
         so->sess = NULL;
+        /* Steps other threads run (queue runners blocked in an enqueue) end CANCELLED, as
+         * TF's Session.close cancels them; the session is freed once none runs. */
+        if (so->inflight > 0) rill_session_cancel(s);
+        /* At interpreter exit the daemon threads running them never take the GIL back: the
+         * session is left to the process's end then, never freed under a running step. */
+        if (so->inflight > 0 && interpreter_finalizing()) return;
+        while (so->inflight > 0) {
+            /* again and again: a step that was about to begin at the first one would miss it */
+            rill_session_cancel(s);
+            Py_BEGIN_ALLOW_THREADS
+            struct timespec ts = {0, 1000 * 1000};
+            nanosleep(&ts, NULL);
+            Py_END_ALLOW_THREADS
+        }
         Py_BEGIN_ALLOW_THREADS
         rill_session_free(s);
         Py_END_ALLOW_THREADS
@@ -1417,6 +1470,7 @@ static int run_step(CallableObject *c, PyObject *const *vals, PyObject **ov, lon
     rill_tensor **fv = c->nfeeds > 16 ? PyMem_Calloc((size_t)c->nfeeds, sizeof *fv) : fbuf;
     rill_tensor **tv = c->nfetches > 16 ? PyMem_Calloc((size_t)c->nfetches, sizeof *tv) : obuf;
     int made = 0, rc = -1;
+    bool held = false;
     if (!fv || !tv) {
         PyErr_NoMemory();
         goto out;
@@ -1432,13 +1486,19 @@ static int run_step(CallableObject *c, PyObject *const *vals, PyObject **ov, lon
     c->status_busy = true;
     rill_code code;
     int slot;
+    rill_session *rs = c->sess->sess;
+    /* Another thread may drop the session's cache (close) while this step runs: c stays. */
+    Py_INCREF(c);
+    held = true;
+    c->sess->inflight++;
     Py_BEGIN_ALLOW_THREADS
-    slot = running_add(c->sess->sess);
+    slot = running_add(rs);
     rill_run_options ro = {.timeout_ms = timeout_ms};
-    code = rill_session_run_with_options(c->sess->sess, &ro, c->feeds, fv, c->nfeeds, c->fetches,
-                                         tv, c->nfetches, c->targets, c->ntargets, s);
+    code = rill_session_run_with_options(rs, &ro, c->feeds, fv, c->nfeeds, c->fetches, tv,
+                                         c->nfetches, c->targets, c->ntargets, s);
     running_remove(slot);
     Py_END_ALLOW_THREADS
+    c->sess->inflight--;
     /* Ctrl-C cancelled it: Python's pending KeyboardInterrupt, not the CANCELLED error */
     if (code == RILL_CANCELLED && PyErr_CheckSignals() < 0) {
         if (own)
@@ -1466,6 +1526,7 @@ out:
     for (int i = 0; i < made; i++) rill_tensor_free(fv[i]);
     if (fv != fbuf) PyMem_Free(fv);
     if (tv != obuf) PyMem_Free(tv);
+    if (held) Py_DECREF(c);
     return rc;
 }
 

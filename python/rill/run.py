@@ -3,9 +3,12 @@
 For this process only, ``import tensorflow``, ``import tensorflow.compat.v1`` and ``from
 tensorflow[.compat.v1] import ...`` resolve to rill.compat.v1 (an import hook on sys.meta_path:
 no package named tensorflow is installed, and a real TensorFlow elsewhere is left alone).
+``tensorflow.examples.tutorials.mnist.input_data`` is rill's (rill.compat.v1.examples).
 ``tf.compat.v1`` and ``tf.compat.v1.disable_v2_behavior()`` work as in TF 2.x's compat mode."""
+import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import runpy
 import sys
 import types
@@ -13,6 +16,8 @@ import types
 from .compat import v1 as _v1
 
 _ALIASES = ("tensorflow", "tensorflow.compat", "tensorflow.compat.v1")
+# tensorflow.<name>... -> rill.compat.v1.<name>... for these packages of TF's Python tree
+_SUBPACKAGES = ("tensorflow.examples",)
 # the contrib submodules rill has (every other tensorflow.contrib.x stays an ImportError)
 _CONTRIB = ("tensorflow.contrib", "tensorflow.contrib.layers", "tensorflow.contrib.framework")
 
@@ -28,6 +33,11 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name, path=None, target=None):
         if name in _ALIASES:
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        if any(name == p or name.startswith(p + ".") for p in _SUBPACKAGES):
+            real = importlib.util.find_spec("rill.compat.v1" + name[len("tensorflow"):])
+            if real is not None:
+                return importlib.machinery.ModuleSpec(
+                    name, self, is_package=real.submodule_search_locations is not None)
         if name in _CONTRIB:
             return importlib.machinery.ModuleSpec(name, self, is_package=name == _CONTRIB[0])
         if name.startswith("tensorflow."):
@@ -38,8 +48,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec):
         if spec.name == "tensorflow.compat":
             return _compat_module()
-        if spec.name in _CONTRIB:
-            import importlib
+        if spec.name not in _ALIASES:  # _SUBPACKAGES, _CONTRIB: rill's own modules, shared
             return importlib.import_module("rill.compat.v1" + spec.name[len("tensorflow"):])
         return _v1
 

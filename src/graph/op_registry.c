@@ -25,6 +25,7 @@ extern const rill__op_def rill__ops_norm[];
 extern const rill__op_def rill__ops_depthwise[];
 extern const rill__op_def rill__ops_index[];
 extern const rill__op_def rill__ops_sparse_apply[];
+extern const rill__op_def rill__ops_queue[];
 
 /* One table a line (a new op file appends its own). */
 const rill__op_def *rill__op_lookup(const char *name)
@@ -51,6 +52,7 @@ const rill__op_def *rill__op_lookup(const char *name)
         rill__ops_depthwise,
         rill__ops_index,
         rill__ops_sparse_apply,
+        rill__ops_queue,
         NULL,
     };
     // clang-format on

@@ -31,6 +31,7 @@ extern const rill__kernel_def rill__cpu_kernels_depthwise[];
 extern const rill__kernel_def rill__cpu_kernels_pool_half[];
 extern const rill__kernel_def rill__cpu_kernels_index[];
 extern const rill__kernel_def rill__cpu_kernels_sparse_apply[];
+extern const rill__kernel_def rill__cpu_kernels_queue[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -69,6 +70,7 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_pool_half,
         rill__cpu_kernels_index,
         rill__cpu_kernels_sparse_apply,
+        rill__cpu_kernels_queue,
 #ifdef RILL_HAVE_OPENCL
         rill__opencl_kernels_math,
         rill__opencl_kernels_nn,

@@ -221,7 +221,9 @@ def device(spec):
 def set_random_seed(seed):
     """The default graph's seed: every random op without its own seed derives one from it, in
     creation order, as in TF (and as rill's C programs do with rill_graph_set_seed)."""
-    get_default_graph()._g.set_seed(int(seed))
+    g = get_default_graph()
+    g._g.set_seed(int(seed))
+    g._seed = int(seed)  # read back by what seeds numpy as TF does (mnist input_data)
 
 
 def name_scope(name, default_name=None, values=None):
@@ -1300,3 +1302,7 @@ initializers = initializers._namespace()  # noqa: F811  (tf.initializers)
 from . import data  # noqa: E402,F401  (tf.data)
 from . import _embedding_ops as _emb  # noqa: E402
 _emb._install(__import__("sys").modules[__name__])  # tf.random.*_candidate_sampler, tf.math.top_k, ...
+from . import metrics  # noqa: E402,F401  (tf.metrics)
+from . import estimator  # noqa: E402,F401  (tf.estimator)
+from ._queues import FIFOQueue, RandomShuffleQueue, QueueBase  # noqa: E402,F401  (tf.FIFOQueue)
+from .train import start_queue_runners, add_queue_runner  # noqa: E402,F401  (tf.start_queue_runners)

@@ -377,14 +377,6 @@ class SyncReplicasOptimizer:
 _SYNC_OPTIMIZERS = []
 
 
-class QueueRunner:
-    """What SyncReplicasOptimizer's get_chief_queue_runner returns: an op run in a loop by the
-    Supervisor's queue-runner thread (start_queue_runners)."""
-
-    def __init__(self, op):
-        self.op = op
-
-
 # --- Supervisor ---
 
 class Supervisor:
@@ -474,19 +466,35 @@ class Supervisor:
         return _managed()
 
     def start_queue_runners(self, sess, queue_runners=None):
-        for qr in queue_runners or []:
-            self._sv.start_queue_runner(sess._sess, qr.op._op)
-        return []
+        """The queue runners (default: the QUEUE_RUNNERS collection): an op-only runner (the
+        sync chief's) on the C Supervisor's thread, a queue's on daemon threads stopped with
+        this Supervisor."""
+        if queue_runners is None:
+            from ._local_variables import QUEUE_RUNNERS, get_collection
+            queue_runners = get_collection(QUEUE_RUNNERS, self._graph)
+        threads = []
+        for qr in queue_runners:
+            if qr.queue is None:
+                self._sv.start_queue_runner(sess._sess, qr.op._op)
+                continue
+            if getattr(self, "_coord", None) is None:
+                self._coord = Coordinator()
+            threads += qr.create_threads(sess, coord=self._coord, daemon=True, start=True)
+        return threads
 
     def should_stop(self):
         return self._sv.should_stop()
 
     def request_stop(self, ex=None):
+        if getattr(self, "_coord", None) is not None:
+            self._coord.request_stop(ex)
         self._sv.request_stop()
 
     def stop(self, threads=None, close_summary_writer=True, ignore_live_threads=False):
         """Stops the services (the chief saves a last checkpoint); on a cluster this worker then
         tells the ps tasks it finished, so that they exit once every worker has."""
+        if getattr(self, "_coord", None) is not None:
+            self._coord.request_stop()
         self._sv.stop()
         srv = _SERVERS.get(getattr(self, "_master", None) or "")
         if srv is not None:
@@ -500,3 +508,9 @@ class Supervisor:
 from .train_io import (NewCheckpointReader, list_variables, load_checkpoint,  # noqa: E402,F401
                        load_variable, summary_iterator)
 from ._optimizers import *  # noqa: E402,F401,F403  (RMSProp, Adadelta, Ftrl, Proximal*)
+
+# --- queue-based input (_input.py): Coordinator, QueueRunner, producers, batching ---
+from ._input import (Coordinator, QueueRunner, add_queue_runner, batch,  # noqa: E402,F401
+                     input_producer, limit_epochs, range_input_producer, shuffle_batch,
+                     slice_input_producer, start_queue_runners, string_input_producer)
+from ._local_variables import QUEUE_RUNNERS as _QUEUE_RUNNERS  # noqa: E402,F401
