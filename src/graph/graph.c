@@ -455,6 +455,11 @@ static void derive_seeds(rill_graph *g, rill_node *n)
 {
     /* TF's get_seed: graph seed + op seed; op seed alone pairs with a default graph seed. */
     int64_t op_seed = rill__attr_int(n, "seed", 0);
+    if (rill__node_attr(n, "seed2")) { /* TF's (seed, seed2) as its Python derived them */
+        n->seed = op_seed;
+        n->seed2 = rill__attr_int(n, "seed2", 0);
+        return;
+    }
     if (g->has_seed) {
         n->seed = g->seed;
         n->seed2 = op_seed ? op_seed : ++g->last_op_seed;
