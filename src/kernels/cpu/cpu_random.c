@@ -113,7 +113,7 @@ static void box_muller_float(uint32_t x0, uint32_t x1, float *f0, float *f1)
 {
     float u1 = u32_to_float(x0);
     if (u1 < 1e-7f) u1 = 1e-7f;
-    float v1 = 2.0f * (float)M_PI * u32_to_float(x1);
+    float v1 = (float)(2.0 * M_PI * u32_to_float(x1)); /* in double, as TF (M_PI is a double) */
     float u2 = sqrtf(-2.0f * logf(u1));
     *f0 = sinf(v1) * u2;
     *f1 = cosf(v1) * u2;

@@ -1029,6 +1029,7 @@ from ._ops import *  # noqa: E402,F401,F403  (math, array, reductions, tf.gradie
 from . import nn  # noqa: E402,F401  (tf.nn)
 from . import summary  # noqa: E402,F401  (tf.summary)
 from .summary import SessionLog, Summary  # noqa: E402,F401  (tf.Summary, tf.SessionLog)
+from ._random_ops import *  # noqa: E402,F401,F403  (tf.random_normal, ..., tf.random, set_random_seed)
 import types as _types  # noqa: E402
 
 io = _types.SimpleNamespace(gfile=gfile.io_gfile)
