@@ -13,6 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A graph on the CPU: TF's streams are the CPU kernels' (the OpenCL kernels of RandomUniform,
+ * RandomNormal and TruncatedNormal draw rill's own stream, checked in tests/kernels). */
+static rill_graph *cpu_graph(void)
+{
+    rill_graph *g = rill_graph_new();
+    rill_graph_push_device(g, "/cpu:0");
+    return g;
+}
+
 static rill_output shape_const(rill_graph *g, const int64_t *dims, int rank)
 {
     int64_t r = rank;
@@ -89,7 +98,7 @@ static void test_tf_stream(void)
         0.23841547966003418f, 0.37620627880096436f, 0.566627025604248f,  0.007201552391052246f,
         0.8706881999969482f,  0.426388144493103f,   0.8286242485046387f, 0.07584965229034424f};
     const int64_t n8 = 8;
-    rill_graph *g = rill_graph_new();
+    rill_graph *g = cpu_graph();
     rill_output rn = rand_op(g, "RandomStandardNormal", RILL_FLOAT, &n8, 1, 2, 1);
     rill_output ru = rand_op(g, "RandomUniform", RILL_FLOAT, &n8, 1, 2, 1);
     CHECK(rill_graph_ok(g));
@@ -142,7 +151,7 @@ static void test_statistics(void)
     /* variance of N(0,1) truncated to (-2, 2) */
     const double tvar = 1 - 4 * exp(-2) / sqrt(2 * M_PI) / erf(2 / sqrt(2));
     for (int k = 0; k < 3; k++) {
-        rill_graph *g = rill_graph_new();
+        rill_graph *g = cpu_graph();
         rill_output n = rand_op(g, "RandomStandardNormal", types[k], dims, 2, 7, 3);
         rill_output u = rand_op(g, "RandomUniform", types[k], dims, 2, 7, 4);
         rill_output tn = rand_op(g, "TruncatedNormal", types[k], dims, 2, 7, 5);
@@ -168,7 +177,7 @@ static void test_statistics(void)
         rill_graph_free(g);
     }
     /* rill's RandomNormal / RandomUniform (shape, mean/stddev or range as attrs) */
-    rill_graph *g = rill_graph_new();
+    rill_graph *g = cpu_graph();
     rill_shape sh = {.rank = 1, .dims = {100000}};
     rill_output n = rill_random_normal(g, RILL_FLOAT, sh, 3.0, 0.5, 11, NULL);
     rill_output u = rill_random_uniform(g, RILL_DOUBLE, sh, -2.0, 6.0, 12, NULL);
@@ -194,7 +203,7 @@ static void test_statistics(void)
 static void test_determinism(void)
 {
     const int64_t n = 64;
-    rill_graph *g = rill_graph_new();
+    rill_graph *g = cpu_graph();
     rill_output a = rand_op(g, "RandomStandardNormal", RILL_FLOAT, &n, 1, 5, 9);
     rill_output b = rand_op(g, "RandomStandardNormal", RILL_FLOAT, &n, 1, 5, 10);
     rill_output c = rand_op(g, "RandomStandardNormal", RILL_FLOAT, &n, 1, 0, 0); /* unseeded */
@@ -219,7 +228,7 @@ static void test_determinism(void)
 static void test_derived_seeds(void)
 {
     const int64_t n = 16;
-    rill_graph *g = rill_graph_new();
+    rill_graph *g = cpu_graph();
     rill_output only_op = rand_op(g, "RandomUniform", RILL_FLOAT, &n, 1, 42, -1);
     rill_output explicit_ = rand_op(g, "RandomUniform", RILL_FLOAT, &n, 1, 87654321, 42);
     rill_graph_set_seed(g, 3);
@@ -258,7 +267,7 @@ static void test_uniform_int(void)
     const int64_t n = 70000;
     for (int k = 0; k < 2; k++) {
         rill_dtype t = k ? RILL_INT64 : RILL_INT32;
-        rill_graph *g = rill_graph_new();
+        rill_graph *g = cpu_graph();
         rill_output o = uniform_int(g, t, &n, 1, -3, 4, 6);
         CHECK(rill_output_dtype(o) == t);
         rill_tensor *r = run1(g, o);
@@ -277,7 +286,7 @@ static void test_uniform_int(void)
         rill_graph_free(g);
     }
     /* TF's values: tf.random_uniform([6], 3, 10, dtype=tf.int32) with seeds (2, 6) */
-    rill_graph *g = rill_graph_new();
+    rill_graph *g = cpu_graph();
     const int64_t six = 6;
     rill_op_builder *b = rill_op_builder_new(g, "RandomUniformInt", "tfint");
     rill_op_builder_add_input(b, shape_const(g, &six, 1));
@@ -294,7 +303,7 @@ static void test_uniform_int(void)
     rill_tensor_free(r);
     rill_graph_free(g);
     /* minval >= maxval: TF's error at run time */
-    g = rill_graph_new();
+    g = cpu_graph();
     rill_output o = uniform_int(g, RILL_INT32, &six, 1, 5, 5, 1);
     rill_status *s = rill_status_new();
     rill_session *sess = rill_session_new(g, NULL, s);
@@ -305,7 +314,7 @@ static void test_uniform_int(void)
     rill_status_free(s);
     rill_graph_free(g);
     /* float bounds: not an allowed Tout */
-    g = rill_graph_new();
+    g = cpu_graph();
     uniform_int(g, RILL_FLOAT, &six, 1, 0, 1, 1);
     CHECK(!rill_graph_ok(g));
     CHECK_STR_CONTAINS(rill_status_message(rill_graph_status(g)), "attr 'Tout'");
@@ -333,7 +342,7 @@ static void test_multinomial(void)
         logits[i] = v > 0 ? (float)log(v) + 3.0f : -INFINITY; /* any shift: softmax */
     }
     const int ns = 40000;
-    rill_graph *g = rill_graph_new();
+    rill_graph *g = cpu_graph();
     rill_output o = multinomial(g, logits, 2, 4, ns, RILL_INT32);
     rill_shape sh = rill_output_shape(o);
     CHECK(sh.rank == 2 && sh.dims[0] == 2 && sh.dims[1] == ns &&
@@ -352,7 +361,7 @@ static void test_multinomial(void)
     /* TF: tf.multinomial([[0., 1., 2.], [1., 1., -1.]], 10) with seeds (2, 9) */
     const float l2[6] = {0, 1, 2, 1, 1, -1};
     static const int64_t want[20] = {2, 1, 2, 2, 2, 2, 1, 2, 2, 2, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0};
-    g = rill_graph_new();
+    g = cpu_graph();
     rill_op_builder *b = rill_op_builder_new(g, "Multinomial", NULL);
     rill_op_builder_add_input(b, rill_const_floats(g, l2, (int64_t[]){2, 3}, 2, "l"));
     rill_op_builder_add_input(b, rill_const_scalar(g, RILL_INT32, 10, "n"));
@@ -366,7 +375,7 @@ static void test_multinomial(void)
     rill_tensor_free(r);
     rill_graph_free(g);
     /* logits must be a matrix */
-    g = rill_graph_new();
+    g = cpu_graph();
     b = rill_op_builder_new(g, "Multinomial", "m");
     rill_op_builder_add_input(b, rill_const_floats(g, l2, (int64_t[]){6}, 1, "l"));
     rill_op_builder_add_input(b, rill_const_scalar(g, RILL_INT32, 10, "n"));
@@ -381,7 +390,7 @@ static void test_shuffle(void)
     enum { ROWS = 50, COLS = 3 };
     float x[ROWS * COLS];
     for (int i = 0; i < ROWS * COLS; i++) x[i] = (float)i;
-    rill_graph *g = rill_graph_new();
+    rill_graph *g = cpu_graph();
     rill_op_builder *b = rill_op_builder_new(g, "RandomShuffle", NULL);
     rill_op_builder_add_input(b, rill_const_floats(g, x, (int64_t[]){ROWS, COLS}, 2, "x"));
     rill_op_builder_set_int(b, "seed", 1);
@@ -413,7 +422,7 @@ static void test_shuffle(void)
     int64_t v[10];
     for (int i = 0; i < 10; i++) v[i] = i;
     static const int64_t want[10] = {6, 5, 7, 0, 1, 2, 9, 8, 3, 4};
-    g = rill_graph_new();
+    g = cpu_graph();
     int64_t ten = 10;
     rill_tensor *vt = rill_tensor_from_data(RILL_INT64, &ten, 1, v);
     b = rill_op_builder_new(g, "RandomShuffle", NULL);
@@ -432,13 +441,13 @@ static void test_shuffle(void)
 static void test_errors(void)
 {
     const int64_t n = 4;
-    rill_graph *g = rill_graph_new();
+    rill_graph *g = cpu_graph();
     rand_op(g, "RandomStandardNormal", RILL_INT32, &n, 1, 1, 1);
     CHECK(!rill_graph_ok(g));
     CHECK_STR_CONTAINS(rill_status_message(rill_graph_status(g)),
                        "Value for attr 'dtype' of int32 is not in the list of allowed values");
     rill_graph_free(g);
-    g = rill_graph_new();
+    g = cpu_graph();
     rill_op_builder *b = rill_op_builder_new(g, "RandomUniform", "ru");
     rill_op_builder_add_input(b, rill_const_scalar(g, RILL_FLOAT, 3, "s"));
     rill_op_builder_set_type(b, "dtype", RILL_FLOAT);
@@ -446,7 +455,7 @@ static void test_errors(void)
     CHECK_STR_CONTAINS(rill_status_message(rill_graph_status(g)),
                        "Value for attr 'T' of float is not in the list of allowed values");
     rill_graph_free(g);
-    /* a shape fed at run time: the output's shape comes from the fed value */
+    /* a shape fed at run time: the output's shape comes from the fed value (on any device) */
     g = rill_graph_new();
     rill_output ph = rill_placeholder(g, RILL_INT32, rill_shape_vector(2), "dims");
     b = rill_op_builder_new(g, "RandomUniform", "ru");

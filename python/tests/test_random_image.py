@@ -1,0 +1,170 @@
+"""tf.random_* and tf.random.* over rill's C random ops: the values TensorFlow itself gives for the
+same seeds (computed by TensorFlow in a subprocess: the streams match bit for bit, second runs
+too), TF's seed rules, shapes, names and errors, and the initializers that draw from them."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import rill.compat.v1 as tf
+
+# Each program prints the fetched values of `outs` (two runs) as JSON; run under TF and rill.
+PROGRAM = r'''
+import json, numpy as np
+import {mod} as tf
+{prelude}
+tf.set_random_seed(2)
+outs = [tf.random_normal([1000], seed=1), tf.random_uniform([7]), tf.truncated_normal([9], seed=3),
+        tf.random_normal([5], dtype=tf.float64, seed=4),
+        tf.random_uniform([5], dtype=tf.float64, seed=5),
+        tf.random_uniform([6], 3, 10, dtype=tf.int32, seed=6),
+        tf.random_uniform([3], -5, 2**40, dtype=tf.int64, seed=7),
+        tf.truncated_normal([5], dtype=tf.float64, seed=8, mean=1, stddev=3),
+        tf.multinomial([[0.0, 1.0, 2.0], [1.0, 1.0, -1.0]], 10, seed=9),
+        tf.random_shuffle(np.arange(10), seed=10),
+        tf.random_uniform([4], -2.0, 3.0, seed=11), tf.random_normal([3], 2.0, 0.5),
+        tf.random.normal([2, 3], seed=12), tf.random.uniform([4], maxval=5.0),
+        tf.random.truncated_normal([6], stddev=0.1), tf.random.shuffle([[1, 2], [3, 4], [5, 6]]),
+        tf.random.categorical([[1.0, 2.0, 3.0]], 5, seed=13)]
+with tf.Session() as s:
+    a = s.run(outs)
+    b = s.run(outs)
+print(json.dumps([[np.asarray(x).tolist() for x in a], [np.asarray(x).tolist() for x in b],
+                  [o.name for o in outs], [o.dtype.name for o in outs]]))
+'''
+
+
+def _run(mod, prelude, env):
+    code = PROGRAM.format(mod=mod, prelude=prelude)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _tf_env():
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    return env
+
+
+def _have_tf():
+    return subprocess.run([sys.executable, "-c", "import tensorflow"], env=_tf_env(),
+                          capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _have_tf(), reason="TensorFlow is not installed in this interpreter")
+def test_values_equal_tensorflows():
+    ref = _run("tensorflow.compat.v1", "tf.disable_eager_execution()", _tf_env())
+    got = _run("rill.compat.v1", "", dict(os.environ))
+    assert got[2] == ref[2]  # names
+    assert got[3] == ref[3]  # dtypes
+    for run in (0, 1):
+        for i, (r, g) in enumerate(zip(ref[run], got[run])):
+            r, g = np.asarray(r), np.asarray(g)
+            assert r.shape == g.shape, (run, i)
+            np.testing.assert_array_equal(g, r, err_msg=f"run {run}, output {i} ({ref[2][i]})")
+
+
+def test_seed_rules():
+    g = tf.Graph()
+    with g.as_default():
+        assert tf.random.get_seed(None) == (None, None)
+        assert tf.random.get_seed(5) == (87654321, 5)
+        tf.set_random_seed(0)
+        assert tf.random.get_seed(0) == (0, 2**31 - 1)  # (0, 0) would mean "no seed"
+        tf.set_random_seed(2**31 + 6)
+        assert tf.random.get_seed(2**31 + 7) == (7, 8)  # both taken modulo 2**31 - 1
+    # an op seed alone gives the same numbers in any graph; none at all differs run to run
+    vals = []
+    for _ in range(2):
+        with tf.Graph().as_default():
+            a = tf.random_uniform([20], seed=3)
+            b = tf.random_uniform([20])
+            with tf.Session() as s:
+                vals.append(s.run([a, b]))
+    np.testing.assert_array_equal(vals[0][0], vals[1][0])
+    assert not np.array_equal(vals[0][1], vals[1][1])
+    # a graph seed alone: the k-th such op gets (graph seed, k), whatever ops came between
+    with tf.Graph().as_default():
+        tf.set_random_seed(9)
+        a = tf.random_normal([10])
+        tf.constant(1.0)
+        b = tf.random_normal([10])
+        a2 = tf.random_normal([10], seed=0)
+        b2 = tf.random_normal([10], seed=1)
+        with tf.Session() as s:
+            va, vb, va2, vb2 = s.run([a, b, a2, b2])
+    np.testing.assert_array_equal(va, va2)
+    np.testing.assert_array_equal(vb, vb2)
+
+
+def test_statistics_and_shapes():
+    with tf.Graph().as_default():
+        n = tf.random_normal([200, 300], mean=2.0, stddev=3.0, seed=1)
+        u = tf.random_uniform([60000], -1.0, 5.0, dtype=tf.float64, seed=2)
+        t = tf.truncated_normal([60000], stddev=0.5, seed=3)
+        i = tf.random_uniform([60000], minval=-2, maxval=3, dtype=tf.int64, seed=4)
+        m = tf.multinomial(np.log([[0.2, 0.3, 0.5]]), 30000, seed=5, output_dtype=tf.int32)
+        sh = tf.random_shuffle(tf.reshape(tf.range(30) if hasattr(tf, "range") else
+                                          tf.constant(np.arange(30)), [10, 3]), seed=6)
+        assert n.shape.as_list() == [200, 300] and n.dtype == tf.float32
+        assert m.shape.as_list() == [1, 30000] and m.dtype == tf.int32
+        assert i.dtype == tf.int64
+        with tf.Session() as s:
+            vn, vu, vt, vi, vm, vs = s.run([n, u, t, i, m, sh])
+    assert abs(vn.mean() - 2) < 0.05 and abs(vn.std() - 3) < 0.05
+    assert vu.dtype == np.float64 and vu.min() >= -1 and vu.max() < 5
+    assert abs(vu.mean() - 2) < 0.05
+    assert np.abs(vt).max() < 1.0 and abs(vt.std() - 0.5 * 0.8796) < 0.01
+    assert set(np.unique(vi)) == {-2, -1, 0, 1, 2}
+    np.testing.assert_allclose(np.bincount(vm[0], minlength=3) / 30000, [0.2, 0.3, 0.5],
+                               atol=0.015)
+    assert sorted(vs[:, 0].tolist()) == list(range(0, 30, 3))
+    assert (vs[:, 1] == vs[:, 0] + 1).all()
+
+
+def test_random_crop():
+    x = np.arange(5 * 6 * 3, dtype=np.float32).reshape(5, 6, 3)
+    with tf.Graph().as_default():
+        c = tf.random_crop(x, [2, 4, 3], seed=7)
+        assert c.shape.as_list() == [2, 4, 3]
+        with tf.Session() as s:
+            crops = [s.run(c) for _ in range(20)]
+        with pytest.raises(ValueError):
+            tf.random_crop(x, [6, 1, 3])
+    seen = set()
+    for v in crops:
+        r0, c0 = int(v[0, 0, 0]) // 18, (int(v[0, 0, 0]) % 18) // 3
+        np.testing.assert_array_equal(v, x[r0:r0 + 2, c0:c0 + 4])
+        seen.add((r0, c0))
+    assert len(seen) > 3
+
+
+def test_errors():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="Must specify maxval for integer dtype"):
+            tf.random_uniform([3], dtype=tf.int32)
+        with pytest.raises(TypeError):
+            tf.random_normal([3], bogus=1)
+        lo_hi = tf.random_uniform([3], 4, 4, dtype=tf.int32)
+        with tf.Session() as s:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="Need minval < maxval"):
+                s.run(lo_hi)
+
+
+def test_initializers_and_namespace():
+    with tf.Graph().as_default():
+        tf.random.set_seed(4)
+        v = tf.get_variable("w", [300, 200], initializer=tf.random_normal_initializer(0, 0.5))
+        u = tf.get_variable("u", [300, 200],
+                            initializer=tf.truncated_normal_initializer(stddev=1.0))
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            vv, vu = s.run([v, u])
+    assert abs(vv.std() - 0.5) < 0.01 and np.abs(vu).max() < 2
+    assert tf.random.normal is not None and tf.random.uniform is not None
+    assert tf.random.DEFAULT_GRAPH_SEED == 87654321
