@@ -17,18 +17,19 @@ import json, numpy as np
 import {mod} as tf
 {prelude}
 tf.set_random_seed(2)
-outs = [tf.random_normal([1000], seed=1), tf.random_uniform([7]), tf.truncated_normal([9], seed=3),
-        tf.random_normal([5], dtype=tf.float64, seed=4),
-        tf.random_uniform([5], dtype=tf.float64, seed=5),
-        tf.random_uniform([6], 3, 10, dtype=tf.int32, seed=6),
-        tf.random_uniform([3], -5, 2**40, dtype=tf.int64, seed=7),
-        tf.truncated_normal([5], dtype=tf.float64, seed=8, mean=1, stddev=3),
-        tf.multinomial([[0.0, 1.0, 2.0], [1.0, 1.0, -1.0]], 10, seed=9),
-        tf.random_shuffle(np.arange(10), seed=10),
-        tf.random_uniform([4], -2.0, 3.0, seed=11), tf.random_normal([3], 2.0, 0.5),
-        tf.random.normal([2, 3], seed=12), tf.random.uniform([4], maxval=5.0),
-        tf.random.truncated_normal([6], stddev=0.1), tf.random.shuffle([[1, 2], [3, 4], [5, 6]]),
-        tf.random.categorical([[1.0, 2.0, 3.0]], 5, seed=13)]
+with tf.device("/cpu:0"):  # TF's stream is its CPU kernels' (and rill's)
+  outs = [tf.random_normal([1000], seed=1), tf.random_uniform([7]), tf.truncated_normal([9], seed=3),
+          tf.random_normal([5], dtype=tf.float64, seed=4),
+          tf.random_uniform([5], dtype=tf.float64, seed=5),
+          tf.random_uniform([6], 3, 10, dtype=tf.int32, seed=6),
+          tf.random_uniform([3], -5, 2**40, dtype=tf.int64, seed=7),
+          tf.truncated_normal([5], dtype=tf.float64, seed=8, mean=1, stddev=3),
+          tf.multinomial([[0.0, 1.0, 2.0], [1.0, 1.0, -1.0]], 10, seed=9),
+          tf.random_shuffle(np.arange(10), seed=10),
+          tf.random_uniform([4], -2.0, 3.0, seed=11), tf.random_normal([3], 2.0, 0.5),
+          tf.random.normal([2, 3], seed=12), tf.random.uniform([4], maxval=5.0),
+          tf.random.truncated_normal([6], stddev=0.1), tf.random.shuffle([[1, 2], [3, 4], [5, 6]]),
+          tf.random.categorical([[1.0, 2.0, 3.0]], 5, seed=13)]
 with tf.Session() as s:
     a = s.run(outs)
     b = s.run(outs)
@@ -51,13 +52,10 @@ def _tf_env():
     return env
 
 
-def _have_tf():
-    return subprocess.run([sys.executable, "-c", "import tensorflow"], env=_tf_env(),
-                          capture_output=True).returncode == 0
-
-
-@pytest.mark.skipif(not _have_tf(), reason="TensorFlow is not installed in this interpreter")
 def test_values_equal_tensorflows():
+    if subprocess.run([sys.executable, "-c", "import importlib.util as u; "
+                       "exit(u.find_spec('tensorflow') is None)"], env=_tf_env()).returncode:
+        pytest.skip("TensorFlow is not installed in this interpreter")
     ref = _run("tensorflow.compat.v1", "tf.disable_eager_execution()", _tf_env())
     got = _run("rill.compat.v1", "", dict(os.environ))
     assert got[2] == ref[2]  # names
@@ -127,29 +125,12 @@ def test_statistics_and_shapes():
     assert (vs[:, 1] == vs[:, 0] + 1).all()
 
 
-def test_random_crop():
-    x = np.arange(5 * 6 * 3, dtype=np.float32).reshape(5, 6, 3)
-    with tf.Graph().as_default():
-        c = tf.random_crop(x, [2, 4, 3], seed=7)
-        assert c.shape.as_list() == [2, 4, 3]
-        with tf.Session() as s:
-            crops = [s.run(c) for _ in range(20)]
-        with pytest.raises(ValueError):
-            tf.random_crop(x, [6, 1, 3])
-    seen = set()
-    for v in crops:
-        r0, c0 = int(v[0, 0, 0]) // 18, (int(v[0, 0, 0]) % 18) // 3
-        np.testing.assert_array_equal(v, x[r0:r0 + 2, c0:c0 + 4])
-        seen.add((r0, c0))
-    assert len(seen) > 3
-
-
 def test_errors():
     with tf.Graph().as_default():
         with pytest.raises(ValueError, match="Must specify maxval for integer dtype"):
-            tf.random_uniform([3], dtype=tf.int32)
+              tf.random_uniform([3], dtype=tf.int32)
         with pytest.raises(TypeError):
-            tf.random_normal([3], bogus=1)
+              tf.random_normal([3], bogus=1)
         lo_hi = tf.random_uniform([3], 4, 4, dtype=tf.int32)
         with tf.Session() as s:
             with pytest.raises(tf.errors.InvalidArgumentError, match="Need minval < maxval"):

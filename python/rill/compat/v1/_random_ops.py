@@ -1,5 +1,5 @@
 """TF 1.x's random functions (tf.random_normal, tf.truncated_normal, tf.random_uniform,
-tf.multinomial, tf.random_shuffle, tf.random_crop, tf.set_random_seed and the tf.random
+tf.multinomial, tf.random_shuffle, tf.set_random_seed and the tf.random
 namespace) over rill's C random ops (src/graph/ops_random.c).
 
 Each function builds what TF's Python builds: the same consts under the same name scope, the
@@ -22,7 +22,7 @@ import sys as _sys
 import numpy as _np
 
 __all__ = ["random_normal", "truncated_normal", "random_uniform", "multinomial", "random_shuffle",
-           "random_crop", "set_random_seed", "get_seed", "random"]
+           "set_random_seed", "get_seed", "random"]
 
 DEFAULT_GRAPH_SEED = 87654321
 _MAXINT32 = 2**31 - 1
@@ -152,7 +152,7 @@ def random_uniform(shape, minval=0, maxval=None, dtype=None, seed=None, name=Non
         if min_zero:
             if max_one:
                 return rnd
-            return tf.multiply(rnd, maxval)
+            return tf.multiply(rnd, maxval, name="Mul")
         rng = tf.subtract(maxval, minval, name="sub")
         mul = tf.multiply(rnd, rng, name="mul")
     return tf.add(mul, minval, name=scope)
@@ -180,35 +180,6 @@ def random_shuffle(value, seed=None, name=None):
     attrs = {"T": ("type", value.dtype.enum)}
     attrs.update(_seed_attrs(seed))
     return _g()._make("RandomShuffle", name or "RandomShuffle", (value,), attrs).outputs[0]
-
-
-def random_crop(value, size, seed=None, name=None):
-    """tf.random_crop: a slice of `size` at a uniform random offset (RandomUniformInt with
-    maxval = shape - size + 1, as TF builds it; the value's shape must be known here)."""
-    tf = _tf()
-    with _g().name_scope(name or "random_crop"):
-        value = tf.convert_to_tensor(value, name="value")
-        shape = value.shape.as_list() if value.shape.ndims is not None else None
-        size = [int(s) for s in (size.as_list() if isinstance(size, tf.TensorShape) else size)]
-        if shape is None or any(d is None for d in shape):
-            raise ValueError("random_crop: rill needs the value's shape to be known")
-        if len(size) != len(shape):
-            raise ValueError(f"Shapes must be equal rank, but are {len(shape)} and {len(size)}")
-        for d, s in zip(shape, size):
-            if s > d or s < 0:
-                raise ValueError(f"Need value.shape >= size, got {shape} < {size}")
-        limit = tf.constant(_np.asarray(shape, _np.int32) - _np.asarray(size, _np.int32) + 1,
-                            name="add")
-        offset = random_uniform([len(shape)], dtype=tf.int32, maxval=_np.iinfo(_np.int32).max,
-                                seed=seed)
-        offset = _mod_via_div(offset, limit)
-        return tf.slice(value, offset, size, name=None)
-
-
-def _mod_via_div(x, y):
-    # x - (x // y) * y for x >= 0, y > 0 (rill's integer Div truncates, which floors here)
-    tf = _tf()
-    return tf.subtract(x, tf.multiply(tf.div(x, y), y), name="mod")
 
 
 def _normal2(shape, mean=0.0, stddev=1.0, dtype=None, seed=None, name=None):
@@ -239,10 +210,6 @@ class _RandomModule:
     @staticmethod
     def set_seed(seed):
         set_random_seed(seed)
-
-    @staticmethod
-    def crop(value, size, seed=None, name=None):
-        return random_crop(value, size, seed, name)
 
 
 random = _RandomModule()

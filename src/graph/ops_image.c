@@ -1,0 +1,192 @@
+/* ops_image.c - file and image ops: ReadFile and WriteFile (a whole file as a string scalar),
+ * ResizeBilinear with its gradient ResizeBilinearGrad, and ResizeNearestNeighbor, with TF's
+ * attrs (align_corners, half_pixel_centers; both false by default as in TF 1.15) and texts.
+ *
+ * Images are [batch, height, width, channels]; the size input is an int32 [2] (new_height,
+ * new_width). A Const size gives a static output shape. ResizeBilinear's output is float
+ * whatever the input dtype (TF's), ResizeNearestNeighbor keeps the input's. Kernels:
+ * src/kernels/cpu/cpu_image.c. */
+#include "graph_internal.h"
+
+#include <string.h>
+
+static bool string_scalar(rill_node *n, int i, rill_status *s)
+{
+    if (rill__in_dtype(n, i) != RILL_STRING) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Input %d of '%s' Op has type %s that does not match expected type of "
+                        "string.",
+                        i, n->op->name, rill_dtype_name(rill__in_dtype(n, i)));
+        return false;
+    }
+    return rill__check_rank(n, i, 0, false, s);
+}
+
+static void read_file_shape(rill_node *n, rill_status *s)
+{
+    if (!string_scalar(n, 0, s)) return;
+    n->out_dtypes[0] = RILL_STRING;
+    n->out_shapes[0] = (rill_shape){.rank = 0};
+}
+
+static void write_file_shape(rill_node *n, rill_status *s)
+{
+    if (!string_scalar(n, 0, s) || !string_scalar(n, 1, s)) return;
+}
+
+static bool resize_attrs(rill_node *n, rill_status *s)
+{
+    if (rill__attr_bool(n, "half_pixel_centers", false) &&
+        rill__attr_bool(n, "align_corners", false)) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "If half_pixel_centers is True, align_corners must be False.");
+        return false;
+    }
+    return true;
+}
+
+static bool resize_numeric(rill_node *n, int i, rill_status *s)
+{
+    rill_dtype t = rill__in_dtype(n, i);
+    if (t == RILL_STRING || t == RILL_BOOL || !rill_dtype_is_valid(t)) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Value for attr 'T' of %s is not in the list of allowed values: int8, "
+                        "uint8, int16, uint16, int32, int64, bfloat16, half, float, double\n\t; "
+                        "NodeDef: {{node %s}}",
+                        rill_dtype_name(t), n->name);
+        return false;
+    }
+    return true;
+}
+
+/* images [b, h, w, c], size int32 [2] -> [b, size[0], size[1], c] of dtype out. */
+static void resize_shape_of(rill_node *n, rill_dtype out, rill_status *s)
+{
+    if (!resize_numeric(n, 0, s) || !resize_attrs(n, s)) return;
+    if (!rill__check_rank(n, 0, 4, false, s) || !rill__check_rank(n, 1, 1, false, s)) return;
+    if (rill__in_dtype(n, 1) != RILL_INT32) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Input 'size' of '%s' Op has type %s that does not match expected type "
+                        "of int32.",
+                        n->op->name, rill_dtype_name(rill__in_dtype(n, 1)));
+        return;
+    }
+    rill_shape ss = rill__in_shape(n, 1);
+    if (ss.rank == 1 && ss.dims[0] >= 0 && ss.dims[0] != 2) {
+        char b[512];
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Dimension must be 2 but is %lld for '%s' (op: '%s') with input shapes: "
+                        "%s.",
+                        (long long)ss.dims[0], n->name, n->op->name,
+                        rill__input_shapes(n, b, sizeof b));
+        return;
+    }
+    rill_shape in = rill__in_shape(n, 0);
+    int64_t h = -1, w = -1;
+    rill_output so = n->inputs[1];
+    if (strcmp(so.node->op->name, "Const") == 0) {
+        const rill_tensor *t = rill__node_attr(so.node, "value")->v.tensor;
+        h = rill_tensor_get_int64(t, 0);
+        w = rill_tensor_get_int64(t, 1);
+        if (h <= 0 || w <= 0) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT,
+                            "'%s' (op: '%s'): output dimensions must be positive, got [%lld, "
+                            "%lld]",
+                            n->name, n->op->name, (long long)h, (long long)w);
+            return;
+        }
+    }
+    n->out_dtypes[0] = out;
+    n->out_shapes[0] = (rill_shape){
+        .rank = 4, .dims = {in.rank == 4 ? in.dims[0] : -1, h, w, in.rank == 4 ? in.dims[3] : -1}};
+}
+
+static void resize_bilinear_shape(rill_node *n, rill_status *s)
+{
+    resize_shape_of(n, RILL_FLOAT, s);
+}
+
+static void resize_nearest_shape(rill_node *n, rill_status *s)
+{
+    resize_shape_of(n, rill__in_dtype(n, 0), s);
+}
+
+/* ResizeBilinearGrad(grads float [b, oh, ow, c], original_image [b, h, w, c]) -> like the
+ * original image (float, double or half). */
+static void resize_bilinear_grad_shape(rill_node *n, rill_status *s)
+{
+    if (!resize_attrs(n, s)) return;
+    if (rill__in_dtype(n, 0) != RILL_FLOAT) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Input 'grads' of 'ResizeBilinearGrad' Op has type %s that does not "
+                        "match expected type of float.",
+                        rill_dtype_name(rill__in_dtype(n, 0)));
+        return;
+    }
+    rill_dtype t = rill__in_dtype(n, 1);
+    if (t != RILL_FLOAT && t != RILL_DOUBLE && t != RILL_HALF) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Value for attr 'T' of %s is not in the list of allowed values: float, "
+                        "bfloat16, half, double\n\t; NodeDef: {{node %s}}",
+                        rill_dtype_name(t), n->name);
+        return;
+    }
+    if (!rill__check_rank(n, 0, 4, false, s) || !rill__check_rank(n, 1, 4, false, s)) return;
+    n->out_dtypes[0] = t;
+    n->out_shapes[0] = rill__in_shape(n, 1);
+}
+
+/* d images = ResizeBilinearGrad(dy, images) with the same attrs; the size gets none. A non-float
+ * image gets no gradient (TF's: its grad is only registered for float types). */
+static void resize_bilinear_grad(rill_graph *g, rill_node *n, const rill_output *dy,
+                                 rill_output *dx)
+{
+    rill_dtype t = rill__in_dtype(n, 0);
+    if (!dy[0].node || (t != RILL_FLOAT && t != RILL_DOUBLE && t != RILL_HALF)) return;
+    rill_op_builder *b = rill_op_builder_new(g, "ResizeBilinearGrad", NULL);
+    rill_op_builder_add_input(b, dy[0]);
+    rill_op_builder_add_input(b, n->inputs[0]);
+    rill_op_builder_set_bool(b, "align_corners", rill__attr_bool(n, "align_corners", false));
+    rill_op_builder_set_bool(b, "half_pixel_centers",
+                             rill__attr_bool(n, "half_pixel_centers", false));
+    rill_op_builder_set_type(b, "T", t);
+    dx[0] = rill_node_output(rill_op_builder_finish(b), 0);
+}
+
+const rill__op_def rill__ops_image[] = {
+    {.name = "ReadFile",
+     .default_name = "ReadFile",
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .noutputs = 1,
+     .stateful = true, /* the file may change between runs: never folded or merged */
+     .shape = read_file_shape},
+    {.name = "WriteFile",
+     .default_name = "WriteFile",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 0,
+     .stateful = true,
+     .shape = write_file_shape},
+    {.name = "ResizeBilinear",
+     .default_name = "ResizeBilinear",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 1,
+     .shape = resize_bilinear_shape,
+     .grad = resize_bilinear_grad},
+    {.name = "ResizeBilinearGrad",
+     .default_name = "ResizeBilinearGrad",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 1,
+     .shape = resize_bilinear_grad_shape,
+     .type_attr = "T"},
+    {.name = "ResizeNearestNeighbor",
+     .default_name = "ResizeNearestNeighbor",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 1,
+     .shape = resize_nearest_shape},
+    {0},
+};
