@@ -149,3 +149,77 @@ def test_initializers_and_namespace():
     assert abs(vv.std() - 0.5) < 0.01 and np.abs(vu).max() < 2
     assert tf.random.normal is not None and tf.random.uniform is not None
     assert tf.random.DEFAULT_GRAPH_SEED == 87654321
+
+
+# --- images and files ---
+
+IMAGE_PROGRAM = r'''
+import json, numpy as np
+import {mod} as tf
+{prelude}
+rng = np.random.RandomState(3)
+x = rng.uniform(-5, 5, size=(2, 5, 7, 3)).astype(np.float32)
+xi = rng.randint(0, 1000, size=(4, 6, 3)).astype(np.int32)
+R = tf.image.ResizeMethod
+outs = [tf.image.resize_images(x, [11, 13]), tf.image.resize_images(x, [3, 4]),
+        tf.image.resize_images(x[0], [8, 3], align_corners=True),
+        tf.image.resize_images(x, [9, 10], method=R.NEAREST_NEIGHBOR),
+        tf.image.resize_images(xi, [7, 5], method=R.NEAREST_NEIGHBOR, align_corners=True),
+        tf.image.resize_images(xi, [7, 5]),
+        tf.image.resize_bilinear(x, [6, 9], half_pixel_centers=True),
+        tf.image.resize_nearest_neighbor(x, [6, 9], half_pixel_centers=True),
+        tf.image.flip_left_right(x[0]), tf.image.flip_up_down(x), tf.image.flip_left_right(x),
+        tf.image.per_image_standardization(x), tf.image.rgb_to_grayscale(x),
+        tf.image.central_crop(x[0], 0.5), tf.image.central_crop(x, 0.33),
+        tf.image.convert_image_dtype(xi, tf.float32), tf.image.convert_image_dtype(x / 10 + .5, tf.int32)]
+with tf.Session() as s:
+    vals = s.run(outs)
+print(json.dumps([[np.asarray(v).tolist() for v in vals], [o.dtype.name for o in outs]]))
+'''
+
+
+def test_image_values_equal_tensorflows():
+    if subprocess.run([sys.executable, "-c", "import importlib.util as u; "
+                       "exit(u.find_spec('tensorflow') is None)"], env=_tf_env()).returncode:
+        pytest.skip("TensorFlow is not installed in this interpreter")
+
+    def run(mod, prelude, env):
+        p = subprocess.run([sys.executable, "-c", IMAGE_PROGRAM.format(mod=mod, prelude=prelude)],
+                           capture_output=True, text=True, env=env, timeout=120)
+        assert p.returncode == 0, p.stderr[-3000:]
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    ref = run("tensorflow.compat.v1", "tf.disable_eager_execution()", _tf_env())
+    got = run("rill.compat.v1", "", dict(os.environ))
+    assert got[1] == ref[1]
+    for i, (r, g) in enumerate(zip(ref[0], got[0])):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-5, atol=1e-5,
+                                   err_msg=f"output {i}")
+
+
+def test_files_and_gradient(tmp_path):
+    path = str(tmp_path / "d" / "blob.bin")
+    data = bytes(range(256)) * 10
+    with tf.Graph().as_default():
+        w = tf.write_file(path, tf.constant(data))
+        r = tf.io.read_file(path)
+        missing = tf.read_file(str(tmp_path / "none.png"))
+        x = tf.constant(np.random.RandomState(0).rand(1, 4, 5, 2).astype(np.float32))
+        y = tf.image.resize_images(x, [7, 3])
+        (dx,) = tf.gradients(tf.reduce_sum(y * y), [x])
+        with tf.Session() as s:
+            s.run(w)
+            assert s.run(r) == data
+            with pytest.raises(tf.errors.NotFoundError, match="none.png"):
+                s.run(missing)
+            vx, vy, vdx = s.run([x, y, dx])
+    assert vdx.shape == vx.shape and np.abs(vdx).sum() > 0
+    # d/dx sum(y^2) = R^T (2 y) for the linear resize R: check against a probe direction
+    v = np.random.RandomState(1).rand(*vx.shape).astype(np.float32)
+    with tf.Graph().as_default():
+        yv = tf.image.resize_images(tf.constant(v), [7, 3])
+        with tf.Session() as s:
+            rv = s.run(yv)
+    np.testing.assert_allclose((vdx * v).sum(), (2 * vy * rv).sum(), rtol=1e-4)
+    with pytest.raises(ValueError):
+        tf.image.central_crop(np.zeros((4, 4, 3), np.float32), 0.0)

@@ -1033,3 +1033,6 @@ from ._random_ops import *  # noqa: E402,F401,F403  (tf.random_normal, ..., tf.r
 import types as _types  # noqa: E402
 
 io = _types.SimpleNamespace(gfile=gfile.io_gfile)
+from . import image  # noqa: E402,F401  (tf.image)
+from .image import read_file, write_file  # noqa: E402,F401  (tf.read_file, tf.write_file)
+io.read_file, io.write_file = read_file, write_file  # tf.io.read_file, tf.io.write_file
