@@ -153,7 +153,70 @@ static void resize_bilinear_grad(rill_graph *g, rill_node *n, const rill_output 
     dx[0] = rill_node_output(rill_op_builder_finish(b), 0);
 }
 
+/* TF's enum values for uint8 and uint16 (rill's RILL_UINT8 / RILL_UINT16 where the element-wise
+ * work added them to rill_dtype). */
+#define U8  ((rill_dtype)4)
+#define U16 ((rill_dtype)17)
+
+static bool contents_scalar(rill_node *n, rill_status *s)
+{
+    return string_scalar(n, 0, s);
+}
+
+/* DecodeJpeg / DecodePng / DecodeImage: string scalar -> [?, ?, channels or ?] of uint8 (PNG and
+ * DecodeImage: the "dtype" attr, uint8 or uint16). */
+static void decode_shape(rill_node *n, rill_status *s)
+{
+    if (!contents_scalar(n, s)) return;
+    int64_t ch = rill__attr_int(n, "channels", 0);
+    bool jpeg = strcmp(n->op->name, "DecodeJpeg") == 0;
+    if (ch < 0 || ch > (jpeg ? 3 : 4) || (jpeg && ch == 2)) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "'%s' (op: '%s'): channels must be %s, got %lld",
+                        n->name, n->op->name, jpeg ? "0, 1, or 3" : "0, 1, 2, 3, or 4",
+                        (long long)ch);
+        return;
+    }
+    rill_dtype dt = jpeg ? U8 : rill__attr_type(n, "dtype", U8);
+    if (dt != U8 && dt != U16) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Value for attr 'dtype' of %s is not in the list of allowed values: "
+                        "uint8, uint16\n\t; NodeDef: {{node %s}}",
+                        rill_dtype_name(dt), n->name);
+        return;
+    }
+    n->out_dtypes[0] = dt;
+    n->out_shapes[0] = (rill_shape){.rank = 3, .dims = {-1, -1, ch ? ch : -1}};
+}
+
+/* EncodeJpeg (uint8, 1 or 3 channels) / EncodePng (uint8 or uint16, 1 to 4): a 3-D image ->
+ * string scalar. */
+static void encode_shape(rill_node *n, rill_status *s)
+{
+    bool jpeg = strcmp(n->op->name, "EncodeJpeg") == 0;
+    rill_dtype t = rill__in_dtype(n, 0);
+    if (t != U8 && (jpeg || t != U16)) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "%s '%s': the image must be %s, got %s",
+                        n->op->name, n->name, jpeg ? "uint8" : "uint8 or uint16",
+                        rill_dtype_name(t));
+        return;
+    }
+    if (!rill__check_rank(n, 0, 3, false, s)) return;
+    n->out_dtypes[0] = RILL_STRING;
+    n->out_shapes[0] = (rill_shape){.rank = 0};
+}
+
+#define CODEC(nm, fn)                                                                              \
+    {                                                                                              \
+        .name = nm, .default_name = nm, .min_inputs = 1, .max_inputs = 1, .noutputs = 1,           \
+        .shape = fn                                                                                \
+    }
+
 const rill__op_def rill__ops_image[] = {
+    CODEC("DecodeJpeg", decode_shape),
+    CODEC("DecodePng", decode_shape),
+    CODEC("DecodeImage", decode_shape),
+    CODEC("EncodeJpeg", encode_shape),
+    CODEC("EncodePng", encode_shape),
     {.name = "ReadFile",
      .default_name = "ReadFile",
      .min_inputs = 1,

@@ -21,6 +21,7 @@ extern const rill__kernel_def rill__cpu_kernels_select[];
 extern const rill__kernel_def rill__cpu_kernels_conv[];
 extern const rill__kernel_def rill__cpu_kernels_random[];
 extern const rill__kernel_def rill__cpu_kernels_image[];
+extern const rill__kernel_def rill__cpu_kernels_image_codec[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -46,6 +47,7 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_conv,
         rill__cpu_kernels_random,
         rill__cpu_kernels_image,
+        rill__cpu_kernels_image_codec,
 #ifdef RILL_HAVE_OPENCL
         rill__opencl_kernels_math,
         rill__opencl_kernels_nn,
