@@ -51,7 +51,7 @@ static void make_image(unsigned char *x, int ch)
     for (int i = 0; i < H; i++)
         for (int j = 0; j < W; j++)
             for (int k = 0; k < ch; k++)
-                x[(i * W + j) * ch + k] = (unsigned char)((i * 5 + j * 3 + k * 60) % 256 / 2 + 40);
+                x[(i * W + j) * ch + k] = (unsigned char)(10 + i * 2 + j * 2 + k * 30); /* smooth */
 }
 
 /* Encodes an uint8 image (ch channels) with op and returns the bytes (caller frees). */
@@ -179,7 +179,8 @@ static void test_jpeg(void)
     CHECK((unsigned char)jpg[0] == 0xff && (unsigned char)jpg[1] == 0xd8);
     rill_tensor *t = decode("DecodeJpeg", jpg, n, 0, 0, NULL, NULL, 0);
     CHECK(shape_is(t, H, W, 3) && rill_tensor_dtype(t) == U8);
-    CHECK(t && mean_abs_diff(rill_tensor_data(t), x, sizeof x) < 3.0);
+    double err = t ? mean_abs_diff(rill_tensor_data(t), x, sizeof x) : 99;
+    if (!CHECK(err < 3.0)) fprintf(stderr, "  mean |decoded - image| = %g\n", err);
     rill_tensor *g = decode("DecodeJpeg", jpg, n, 1, 0, NULL, NULL, 0);
     CHECK(shape_is(g, H, W, 1));
     rill_tensor *half = decode("DecodeJpeg", jpg, n, 0, 0, NULL, NULL, 0);

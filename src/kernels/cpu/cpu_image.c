@@ -117,6 +117,15 @@ static void bilinear_weights(int64_t in, int64_t out, float scale, bool half, in
 static float load(const rill_tensor *t, int64_t i)
 {
     const void *d = t->buf->data;
+    /* the small integer dtypes by TF's enum values (uint8 4, int16 5, int8 6, uint16 17), which
+     * rill_dtype has where the element-wise work added them */
+    switch ((int)t->dtype) {
+    case 4: return ((const uint8_t *)d)[i];
+    case 5: return ((const int16_t *)d)[i];
+    case 6: return ((const int8_t *)d)[i];
+    case 17: return ((const uint16_t *)d)[i];
+    default: break;
+    }
     switch (t->dtype) {
     case RILL_FLOAT:
         return ((const float *)d)[i];
