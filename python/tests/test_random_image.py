@@ -223,3 +223,78 @@ def test_files_and_gradient(tmp_path):
     np.testing.assert_allclose((vdx * v).sum(), (2 * vy * rv).sum(), rtol=1e-4)
     with pytest.raises(ValueError):
         tf.image.central_crop(np.zeros((4, 4, 3), np.float32), 0.0)
+
+
+CODEC_PROGRAM = r'''
+import json, sys, numpy as np
+import tensorflow.compat.v1 as tf
+tf.disable_eager_execution()
+d = sys.argv[1]
+rng = np.random.RandomState(5)
+yy, xx = np.mgrid[0:45, 0:61]
+img = np.stack([yy * 5, xx * 4, (yy + xx) * 2], -1).astype(np.uint8)
+img16 = (rng.rand(9, 11, 1) * 65535).astype(np.uint16)
+with tf.Session() as s:
+    jpg, png, png16 = s.run([tf.image.encode_jpeg(img, quality=90), tf.image.encode_png(img),
+                             tf.image.encode_png(img16)])
+    open(d + "/tf.jpg", "wb").write(jpg)
+    open(d + "/tf.png", "wb").write(png)
+    open(d + "/tf16.png", "wb").write(png16)
+    c = tf.read_file(d + "/tf.jpg")
+    outs = [tf.image.decode_jpeg(c), tf.image.decode_jpeg(c, channels=1),
+            tf.image.resize_images(tf.image.decode_jpeg(c), [20, 33]),
+            tf.image.convert_image_dtype(tf.image.decode_jpeg(c), tf.float32),
+            tf.image.decode_png(tf.read_file(d + "/rill.png"))]
+    vals = s.run(outs)
+np.save(d + "/img.npy", img)
+np.save(d + "/img16.npy", img16)
+print(json.dumps([v.tolist() for v in vals]))
+'''
+
+
+def test_codecs_against_tensorflow(tmp_path):
+    if not hasattr(tf, "uint8"):
+        pytest.skip("rill has no uint8 dtype in this build (the element-wise work adds it)")
+    if subprocess.run([sys.executable, "-c", "import importlib.util as u; "
+                       "exit(u.find_spec('tensorflow') is None)"], env=_tf_env()).returncode:
+        pytest.skip("TensorFlow is not installed in this interpreter")
+    d = str(tmp_path)
+    # rill's PNG first, for TF to decode
+    yy, xx = np.mgrid[0:45, 0:61]
+    img = np.stack([yy * 5, xx * 4, (yy + xx) * 2], -1).astype(np.uint8)
+    with tf.Graph().as_default():
+        w = tf.write_file(d + "/rill.png", tf.image.encode_png(tf.constant(img)))
+        with tf.Session() as s:
+            s.run(w)
+    p = subprocess.run([sys.executable, "-c", CODEC_PROGRAM, d], capture_output=True, text=True,
+                       env=_tf_env(), timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    ref = [np.asarray(v) for v in json.loads(p.stdout.strip().splitlines()[-1])]
+    with tf.Graph().as_default():
+        c = tf.read_file(d + "/tf.jpg")
+        dj = tf.image.decode_jpeg(c)
+        outs = [dj, tf.image.decode_jpeg(c, channels=1), tf.image.resize_images(dj, [20, 33]),
+                tf.image.convert_image_dtype(dj, tf.float32),
+                tf.image.decode_image(tf.read_file(d + "/tf.png")),
+                tf.io.decode_png(tf.read_file(d + "/tf16.png"), dtype=tf.uint16)]
+        assert dj.dtype == tf.uint8 and outs[2].dtype == tf.float32
+        with tf.Session() as s:
+            got = s.run(outs)
+    # libjpeg versions may round differently: within 1
+    assert got[0].shape == ref[0].shape and np.abs(got[0].astype(int) - ref[0]).max() <= 1
+    assert got[1].shape == ref[1].shape and np.abs(got[1].astype(int) - ref[1]).max() <= 1
+    if np.array_equal(got[0], ref[0]):  # same decoder output: then resize agrees to 1e-5
+        np.testing.assert_allclose(got[2], ref[2], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got[3], ref[3], rtol=1e-6)
+    np.testing.assert_array_equal(ref[4], img)  # TF reads rill's PNG
+    np.testing.assert_array_equal(got[4], np.load(d + "/img.npy"))  # rill reads TF's
+    np.testing.assert_array_equal(got[5], np.load(d + "/img16.npy"))
+    with tf.Graph().as_default():
+        bad = tf.image.decode_jpeg(tf.constant(b"\xff\xd8\xff" + b"x" * 50))
+        missing = tf.image.decode_png(tf.read_file(d + "/none.png"))
+        with tf.Session() as s:
+            with pytest.raises(tf.errors.InvalidArgumentError,
+                               match="Invalid JPEG data or crop window, data size 53"):
+                s.run(bad)
+            with pytest.raises(tf.errors.NotFoundError, match="none.png"):
+                s.run(missing)

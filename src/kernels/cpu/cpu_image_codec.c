@@ -132,7 +132,8 @@ static void decode_jpeg(rill__kctx *ctx, const unsigned char *data, size_t size,
     c.scale_num = 1;
     c.scale_denom = (unsigned)ratio;
     c.do_fancy_upsampling = fancy ? TRUE : FALSE;
-    c.dct_method = strcmp(dct, "INTEGER_FAST") == 0 ? JDCT_IFAST : JDCT_ISLOW;
+    /* TF's default ("") is the fast integer DCT */
+    c.dct_method = strcmp(dct, "INTEGER_ACCURATE") == 0 ? JDCT_ISLOW : JDCT_IFAST;
     jpeg_start_decompress(&c);
     int64_t h = c.output_height, w = c.output_width;
     rill_shape os = {.rank = 3, .dims = {h, w, comps}};

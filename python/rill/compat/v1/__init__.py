@@ -1036,3 +1036,5 @@ io = _types.SimpleNamespace(gfile=gfile.io_gfile)
 from . import image  # noqa: E402,F401  (tf.image)
 from .image import read_file, write_file  # noqa: E402,F401  (tf.read_file, tf.write_file)
 io.read_file, io.write_file = read_file, write_file  # tf.io.read_file, tf.io.write_file
+for _n in ("decode_jpeg", "encode_jpeg", "decode_png", "encode_png", "decode_image"):
+    setattr(io, _n, getattr(image, _n))  # tf.io.decode_jpeg, ...

@@ -7,7 +7,9 @@ rgb_to_grayscale, central_crop.
 Resizing follows TF 1.15: align_corners and half_pixel_centers false by default,
 resize_images returns float32 for bilinear and the input dtype for nearest neighbour, a 3-D
 image is resized as a batch of one, and a size equal to the image's returns it as it is.
-rill has no uint8 dtype yet, so the JPEG and PNG codecs are not here."""
+The JPEG and PNG codecs (DecodeJpeg, EncodeJpeg, DecodePng, EncodePng, DecodeImage through
+libjpeg-turbo and libpng) produce and take uint8 (PNG: uint16 too) images: they need rill's
+uint8 dtype (tf.uint8), and say so when this build lacks it."""
 import sys as _sys
 
 import numpy as _np
@@ -36,6 +38,76 @@ def write_file(filename, contents, name=None):
     filename = tf.convert_to_tensor(filename, dtype=tf.string)
     contents = tf.convert_to_tensor(contents, dtype=tf.string)
     return _g()._make("WriteFile", name or "WriteFile", (filename, contents))
+
+
+def _small_dtype(name):
+    tf = _tf()
+    dt = getattr(tf, name, None)
+    if dt is None:
+        raise TypeError(f"rill has no {name} dtype in this build: the image codecs need it")
+    return dt
+
+
+def _contents(contents):
+    tf = _tf()
+    return tf.convert_to_tensor(contents, dtype=tf.string, name="contents")
+
+
+def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True, try_recover_truncated=False,
+                acceptable_fraction=1, dct_method="", name=None):
+    _small_dtype("uint8")
+    attrs = {"channels": ("int", int(channels)), "ratio": ("int", int(ratio)),
+             "fancy_upscaling": ("bool", bool(fancy_upscaling)),
+             "try_recover_truncated": ("bool", bool(try_recover_truncated)),
+             "acceptable_fraction": ("float", float(acceptable_fraction)),
+             "dct_method": ("string", str(dct_method))}
+    return _g()._make("DecodeJpeg", name or "DecodeJpeg", (_contents(contents),),
+                      attrs).outputs[0]
+
+
+def encode_jpeg(image, format="", quality=95, progressive=False, optimize_size=False,
+                chroma_downsampling=True, density_unit="in", x_density=300, y_density=300,
+                xmp_metadata="", name=None):
+    tf = _tf()
+    image = tf.convert_to_tensor(image, name="image")
+    attrs = {"format": ("string", str(format)), "quality": ("int", int(quality)),
+             "progressive": ("bool", bool(progressive)),
+             "optimize_size": ("bool", bool(optimize_size)),
+             "chroma_downsampling": ("bool", bool(chroma_downsampling)),
+             "density_unit": ("string", str(density_unit)),
+             "x_density": ("int", int(x_density)), "y_density": ("int", int(y_density)),
+             "xmp_metadata": ("string", str(xmp_metadata))}
+    if xmp_metadata:
+        raise ValueError("encode_jpeg: rill does not write XMP metadata")
+    return _g()._make("EncodeJpeg", name or "EncodeJpeg", (image,), attrs).outputs[0]
+
+
+def decode_png(contents, channels=0, dtype=None, name=None):
+    dtype = _tf().as_dtype(dtype) if dtype is not None else _small_dtype("uint8")
+    attrs = {"channels": ("int", int(channels)), "dtype": ("type", dtype.enum)}
+    return _g()._make("DecodePng", name or "DecodePng", (_contents(contents),), attrs).outputs[0]
+
+
+def encode_png(image, compression=-1, name=None):
+    tf = _tf()
+    image = tf.convert_to_tensor(image, name="image")
+    return _g()._make("EncodePng", name or "EncodePng", (image,),
+                      {"compression": ("int", int(compression)),
+                       "T": ("type", image.dtype.enum)}).outputs[0]
+
+
+def decode_image(contents, channels=None, dtype=None, name=None, expand_animations=True):
+    """tf.image.decode_image: JPEG or PNG by the first bytes, uint8 (or uint16 for PNG), or a
+    float dtype through convert_image_dtype (GIF and BMP: UnimplementedError)."""
+    tf = _tf()
+    u8 = _small_dtype("uint8")
+    dtype = tf.as_dtype(dtype) if dtype is not None else u8
+    raw = dtype if dtype in (u8, getattr(tf, "uint16", u8)) else u8
+    with _g().name_scope(name or "decode_image"):
+        attrs = {"channels": ("int", int(channels or 0)), "dtype": ("type", raw.enum),
+                 "expand_animations": ("bool", bool(expand_animations))}
+        img = _g()._make("DecodeImage", "DecodeImage", (_contents(contents),), attrs).outputs[0]
+        return img if raw == dtype else convert_image_dtype(img, dtype)
 
 
 class ResizeMethod:
