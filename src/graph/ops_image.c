@@ -1,5 +1,7 @@
 /* ops_image.c - file and image ops: ReadFile and WriteFile (a whole file as a string scalar),
- * ResizeBilinear with its gradient ResizeBilinearGrad, and ResizeNearestNeighbor, with TF's
+ * ResizeBilinear and ResizeNearestNeighbor with their gradients (ResizeBilinearGrad,
+ * ResizeNearestNeighborGrad), the image codecs (DecodeJpeg, EncodeJpeg, DecodePng, EncodePng,
+ * DecodeImage: kernels in cpu_image_codec.c), with TF's
  * attrs (align_corners, half_pixel_centers; both false by default as in TF 1.15) and texts.
  *
  * Images are [batch, height, width, channels]; the size input is an int32 [2] (new_height,
@@ -205,6 +207,51 @@ static void encode_shape(rill_node *n, rill_status *s)
     n->out_shapes[0] = (rill_shape){.rank = 0};
 }
 
+/* ResizeNearestNeighborGrad(grads [b, oh, ow, c], size int32 [2] = the image's h, w). */
+static void resize_nearest_grad_shape(rill_node *n, rill_status *s)
+{
+    if (!resize_attrs(n, s) || !resize_numeric(n, 0, s)) return;
+    if (!rill__check_rank(n, 0, 4, false, s) || !rill__check_rank(n, 1, 1, false, s)) return;
+    rill_shape gs = rill__in_shape(n, 0);
+    int64_t h = -1, w = -1;
+    rill_output so = n->inputs[1];
+    if (strcmp(so.node->op->name, "Const") == 0) {
+        const rill_tensor *t = rill__node_attr(so.node, "value")->v.tensor;
+        h = rill_tensor_get_int64(t, 0);
+        w = rill_tensor_get_int64(t, 1);
+    }
+    n->out_dtypes[0] = rill__in_dtype(n, 0);
+    n->out_shapes[0] = (rill_shape){
+        .rank = 4, .dims = {gs.rank == 4 ? gs.dims[0] : -1, h, w, gs.rank == 4 ? gs.dims[3] : -1}};
+}
+
+/* d images = ResizeNearestNeighborGrad(dy, [h, w]); the image's h and w must be known here. */
+static void resize_nearest_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
+{
+    rill_shape in = rill__in_shape(n, 0);
+    rill_dtype t = rill__in_dtype(n, 0);
+    if (!dy[0].node || (t != RILL_FLOAT && t != RILL_DOUBLE && t != RILL_HALF)) return;
+    if (in.rank != 4 || in.dims[1] < 0 || in.dims[2] < 0) {
+        rill__graph_fail(g, RILL_UNIMPLEMENTED,
+                         "The gradient of '%s' (ResizeNearestNeighbor) needs the image's height "
+                         "and width known when the graph is built",
+                         n->name);
+        return;
+    }
+    int32_t hw[2] = {(int32_t)in.dims[1], (int32_t)in.dims[2]};
+    int64_t two = 2;
+    rill_tensor *st = rill_tensor_from_data(RILL_INT32, &two, 1, hw);
+    rill_output size = rill_const(g, st, "size");
+    rill_tensor_free(st);
+    rill_op_builder *b = rill_op_builder_new(g, "ResizeNearestNeighborGrad", NULL);
+    rill_op_builder_add_input(b, dy[0]);
+    rill_op_builder_add_input(b, size);
+    rill_op_builder_set_bool(b, "align_corners", rill__attr_bool(n, "align_corners", false));
+    rill_op_builder_set_bool(b, "half_pixel_centers",
+                             rill__attr_bool(n, "half_pixel_centers", false));
+    dx[0] = rill_node_output(rill_op_builder_finish(b), 0);
+}
+
 #define CODEC(nm, fn)                                                                              \
     {                                                                                              \
         .name = nm, .default_name = nm, .min_inputs = 1, .max_inputs = 1, .noutputs = 1,           \
@@ -250,6 +297,13 @@ const rill__op_def rill__ops_image[] = {
      .min_inputs = 2,
      .max_inputs = 2,
      .noutputs = 1,
-     .shape = resize_nearest_shape},
+     .shape = resize_nearest_shape,
+     .grad = resize_nearest_grad},
+    {.name = "ResizeNearestNeighborGrad",
+     .default_name = "ResizeNearestNeighborGrad",
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .noutputs = 1,
+     .shape = resize_nearest_grad_shape},
     {0},
 };

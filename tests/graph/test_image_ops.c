@@ -2,7 +2,8 @@
  * trips through real files (a missing file is NOT_FOUND naming the path), ResizeBilinear and
  * ResizeNearestNeighbor against a double-precision reference of TF's conventions for every
  * combination of align_corners and half_pixel_centers, up- and down-scaling, several dtypes, a
- * fed size, ResizeBilinearGrad as the gradient against finite differences, and TF's errors. */
+ * fed size, both gradients (ResizeBilinearGrad, ResizeNearestNeighborGrad) against finite
+ * differences, and TF's errors. */
 #include "op_check.h"
 
 #include <stdio.h>
@@ -159,8 +160,24 @@ static rill_output grad_bilinear(rill_graph *g, const rill_output *xs, void *arg
                      RILL_DOUBLE, NULL);
 }
 
+static rill_output grad_nearest(rill_graph *g, const rill_output *xs, void *arg)
+{
+    const bool *mode = arg;
+    return resize(g, "ResizeNearestNeighbor", xs[0], size_const(g, 5, 3), mode[0], mode[1]);
+}
+
 static void test_resize_gradient(void)
 {
+    for (int m = 0; m < 3; m++) {
+        bool mode[2] = {m == 1, m == 2};
+        oc_seed(9 + (uint64_t)m);
+        const int64_t dims[4] = {2, 3, 5, 2};
+        rill_tensor *v = oc_random(dims, 4, -1, 1);
+        char label[64];
+        snprintf(label, sizeof label, "ResizeNearestNeighbor grad, mode %d", m);
+        oc_grad_check(label, 1, &v, grad_nearest, mode, (oc_grad_opts){.h = 0.25});
+        rill_tensor_free(v);
+    }
     for (int m = 0; m < 3; m++) {
         bool mode[2] = {m == 1, m == 2};
         oc_seed(5 + (uint64_t)m);

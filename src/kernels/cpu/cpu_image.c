@@ -1,5 +1,6 @@
-/* cpu_image.c - CPU kernels for ReadFile, WriteFile, ResizeBilinear, ResizeBilinearGrad and
- * ResizeNearestNeighbor (op definitions: src/graph/ops_image.c).
+/* cpu_image.c - CPU kernels for ReadFile, WriteFile, ResizeBilinear, ResizeBilinearGrad,
+ * ResizeNearestNeighbor and ResizeNearestNeighborGrad (op definitions: src/graph/ops_image.c;
+ * the codecs: cpu_image_codec.c).
  *
  * The resize kernels follow TF's conventions exactly, in float as TF computes them. Per output
  * coordinate i along an axis of input size in and output size out, the scale is
@@ -10,7 +11,7 @@
  * min(floor(i * scale), in - 1) (round with align_corners; with half_pixel_centers the
  * coordinate (i + 0.5) * scale, floored, or rounded under align_corners), at least 0.
  * ResizeBilinearGrad sends each output gradient back to the four pixels with the blend's
- * weights. */
+ * weights, ResizeNearestNeighborGrad to the one pixel it came from. */
 #include "cpu_kernels.h"
 
 #include <errno.h>
@@ -120,11 +121,16 @@ static float load(const rill_tensor *t, int64_t i)
     /* the small integer dtypes by TF's enum values (uint8 4, int16 5, int8 6, uint16 17), which
      * rill_dtype has where the element-wise work added them */
     switch ((int)t->dtype) {
-    case 4: return ((const uint8_t *)d)[i];
-    case 5: return ((const int16_t *)d)[i];
-    case 6: return ((const int8_t *)d)[i];
-    case 17: return ((const uint16_t *)d)[i];
-    default: break;
+    case 4:
+        return ((const uint8_t *)d)[i];
+    case 5:
+        return ((const int16_t *)d)[i];
+    case 6:
+        return ((const int8_t *)d)[i];
+    case 17:
+        return ((const uint16_t *)d)[i];
+    default:
+        break;
     }
     switch (t->dtype) {
     case RILL_FLOAT:
@@ -297,6 +303,55 @@ static void resize_nearest_kernel(rill__kctx *ctx)
         }
 }
 
+static void resize_nearest_grad_kernel(rill__kctx *ctx)
+{
+    const rill_node *n = ctx->node;
+    const rill_tensor *dy = ctx->inputs[0], *sz = ctx->inputs[1];
+    if (dy->shape.rank != 4 || sz->shape.rank != 1 || sz->numel != 2) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "ResizeNearestNeighborGrad: grads must be 4-D and size a vector of 2");
+        return;
+    }
+    int64_t h = rill_tensor_get_int64(sz, 0), w = rill_tensor_get_int64(sz, 1);
+    if (h <= 0 || w <= 0) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "output dimensions must be positive");
+        return;
+    }
+    bool align = rill__attr_bool(n, "align_corners", false);
+    bool half = rill__attr_bool(n, "half_pixel_centers", false);
+    int64_t b = dy->shape.dims[0], oh = dy->shape.dims[1], ow = dy->shape.dims[2],
+            c = dy->shape.dims[3];
+    rill_shape os = {.rank = 4, .dims = {b, h, w, c}};
+    rill_tensor *out = rill__kctx_alloc_output(ctx, 0, dy->dtype, &os);
+    if (!out) return;
+    double *acc = rill__calloc((size_t)(out->numel ? out->numel : 1), sizeof *acc);
+    RILL_CHECK_ALLOC(acc);
+    /* the forward's source pixel of each output pixel: the image is h x w, the output oh x ow */
+    float sy = scale_of(h, oh, align), sx = scale_of(w, ow, align);
+    for (int64_t bi = 0; bi < b; bi++)
+        for (int64_t i = 0; i < oh; i++) {
+            int64_t iy = nearest_index(i, h, sy, align, half);
+            for (int64_t j = 0; j < ow; j++) {
+                int64_t ix = nearest_index(j, w, sx, align, half);
+                for (int64_t k = 0; k < c; k++) {
+                    int64_t at = ((bi * oh + i) * ow + j) * c + k;
+                    acc[((bi * h + iy) * w + ix) * c + k] +=
+                        dy->dtype == RILL_DOUBLE ? ((const double *)dy->buf->data)[at]
+                                                 : load(dy, at);
+                }
+            }
+        }
+    for (int64_t i = 0; i < out->numel; i++) {
+        if (dy->dtype == RILL_DOUBLE)
+            ((double *)out->buf->data)[i] = acc[i];
+        else if (dy->dtype == RILL_HALF)
+            ((rill_half *)out->buf->data)[i] = rill_half_from_float((float)acc[i]);
+        else
+            ((float *)out->buf->data)[i] = (float)acc[i];
+    }
+    rill__free(acc);
+}
+
 #define IK(op_, fn_, host_in)                                                                      \
     {                                                                                              \
         .op = op_, .device_type = "CPU", .fn = fn_, .host_memory_inputs = host_in                  \
@@ -308,5 +363,6 @@ const rill__kernel_def rill__cpu_kernels_image[] = {
     IK("ResizeBilinear", resize_bilinear_kernel, 2),
     IK("ResizeBilinearGrad", resize_bilinear_grad_kernel, 0),
     IK("ResizeNearestNeighbor", resize_nearest_kernel, 2),
+    IK("ResizeNearestNeighborGrad", resize_nearest_grad_kernel, 2),
     {0},
 };
