@@ -23,7 +23,7 @@ JOBS       ?= $(shell nproc)
 # (mpirun, and a single-node Slurm cluster the test starts itself).
 DEB_PKGS   := build-essential cmake pkg-config libdnnl-dev zlib1g-dev libsodium-dev dataset-fashion-mnist \
               ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd python3-venv python3-dev clang binutils qemu-user \
-              openmpi-bin slurm-wlm munge
+              openmpi-bin slurm-wlm munge libjpeg62-turbo-dev libpng-dev
 # The project's virtualenv: TensorFlow's checkpoint reader and TensorBoard's event reader, with
 # which tests/interop checks that rill's files are read as TensorFlow's (and the benchmarks' baselines).
 VENV       := .venv

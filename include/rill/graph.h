@@ -37,7 +37,10 @@ bool rill_graph_ok(const rill_graph *g);
 /* Forgets a recorded error so building can go on (the failed node was never added). */
 void rill_graph_clear_status(rill_graph *g);
 
-/* Graph-level random seed, as tf.set_random_seed: ops without a seed of their own derive one. */
+/* Graph-level random seed, as tf.set_random_seed: a random op made later with op seed 0 (none)
+ * gets (seed, k) for the k-th such op from 0, and one with op seed s gets (seed, s), as TF 2.x's
+ * compat.v1 get_seed derives them; without a graph seed, op seed s gives (87654321, s) and none
+ * a seed from the OS. The count goes on across calls, as TF's does. */
 void rill_graph_set_seed(rill_graph *g, int64_t seed);
 
 /* Name scopes nest: push "layer1" then "dense" puts nodes under "layer1/dense/". */

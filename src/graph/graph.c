@@ -145,8 +145,7 @@ void rill__graph_fail(rill_graph *g, rill_code code, const char *fmt, ...)
 void rill_graph_set_seed(rill_graph *g, int64_t seed)
 {
     g->has_seed = true;
-    g->seed = seed;
-    g->last_op_seed = 0;
+    g->seed = seed; /* the ops' counter goes on, as TF's does */
 }
 
 /* --- names --- */
@@ -459,10 +458,20 @@ static void add_control(rill_node *n, rill_node *dep)
 static void derive_seeds(rill_graph *g, rill_node *n)
 {
     /* TF's get_seed: graph seed + op seed; op seed alone pairs with a default graph seed. */
+    if (!rill__node_attr(n, "seed")) return; /* not a random op: no seeds, nothing counted */
     int64_t op_seed = rill__attr_int(n, "seed", 0);
+    if (rill__node_attr(n, "seed2")) { /* TF's (seed, seed2) as its Python derived them */
+        n->seed = op_seed;
+        n->seed2 = rill__attr_int(n, "seed2", 0);
+        return;
+    }
     if (g->has_seed) {
+        /* TF 2.x's compat.v1 get_seed counts the ops that took the graph's seed (0, 1, ...);
+         * TF 1.x used the graph's last op id, which rill's graphs, built of other nodes, do not
+         * reproduce. */
         n->seed = g->seed;
-        n->seed2 = op_seed ? op_seed : ++g->last_op_seed;
+        n->seed2 = op_seed ? op_seed : g->last_op_seed++;
+        if (n->seed == 0 && n->seed2 == 0) n->seed2 = INT32_MAX; /* (0, 0) is "no seed" */
     } else if (op_seed) {
         n->seed = 87654321;
         n->seed2 = op_seed;

@@ -26,6 +26,8 @@ extern const rill__op_def rill__ops_depthwise[];
 extern const rill__op_def rill__ops_index[];
 extern const rill__op_def rill__ops_sparse_apply[];
 extern const rill__op_def rill__ops_queue[];
+extern const rill__op_def rill__ops_random[];
+extern const rill__op_def rill__ops_image[];
 
 /* One table a line (a new op file appends its own). */
 const rill__op_def *rill__op_lookup(const char *name)
@@ -53,6 +55,8 @@ const rill__op_def *rill__op_lookup(const char *name)
         rill__ops_index,
         rill__ops_sparse_apply,
         rill__ops_queue,
+        rill__ops_random,
+        rill__ops_image,
         NULL,
     };
     // clang-format on

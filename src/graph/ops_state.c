@@ -1,6 +1,7 @@
 /* ops_state.c - variables and everything that updates them: VariableV2 with its initializers,
  * Assign, AssignAdd, AssignSub, the optimizer updates (ApplyGradientDescent, ApplyMomentum,
- * ApplyAdam, ApplyAdagrad), the random ops that initializers use, get_variable and the global step.
+ * ApplyAdam, ApplyAdagrad), the builders of the random ops that initializers use (their op
+ * definitions are in ops_random.c), get_variable and the global step.
  *
  * A variable's value lives in the session's resource manager under the node's name; reference
  * inputs (bit set in ref_inputs) reach it directly so updates happen in place. */
@@ -125,24 +126,6 @@ static void apply_adam_shape(rill_node *n, rill_status *s)
     n->out_shapes[0] = rill__in_shape(n, 0);
 }
 
-static void random_shape(rill_node *n, rill_status *s)
-{
-    rill_dtype t = rill__attr_type(n, "dtype", RILL_DT_INVALID);
-    const rill__attr *sh = rill__node_attr(n, "shape");
-    if (!rill_dtype_is_float(t)) {
-        rill_status_set(s, RILL_INVALID_ARGUMENT, "%s '%s': dtype must be a float type, got %s",
-                        n->op->name, n->name, rill_dtype_name(t));
-        return;
-    }
-    if (!sh || !rill_shape_is_fully_defined(&sh->v.shape)) {
-        rill_status_set(s, RILL_INVALID_ARGUMENT, "%s '%s' needs a fully defined shape",
-                        n->op->name, n->name);
-        return;
-    }
-    n->out_dtypes[0] = t;
-    n->out_shapes[0] = sh->v.shape;
-}
-
 /* Dropout(x, keep_prob): TF's tf.nn.dropout in one op. Output 0 is x / keep_prob * floor(keep_prob
  * + u), u uniform in [0, 1) from the op's seeded generator (a new mask every step); output 1 is
  * the mask it used (1/keep_prob or 0), which its gradient multiplies by. */
@@ -244,24 +227,6 @@ const rill__op_def rill__ops_state[] = {
      .stateful = true,
      .ref_inputs = 7,
      .shape = apply_adam_shape},
-    {.name = "RandomNormal",
-     .default_name = "random_normal",
-     .noutputs = 1,
-     .stateful = true,
-     .shape = random_shape,
-     .type_attr = "dtype"},
-    {.name = "TruncatedNormal",
-     .default_name = "truncated_normal",
-     .noutputs = 1,
-     .stateful = true,
-     .shape = random_shape,
-     .type_attr = "dtype"},
-    {.name = "RandomUniform",
-     .default_name = "random_uniform",
-     .noutputs = 1,
-     .stateful = true,
-     .shape = random_shape,
-     .type_attr = "dtype"},
     {0},
 };
 

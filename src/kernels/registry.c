@@ -32,6 +32,9 @@ extern const rill__kernel_def rill__cpu_kernels_pool_half[];
 extern const rill__kernel_def rill__cpu_kernels_index[];
 extern const rill__kernel_def rill__cpu_kernels_sparse_apply[];
 extern const rill__kernel_def rill__cpu_kernels_queue[];
+extern const rill__kernel_def rill__cpu_kernels_random[];
+extern const rill__kernel_def rill__cpu_kernels_image[];
+extern const rill__kernel_def rill__cpu_kernels_image_codec[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -71,6 +74,9 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_index,
         rill__cpu_kernels_sparse_apply,
         rill__cpu_kernels_queue,
+        rill__cpu_kernels_random,
+        rill__cpu_kernels_image,
+        rill__cpu_kernels_image_codec,
 #ifdef RILL_HAVE_OPENCL
         rill__opencl_kernels_math,
         rill__opencl_kernels_nn,

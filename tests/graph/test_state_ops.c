@@ -256,7 +256,7 @@ static void test_random_initializers(void)
                         rill_random_uniform_initializer(0, 5, 1), true, "i")
               .node == NULL);
     oc_check_build_error("random int32", g, RILL_INVALID_ARGUMENT,
-                         "dtype must be a float type, got int32");
+                         "Value for attr 'dtype' of int32 is not in the list of allowed values");
     rill_graph_clear_status(g);
     CHECK(rill_random_normal(g, RILL_FLOAT, rill_shape_matrix(-1, 2), 0, 1, 0, NULL).node == NULL);
     oc_check_build_error("random partial shape", g, RILL_INVALID_ARGUMENT,

@@ -1,4 +1,5 @@
-/* cpu_state.c - CPU kernels for variables, assignments, optimizer updates and random ops.
+/* cpu_state.c - CPU kernels for variables, assignments, optimizer updates (the random ops:
+ * cpu_random.c).
  *
  * Updates take the variable's lock. They write in place when the variable's tensor is held by
  * nobody else (rill__tensor_exclusive); otherwise they copy first (copy-on-write), so a value a
@@ -282,37 +283,6 @@ static void apply_adam_kernel(rill__kctx *ctx)
     UNLOCK_ALL(3);
 }
 
-static void random_kernel(rill__kctx *ctx)
-{
-    const rill_node *n = ctx->node;
-    rill_dtype t = n->out_dtypes[0];
-    rill_tensor *out = rill__kctx_alloc_output(ctx, 0, t, &n->out_shapes[0]);
-    rill__rng *r = rill__kctx_rng(ctx);
-    double a = rill__attr_float(n, "a", 0), b = rill__attr_float(n, "b", 1);
-    const char *op = n->op->name;
-    int kind = strcmp(op, "RandomNormal") == 0 ? 0 : strcmp(op, "TruncatedNormal") == 0 ? 1 : 2;
-    for (int64_t i = 0; i < out->numel; i++) {
-        double v;
-        if (kind == 0) {
-            v = a + b * rill__rng_normal(r);
-        } else if (kind == 1) {
-            double z;
-            do {
-                z = rill__rng_normal(r);
-            } while (fabs(z) > 2.0);
-            v = a + b * z;
-        } else {
-            v = a + (b - a) * rill__rng_uniform(r);
-        }
-        if (t == RILL_FLOAT)
-            ((float *)out->buf->data)[i] = (float)v;
-        else if (t == RILL_DOUBLE)
-            ((double *)out->buf->data)[i] = v;
-        else
-            ((rill_half *)out->buf->data)[i] = rill_half_from_float((float)v);
-    }
-}
-
 #define K(op_, dt_, fn_)                                                                           \
     {                                                                                              \
         .op = op_, .device_type = "CPU", .dtype = dt_, .fn = fn_                                   \
@@ -330,17 +300,5 @@ const rill__kernel_def rill__cpu_kernels_state[] = {
     K("ApplyAdam", RILL_DOUBLE, apply_adam_kernel),
     K("ApplyAdagrad", RILL_FLOAT, apply_adagrad_kernel),
     K("ApplyAdagrad", RILL_DOUBLE, apply_adagrad_kernel),
-    {.op = "RandomNormal",
-     .device_type = "CPU",
-     .fn = random_kernel,
-     .state_free = rill__kctx_rng_free},
-    {.op = "TruncatedNormal",
-     .device_type = "CPU",
-     .fn = random_kernel,
-     .state_free = rill__kctx_rng_free},
-    {.op = "RandomUniform",
-     .device_type = "CPU",
-     .fn = random_kernel,
-     .state_free = rill__kctx_rng_free},
     {0},
 };

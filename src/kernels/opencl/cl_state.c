@@ -511,7 +511,25 @@ static void random_kernel(rill__kctx *ctx)
 {
     const rill_node *n = ctx->node;
     rill_dtype t = n->out_dtypes[0];
-    rill_tensor *out = rill__kctx_alloc_output(ctx, 0, t, &n->out_shapes[0]);
+    rill_shape sh = n->out_shapes[0];
+    if (n->ninputs > 0) { /* TF's form: the shape as input 0, in host memory */
+        const rill_tensor *st = ctx->inputs[0];
+        if (st->shape.rank != 1 || st->numel > RILL_MAX_DIMS) {
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "shape must be a vector of at most %d dims",
+                            RILL_MAX_DIMS);
+            return;
+        }
+        sh = (rill_shape){.rank = (int)st->numel};
+        for (int i = 0; i < sh.rank; i++) {
+            sh.dims[i] = rill_tensor_get_int64(st, i);
+            if (sh.dims[i] < 0) {
+                rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Dimension %d must be >= 0, got %lld",
+                                i, (long long)sh.dims[i]);
+                return;
+            }
+        }
+    }
+    rill_tensor *out = rill__kctx_alloc_output(ctx, 0, t, &sh);
     if (!out) return;
     const char *op = n->op->name;
     const char *kname = strcmp(op, "RandomNormal") == 0      ? "st_random_normal"
@@ -541,7 +559,7 @@ static void random_kernel(rill__kctx *ctx)
 #define ST_RANDOM(OP, T)                                                                           \
     {                                                                                              \
         .op = OP, .device_type = "OPENCL", .dtype = T, .fn = random_kernel,                        \
-        .state_free = cl_rng_free                                                                  \
+        .state_free = cl_rng_free, .host_memory_inputs = 1                                         \
     }
 #define ST_RANDOM_ALL(OP)                                                                          \
     ST_RANDOM(OP, RILL_FLOAT), ST_RANDOM(OP, RILL_DOUBLE), ST_RANDOM(OP, RILL_HALF)

@@ -27,6 +27,8 @@ __all__ = []
 class Graph:
     """A TF graph: a rill graph plus the Python-side contexts TF keeps per graph."""
 
+    seed = None  # the graph-level random seed (tf.set_random_seed sets it), as TF's Graph.seed
+
     def __init__(self):
         self._g = _rill.Graph()
         self._device_stack = []
@@ -223,7 +225,6 @@ def set_random_seed(seed):
     creation order, as in TF (and as rill's C programs do with rill_graph_set_seed)."""
     g = get_default_graph()
     g._g.set_seed(int(seed))
-    g._seed = int(seed)  # read back by what seeds numpy as TF does (mnist input_data)
 
 
 def name_scope(name, default_name=None, values=None):
@@ -1289,6 +1290,7 @@ from . import nn  # noqa: E402,F401  (tf.nn)
 from ._embedding_ops import *  # noqa: E402,F401,F403  (tf.gather, tf.unique, tf.scatter_add, ...)
 from . import summary  # noqa: E402,F401  (tf.summary)
 from .summary import SessionLog, Summary  # noqa: E402,F401  (tf.Summary, tf.SessionLog)
+from ._random_ops import *  # noqa: E402,F401,F403  (tf.random_normal, ..., tf.random, set_random_seed)
 import types as _types  # noqa: E402
 
 io = _types.SimpleNamespace(gfile=gfile.io_gfile)
@@ -1306,3 +1308,8 @@ from . import metrics  # noqa: E402,F401  (tf.metrics)
 from . import estimator  # noqa: E402,F401  (tf.estimator)
 from ._queues import FIFOQueue, RandomShuffleQueue, QueueBase  # noqa: E402,F401  (tf.FIFOQueue)
 from .train import start_queue_runners, add_queue_runner  # noqa: E402,F401  (tf.start_queue_runners)
+from . import image  # noqa: E402,F401  (tf.image)
+from .image import read_file, write_file  # noqa: E402,F401  (tf.read_file, tf.write_file)
+io.read_file, io.write_file = read_file, write_file  # tf.io.read_file, tf.io.write_file
+for _n in ("decode_jpeg", "encode_jpeg", "decode_png", "encode_png", "decode_image"):
+    setattr(io, _n, getattr(image, _n))  # tf.io.decode_jpeg, ...

@@ -109,8 +109,13 @@ def _dtype_name(dtype):
 def _numpy_seed(seed):
     """What TF's DataSet passes to numpy.random.seed: get_seed(seed)'s first seed when seed is
     None (the graph's seed, or None: numpy then seeds itself from the OS), else the second."""
-    import rill.compat.v1 as tf
-    graph_seed = getattr(tf.get_default_graph(), "_seed", None)
+    # the framework the program imported as tensorflow (rill under rill.run; TensorFlow itself
+    # when python/tests/programs/tf_reference.py loads this module as TF 1.15's), else rill
+    import sys
+    tf = sys.modules.get("tensorflow")
+    if tf is None or not hasattr(tf, "get_default_graph"):
+        import rill.compat.v1 as tf
+    graph_seed = getattr(tf.get_default_graph(), "seed", None)
     if graph_seed is not None:
         seeds = (graph_seed, seed)  # TF's op seed without one given is the graph's last id: unused
     elif seed is not None:
