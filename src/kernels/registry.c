@@ -44,6 +44,7 @@ extern const rill__kernel_def rill__opencl_kernels_norm[];
 extern const rill__kernel_def rill__opencl_kernels_depthwise[];
 extern const rill__kernel_def rill__opencl_kernels_index[];
 extern const rill__kernel_def rill__opencl_kernels_sparse_apply[];
+extern const rill__kernel_def rill__opencl_kernels_elementwise[];
 #endif
 
 static const rill__kernel_def *const *tables(void)
@@ -82,6 +83,7 @@ static const rill__kernel_def *const *tables(void)
         rill__opencl_kernels_depthwise,
         rill__opencl_kernels_index,
         rill__opencl_kernels_sparse_apply,
+        rill__opencl_kernels_elementwise,
 #endif
         rill__cpu_kernels_reduce,
         rill__cpu_kernels_shape,
