@@ -45,6 +45,8 @@ extern const rill__kernel_def rill__opencl_kernels_depthwise[];
 extern const rill__kernel_def rill__opencl_kernels_index[];
 extern const rill__kernel_def rill__opencl_kernels_sparse_apply[];
 extern const rill__kernel_def rill__opencl_kernels_elementwise[];
+extern const rill__kernel_def rill__opencl_kernels_reduce[];
+extern const rill__kernel_def rill__opencl_kernels_shape[];
 #endif
 
 static const rill__kernel_def *const *tables(void)
@@ -84,6 +86,8 @@ static const rill__kernel_def *const *tables(void)
         rill__opencl_kernels_index,
         rill__opencl_kernels_sparse_apply,
         rill__opencl_kernels_elementwise,
+        rill__opencl_kernels_reduce,
+        rill__opencl_kernels_shape,
 #endif
         rill__cpu_kernels_reduce,
         rill__cpu_kernels_shape,
