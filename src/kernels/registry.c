@@ -48,6 +48,9 @@ extern const rill__kernel_def rill__opencl_kernels_norm[];
 extern const rill__kernel_def rill__opencl_kernels_depthwise[];
 extern const rill__kernel_def rill__opencl_kernels_index[];
 extern const rill__kernel_def rill__opencl_kernels_sparse_apply[];
+extern const rill__kernel_def rill__opencl_kernels_elementwise[];
+extern const rill__kernel_def rill__opencl_kernels_reduce[];
+extern const rill__kernel_def rill__opencl_kernels_shape[];
 #endif
 
 static const rill__kernel_def *const *tables(void)
@@ -90,6 +93,9 @@ static const rill__kernel_def *const *tables(void)
         rill__opencl_kernels_depthwise,
         rill__opencl_kernels_index,
         rill__opencl_kernels_sparse_apply,
+        rill__opencl_kernels_elementwise,
+        rill__opencl_kernels_reduce,
+        rill__opencl_kernels_shape,
 #endif
         rill__cpu_kernels_reduce,
         rill__cpu_kernels_shape,
