@@ -491,8 +491,8 @@ class TensorShape:
 
     def __getitem__(self, i):
         if self._dims is None:
-            return TensorShape(None) if isinstance(i, slice) else Dimension(None)
-        if isinstance(i, slice):
+            return TensorShape(None) if isinstance(i, _builtins.slice) else Dimension(None)
+        if isinstance(i, _builtins.slice):
             return TensorShape(self._dims[i])
         return Dimension(self._dims[i])
 
