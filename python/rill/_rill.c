@@ -771,6 +771,42 @@ static PyObject *graph_pop_name_scope(GraphObject *g, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* push_control_dependencies(ops): the ops the C library adds from here on (an optimizer's
+ * updates, as TF's under tf.control_dependencies) depend on these; pop_control_dependencies()
+ * leaves. */
+static PyObject *graph_push_control_dependencies(GraphObject *g, PyObject *arg)
+{
+    PyObject *seq = PySequence_Fast(arg, "control_inputs are a sequence of Op");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    rill_node **deps = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *deps);
+    if (!deps) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *op = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyObject_TypeCheck(op, &OpType)) {
+            PyMem_Free(deps);
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_TypeError, "control inputs are Ops");
+            return NULL;
+        }
+        deps[i] = ((OpObject *)op)->n;
+    }
+    rill_graph_push_control_dependencies(g->g, deps, (int)n);
+    PyMem_Free(deps);
+    Py_DECREF(seq);
+    Py_RETURN_NONE;
+}
+
+static PyObject *graph_pop_control_dependencies(GraphObject *g, PyObject *unused)
+{
+    (void)unused;
+    rill_graph_pop_control_dependencies(g->g);
+    Py_RETURN_NONE;
+}
+
 /* --- variables (Graph methods) --- */
 
 /* The initializer from ("zeros"|"ones"|"constant"|"normal"|"truncated_normal"|"uniform", a, b,
@@ -982,6 +1018,10 @@ static PyMethodDef graph_methods[] = {
     {"push_name_scope", (PyCFunction)graph_push_name_scope, METH_O,
      "Enters a name scope (made unique as TF's name_scope makes it)."},
     {"pop_name_scope", (PyCFunction)graph_pop_name_scope, METH_NOARGS, "Leaves it."},
+    {"push_control_dependencies", (PyCFunction)graph_push_control_dependencies, METH_O,
+     "The ops the library adds from here on depend on these Ops ([]: on none)."},
+    {"pop_control_dependencies", (PyCFunction)graph_pop_control_dependencies, METH_NOARGS,
+     "Leaves it."},
     {"name_scope", (PyCFunction)graph_name_scope, METH_NOARGS,
      "The current name scope: \"\" or \"a/b/\"."},
     {"op", (PyCFunction)(void (*)(void))graph_op, METH_VARARGS | METH_KEYWORDS,

@@ -243,3 +243,65 @@ def test_initializers_limits_and_default():
     np.testing.assert_allclose(d @ d.T, np.eye(5), atol=1e-5)
     assert abs(e.std() - np.sqrt(1 / 300)) < 0.005
     assert f.shape == (10, 20) and np.abs(f).max() <= np.sqrt(6 / 30)
+
+
+BN_FUSED = """
+import numpy as np
+rng = np.random.RandomState(5)
+xs = [(rng.randn(4, 3, 3, 2) * 1.5 + 0.7).astype(np.float32) for _ in range(3)]
+cv = rng.randn(4, 3, 3, 2).astype(np.float32)
+x = tf.placeholder(tf.float32, [4, 3, 3, 2], name="x")
+training = tf.placeholder(tf.bool, [], name="training")
+y = tf.layers.batch_normalization(
+    x, training=training, momentum=0.8, epsilon=1e-3,
+    gamma_initializer=tf.constant_initializer(1.5),
+    beta_initializer=tf.constant_initializer(0.1))
+y2 = tf.layers.batch_normalization(x, training=True, center=False, name="bn2")
+y3 = tf.layers.batch_normalization(x, training=False, name="bn3")
+loss = tf.reduce_sum(y * cv) + tf.reduce_sum(y2 * cv)
+with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+types = sorted({o.type for o in tf.get_default_graph().get_operations()
+                if o.type.startswith("FusedBatchNorm")})
+with tf.Session() as s:
+    s.run(tf.global_variables_initializer())
+    ys = []
+    for xv in xs:
+        ys.append(s.run([y, y2, y3], {x: xv, training: True}))
+        s.run(train, {x: xv, training: True})
+    ys.append(s.run([y, y2, y3], {x: xs[0], training: False}))
+    out = dict(types=types,
+               vars={v.name: s.run(v).tolist() for v in tf.global_variables()},
+               ys=[[a.tolist() for a in t] for t in ys],
+               updates=[o.name for o in tf.get_collection(tf.GraphKeys.UPDATE_OPS)])
+"""
+
+
+def test_batch_normalization_fused_matches_tf():
+    ref = None
+    if os.path.exists(TF215):
+        code = ("import json, tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n" +
+                BN_FUSED + "print('JSON' + json.dumps(out))")
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+        r = subprocess.run([TF215, "-c", code], capture_output=True, text=True, env=env,
+                           timeout=120)
+        line = [l for l in r.stdout.splitlines() if l.startswith("JSON")]
+        assert line, r.stderr[-2000:]
+        ref = json.loads(line[0][4:])
+    ns = {"tf": tf}
+    with tf.Graph().as_default():
+        exec(BN_FUSED, ns)
+    got = json.loads(json.dumps(ns["out"]))
+    assert "FusedBatchNormV3" in got["types"]
+    if ref is None:
+        pytest.skip("no TF 2.15 reference at " + TF215)
+    assert got["types"] == ref["types"]
+    assert got["updates"] == ref["updates"]
+    assert sorted(got["vars"]) == sorted(ref["vars"])
+    for k in ref["vars"]:
+        np.testing.assert_allclose(got["vars"][k], ref["vars"][k], rtol=1e-4, atol=1e-5,
+                                   err_msg=k)
+    for a, b in zip(got["ys"], ref["ys"]):
+        for u, v in zip(a, b):
+            np.testing.assert_allclose(u, v, rtol=1e-4, atol=1e-4)

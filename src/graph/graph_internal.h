@@ -108,6 +108,8 @@ struct rill__op_def {
 
 /* The registry of op definitions. */
 const rill__op_def *rill__op_lookup(const char *name);
+/* Calls fn on every registered op (in table order; fn may be NULL); returns how many. */
+int rill__op_each(void (*fn)(const rill__op_def *def, void *arg), void *arg);
 
 /* Creates a node (see the file comment). Returns NULL when the graph already has an error or
  * this node fails; then the graph's status holds why. attrs are copied. */

@@ -30,7 +30,7 @@ extern const rill__op_def rill__ops_random[];
 extern const rill__op_def rill__ops_image[];
 
 /* One table a line (a new op file appends its own). */
-const rill__op_def *rill__op_lookup(const char *name)
+static const rill__op_def *const *op_tables(void)
 {
     // clang-format off
     static const rill__op_def *const tables[] = {
@@ -60,8 +60,22 @@ const rill__op_def *rill__op_lookup(const char *name)
         NULL,
     };
     // clang-format on
-    for (const rill__op_def *const *t = tables; *t; t++)
+    return tables;
+}
+
+const rill__op_def *rill__op_lookup(const char *name)
+{
+    for (const rill__op_def *const *t = op_tables(); *t; t++)
         for (const rill__op_def *d = *t; d->name; d++)
             if (strcmp(d->name, name) == 0) return d;
     return NULL;
+}
+
+int rill__op_each(void (*fn)(const rill__op_def *def, void *arg), void *arg)
+{
+    int n = 0;
+    for (const rill__op_def *const *t = op_tables(); *t; t++)
+        for (const rill__op_def *d = *t; d->name; d++, n++)
+            if (fn) fn(d, arg);
+    return n;
 }

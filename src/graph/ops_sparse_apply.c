@@ -2,7 +2,10 @@
  * SparseApplyAdagrad (TensorFlow's ops, same inputs in the same order) and _SparseApplyAdam
  * (TF has no such op: its AdamOptimizer._apply_sparse decays all of m and v densely, adds the
  * gradient rows into them with scatter_add and then updates every row of var; this op does the
- * same in one kernel, under one lock).
+ * same in one kernel, under one lock), and the sparse twins of ops_apply.c's updates:
+ * SparseApplyRMSProp, SparseApplyCenteredRMSProp, SparseApplyAdadelta, SparseApplyFtrl,
+ * SparseApplyFtrlV2, SparseApplyProximalAdagrad and SparseApplyProximalGradientDescent (TF's
+ * inputs in TF's order: the dense op's with indices right after grad).
  *
  * grad is [N, var.shape[1:]...] for indices [N]; rows with the same index are summed first, as
  * TF's Optimizer._apply_sparse_duplicate_indices does, so a repeated index counts once with
@@ -10,6 +13,8 @@
  * lr * grad), as TF's GradientDescentOptimizer._apply_sparse. src/train/optimizers.c builds
  * these (its apply_sparse) when a gradient comes from IndexedSlicesToDense (ops_index.c). */
 #include "graph_internal.h"
+
+#include <string.h>
 
 static bool check_scalar_like_var(rill_node *n, int i, const char *what, rill_status *s)
 {
@@ -140,6 +145,82 @@ static void sparse_adam_shape(rill_node *n, rill_status *s)
     done(n);
 }
 
+/* The sparse twins of ops_apply.c's updates: inputs by name; bit i of scalars set: input i is a
+ * hyper-parameter; gi/ii: the places of grad and indices. */
+typedef struct sparse_spec {
+    const char *op;
+    int n, gi, ii;
+    const char *names[10];
+    uint32_t scalars;
+} sparse_spec;
+
+static const sparse_spec specs[] = {
+    {"SparseApplyRMSProp",
+     9,
+     7,
+     8,
+     {"var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad", "indices"},
+     0x78},
+    {"SparseApplyCenteredRMSProp",
+     10,
+     8,
+     9,
+     {"var", "mg", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad", "indices"},
+     0xF0},
+    {"SparseApplyAdadelta",
+     8,
+     6,
+     7,
+     {"var", "accum", "accum_update", "lr", "rho", "epsilon", "grad", "indices"},
+     0x38},
+    {"SparseApplyFtrl",
+     9,
+     3,
+     4,
+     {"var", "accum", "linear", "grad", "indices", "lr", "l1", "l2", "lr_power"},
+     0x1E0},
+    {"SparseApplyFtrlV2",
+     10,
+     3,
+     4,
+     {"var", "accum", "linear", "grad", "indices", "lr", "l1", "l2", "l2_shrinkage", "lr_power"},
+     0x3E0},
+    {"SparseApplyProximalAdagrad",
+     7,
+     5,
+     6,
+     {"var", "accum", "lr", "l1", "l2", "grad", "indices"},
+     0x1C},
+    {"SparseApplyProximalGradientDescent",
+     6,
+     4,
+     5,
+     {"var", "alpha", "l1", "l2", "grad", "indices"},
+     0x0E},
+};
+
+static void sparse_spec_shape(rill_node *n, rill_status *s)
+{
+    const sparse_spec *sp = NULL;
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+        if (strcmp(specs[i].op, n->op->name) == 0) sp = &specs[i];
+    if (!check_float_var(n, s)) return;
+    for (int i = 1; i < sp->n; i++) {
+        if (i == sp->gi || i == sp->ii) continue;
+        bool ok = sp->scalars >> i & 1 ? check_scalar_like_var(n, i, sp->names[i], s)
+                                       : check_slot(n, i, sp->names[i], s);
+        if (!ok) return;
+    }
+    if (!check_grad_indices(n, sp->gi, sp->ii, s)) return;
+    done(n);
+}
+
+#define SPARSE_OP(NAME, NIN, REFS)                                                                 \
+    {                                                                                              \
+        .name = NAME, .default_name = NAME, .min_inputs = NIN, .max_inputs = NIN, .noutputs = 1,   \
+        .stateful = true, .ref_inputs = REFS, .shape = sparse_spec_shape                           \
+    }
+
 const rill__op_def rill__ops_sparse_apply[] = {
     {.name = "SparseApplyMomentum",
      .default_name = "SparseApplyMomentum",
@@ -165,5 +246,12 @@ const rill__op_def rill__ops_sparse_apply[] = {
      .stateful = true,
      .ref_inputs = 7,
      .shape = sparse_adam_shape},
+    SPARSE_OP("SparseApplyRMSProp", 9, 0x7),
+    SPARSE_OP("SparseApplyCenteredRMSProp", 10, 0xF),
+    SPARSE_OP("SparseApplyAdadelta", 8, 0x7),
+    SPARSE_OP("SparseApplyFtrl", 9, 0x7),
+    SPARSE_OP("SparseApplyFtrlV2", 10, 0x7),
+    SPARSE_OP("SparseApplyProximalAdagrad", 7, 0x3),
+    SPARSE_OP("SparseApplyProximalGradientDescent", 6, 0x1),
     {0},
 };

@@ -163,20 +163,32 @@ static const char *tf_dtype_name(rill_dtype t)
 
 char *rill__kernels_registered_for(const char *op)
 {
-    char buf[2048] = "";
-    size_t off = 0;
+    size_t cap = 256, off = 0;
+    char *buf = rill__malloc(cap);
+    RILL_CHECK_ALLOC(buf);
+    buf[0] = 0;
     for (const rill__kernel_def *const *t = tables(); *t; t++)
         for (const rill__kernel_def *k = *t; k->op; k++) {
-            if (strcmp(k->op, op) != 0 || off >= sizeof buf) continue;
-            if (k->dtype == RILL_DT_INVALID)
-                off += (size_t)snprintf(buf + off, sizeof buf - off, "  device='%s'\n",
-                                        k->device_type);
-            else
-                off += (size_t)snprintf(buf + off, sizeof buf - off, "  device='%s'; T in [%s]\n",
-                                        k->device_type, tf_dtype_name(k->dtype));
+            if (strcmp(k->op, op) != 0) continue;
+            char line[160];
+            int n = k->dtype == RILL_DT_INVALID
+                        ? snprintf(line, sizeof line, "  device='%s'\n", k->device_type)
+                        : snprintf(line, sizeof line, "  device='%s'; T in [%s]\n", k->device_type,
+                                   tf_dtype_name(k->dtype));
+            size_t len = n < 0 ? 0 : (size_t)n >= sizeof line ? sizeof line - 1 : (size_t)n;
+            while (off + len + 1 > cap) {
+                cap *= 2;
+                buf = rill__realloc(buf, cap);
+                RILL_CHECK_ALLOC(buf);
+            }
+            memcpy(buf + off, line, len + 1);
+            off += len;
         }
-    if (!off) snprintf(buf, sizeof buf, "  <no registered kernels>\n");
-    return rill__strdup(buf);
+    if (!off) {
+        rill__free(buf);
+        return rill__strdup("  <no registered kernels>\n");
+    }
+    return buf;
 }
 
 rill_tensor *rill__kctx_alloc_output(rill__kctx *ctx, int i, rill_dtype t, const rill_shape *s)

@@ -74,8 +74,7 @@ rill_optimizer *rill_adam_optimizer_new(double learning_rate, double beta1, doub
     return o;
 }
 
-rill_optimizer *rill_adagrad_optimizer_new(double learning_rate,
-                                           double initial_accumulator_value)
+rill_optimizer *rill_adagrad_optimizer_new(double learning_rate, double initial_accumulator_value)
 {
     if (!(initial_accumulator_value > 0)) return NULL;
     rill_optimizer *o = opt_new(OPT_ADAGRAD);
@@ -269,33 +268,48 @@ static rill_output beta_power(rill_optimizer *o, rill_graph *g, int i, const cha
 }
 
 /* The updates of the optimizers TF 1.x adds beyond the four above (ops_apply.c), with TF's
- * slots in TF's creation order (the names get _1, _2 in that order). */
+ * slots in TF's creation order (the names get _1, _2 in that order). With indices set, grad is
+ * an IndexedSlices' values and the update is the op's sparse twin (ops_sparse_apply.c: the
+ * same inputs with indices right after grad), as TF's _apply_sparse. */
 static rill_output apply_more(rill_optimizer *o, rill_graph *g, rill_output grad, rill_output var,
-                              rill_output lr)
+                              rill_output lr, rill_output indices)
 {
     rill_dtype t = rill_output_dtype(var);
 #define C(x) rill__scalar_like(g, t, (x))
-#define OP(name, ...)                                                                              \
-    ((rill_output){                                                                                \
-        rill__node_create(g, name, NULL, (rill_output[]){__VA_ARGS__},                             \
-                          (int)(sizeof((rill_output[]){__VA_ARGS__}) / sizeof(rill_output)), NULL, \
-                          0),                                                                      \
-        0})
+    rill_output in[11];
+    int n = 0, gi = 0;
+    const char *op;
+#define IN(...)                                                                                    \
+    do {                                                                                           \
+        rill_output xs_[] = {__VA_ARGS__};                                                         \
+        for (size_t k_ = 0; k_ < sizeof xs_ / sizeof xs_[0]; k_++) in[n++] = xs_[k_];              \
+    } while (0)
+#define GRAD()                                                                                     \
+    do {                                                                                           \
+        gi = n;                                                                                    \
+        in[n++] = grad;                                                                            \
+    } while (0)
     switch (o->kind) {
     case OPT_RMSPROP: {
         rill_output rms = slot(g, var, "RMSProp", 1.0);
         if (o->nesterov) {
             rill_output mg = slot(g, var, "RMSProp_1", 0), mom = slot(g, var, "RMSProp_2", 0);
-            return OP("ApplyCenteredRMSProp", var, mg, rms, mom, lr, C(o->decay), C(o->momentum),
-                      C(o->epsilon), grad);
+            op = "ApplyCenteredRMSProp";
+            IN(var, mg, rms, mom, lr, C(o->decay), C(o->momentum), C(o->epsilon));
+        } else {
+            rill_output mom = slot(g, var, "RMSProp_1", 0);
+            op = "ApplyRMSProp";
+            IN(var, rms, mom, lr, C(o->decay), C(o->momentum), C(o->epsilon));
         }
-        rill_output mom = slot(g, var, "RMSProp_1", 0);
-        return OP("ApplyRMSProp", var, rms, mom, lr, C(o->decay), C(o->momentum), C(o->epsilon),
-                  grad);
+        GRAD();
+        break;
     }
     case OPT_ADADELTA: {
         rill_output acc = slot(g, var, "Adadelta", 0), upd = slot(g, var, "Adadelta_1", 0);
-        return OP("ApplyAdadelta", var, acc, upd, lr, C(o->decay), C(o->epsilon), grad);
+        op = "ApplyAdadelta";
+        IN(var, acc, upd, lr, C(o->decay), C(o->epsilon));
+        GRAD();
+        break;
     }
     case OPT_FTRL: {
         rill_output acc = slot(g, var, "Ftrl", o->initial_accumulator);
@@ -307,20 +321,43 @@ static rill_output apply_more(rill_optimizer *o, rill_graph *g, rill_output grad
                 ? C(o->l2 + o->beta / (2 * o->lr))
                 : rill_add(g, C(o->l2), rill_div(g, C(o->beta), rill_mul(g, C(2), lr, NULL), NULL),
                            NULL);
-        if (o->l2_shrinkage <= 0)
-            return OP("ApplyFtrl", var, acc, lin, grad, lr, C(o->l1), l2, C(o->lr_power));
-        return OP("ApplyFtrlV2", var, acc, lin, grad, lr, C(o->l1), l2, C(o->l2_shrinkage),
-                  C(o->lr_power));
+        IN(var, acc, lin);
+        GRAD();
+        if (o->l2_shrinkage <= 0) {
+            op = "ApplyFtrl";
+            IN(lr, C(o->l1), l2, C(o->lr_power));
+        } else {
+            op = "ApplyFtrlV2";
+            IN(lr, C(o->l1), l2, C(o->l2_shrinkage), C(o->lr_power));
+        }
+        break;
     }
     case OPT_PROXIMAL_ADAGRAD: {
         rill_output acc = slot(g, var, "ProximalAdagrad", o->initial_accumulator);
-        return OP("ApplyProximalAdagrad", var, acc, lr, C(o->l1), C(o->l2), grad);
+        op = "ApplyProximalAdagrad";
+        IN(var, acc, lr, C(o->l1), C(o->l2));
+        GRAD();
+        break;
     }
     default:
-        return OP("ApplyProximalGradientDescent", var, lr, C(o->l1), C(o->l2), grad);
+        op = "ApplyProximalGradientDescent";
+        IN(var, lr, C(o->l1), C(o->l2));
+        GRAD();
+        break;
     }
-#undef OP
+#undef GRAD
+#undef IN
 #undef C
+    char *sparse_op = NULL;
+    if (indices.node) {
+        memmove(&in[gi + 2], &in[gi + 1], (size_t)(n - gi - 1) * sizeof in[0]);
+        in[gi + 1] = indices;
+        n++;
+        op = sparse_op = rill__asprintf("Sparse%s", op);
+    }
+    rill_output r = {rill__node_create(g, op, NULL, in, n, NULL, 0), 0};
+    rill__free(sparse_op);
+    return r;
 }
 
 /* --- sparse gradients (TF's _apply_sparse) ---
@@ -343,8 +380,7 @@ static rill_node *sparse_gradient(rill_output grad, rill_output var)
 }
 
 /* The sparse update of var by the slices (values, indices) of node sl, or {NULL} when this
- * optimizer has none (then the dense update applies). Another optimizer's sparse op (RMSProp,
- * Adadelta, Ftrl, ProximalAdagrad) goes here as one more case. */
+ * optimizer has none (then the dense update applies). */
 static rill_output apply_sparse(rill_optimizer *o, rill_graph *g, rill_node *sl, rill_output var,
                                 rill_output lr, rill_output b1p, rill_output b2p)
 {
@@ -383,7 +419,7 @@ static rill_output apply_sparse(rill_optimizer *o, rill_graph *g, rill_node *sl,
         return (rill_output){rill__node_create(g, "_SparseApplyAdam", NULL, in, 11, NULL, 0), 0};
     }
     default:
-        return (rill_output){NULL, 0};
+        return apply_more(o, g, values, var, lr, indices);
     }
 }
 
@@ -419,7 +455,7 @@ static rill_output apply_one(rill_optimizer *o, rill_graph *g, rill_output grad,
     case OPT_FTRL:
     case OPT_PROXIMAL_ADAGRAD:
     case OPT_PROXIMAL_SGD:
-        return apply_more(o, g, grad, var, lr);
+        return apply_more(o, g, grad, var, lr, (rill_output){NULL, 0});
     default: {
         rill_output in[] = {var,
                             slot(g, var, "Adam", 0),

@@ -8,21 +8,21 @@
  * same order of operations, so float results match TF's to rounding. Every element is
  * independent: big variables are split over the intra-op pool without changing a bit. */
 #include "../kernel.h"
+#include "cpu_apply.h"
 
 #include <math.h>
 #include <string.h>
 
 #define APPLY_GRAIN (1 << 15)
 
-typedef enum {
-    K_RMSPROP,
-    K_CENTERED_RMSPROP,
-    K_ADADELTA,
-    K_FTRL,
-    K_FTRL_V2,
-    K_PROXIMAL_ADAGRAD,
-    K_PROXIMAL_GD
-} apply_kind;
+typedef rill__apply_kind apply_kind;
+#define K_RMSPROP          RILL__K_RMSPROP
+#define K_CENTERED_RMSPROP RILL__K_CENTERED_RMSPROP
+#define K_ADADELTA         RILL__K_ADADELTA
+#define K_FTRL             RILL__K_FTRL
+#define K_FTRL_V2          RILL__K_FTRL_V2
+#define K_PROXIMAL_ADAGRAD RILL__K_PROXIMAL_ADAGRAD
+#define K_PROXIMAL_GD      RILL__K_PROXIMAL_GD
 
 typedef struct apply_job {
     apply_kind kind;
@@ -130,6 +130,15 @@ static void apply_range(void *arg, int64_t b, int64_t e)
         APPLY_BODY(double);
     else
         APPLY_BODY(float);
+}
+
+void rill__cpu_apply_elems(rill__apply_kind kind, bool f64, void *const s[4], const void *g,
+                           const double h[5], int64_t n)
+{
+    apply_job j = {.kind = kind, .f64 = f64, .g = g};
+    for (int k = 0; k < 4; k++) j.s[k] = s[k];
+    for (int k = 0; k < 5; k++) j.h[k] = h[k];
+    apply_range(&j, 0, n);
 }
 
 /* The variable behind reference input i made writable (copy-on-write); NULL (ctx failed) when

@@ -1,11 +1,15 @@
-/* cpu_sparse_apply.c - CPU kernels for SparseApplyMomentum, SparseApplyAdagrad and
- * _SparseApplyAdam (src/graph/ops_sparse_apply.c), float and double.
+/* cpu_sparse_apply.c - CPU kernels for SparseApplyMomentum, SparseApplyAdagrad,
+ * _SparseApplyAdam, SparseApplyRMSProp, SparseApplyCenteredRMSProp, SparseApplyAdadelta,
+ * SparseApplyFtrl, SparseApplyFtrlV2, SparseApplyProximalAdagrad and
+ * SparseApplyProximalGradientDescent (src/graph/ops_sparse_apply.c), float and double.
  *
  * Each first sums the gradient rows of repeated indices (TF's _deduplicate_indexed_slices) into
  * one row per distinct index, in the order the indices first appear, then updates those rows of
  * the variable and its slots in place under their locks (copy-on-write as cpu_state.c).
  * Momentum and Adagrad touch only those rows; Adam decays every row of m and v and updates
- * every row of var, as TF's AdamOptimizer._apply_sparse. */
+ * every row of var, as TF's AdamOptimizer._apply_sparse. The others run the dense updates'
+ * element code (cpu_apply.c) over each distinct row. */
+#include "cpu_apply.h"
 #include "cpu_kernels.h"
 #include "cpu_rows.h"
 
@@ -218,6 +222,89 @@ static void sparse_adam_kernel(rill__kctx *ctx)
     UNLOCK_ALL(3);
 }
 
+/* --- the sparse twins of cpu_apply.c's updates: nslots slots after var, grad at gi, indices
+ * at ii, the hyper-parameters at hi[0..nh). Each distinct row of the summed gradient updates
+ * that row of var and its slots with the dense element code. --- */
+static void sparse_rows(rill__kctx *ctx, rill__apply_kind kind, int nslots, int gi, int ii,
+                        const int *hi, int nh, const char *const *names)
+{
+    double h[5] = {0};
+    for (int k = 0; k < nh; k++) h[k] = scalar(ctx->inputs[hi[k]]);
+    const rill_tensor *grad = ctx->inputs[gi], *ix = ctx->inputs[ii];
+    LOCK_ALL(nslots + 1);
+    rill_tensor *t[4] = {0};
+    bool ok = true;
+    for (int k = 0; ok && k <= nslots; k++) {
+        t[k] = rill__var_writable(ctx, ctx->vars[k]);
+        ok = t[k] != NULL;
+        if (ok && k > 0 && !rill_shape_equal(&t[0]->shape, &t[k]->shape)) {
+            char a[96], b[96];
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                            "var and %s do not have the same shape%s %s", names[k],
+                            rill_shape_str(&t[0]->shape, a, sizeof a),
+                            rill_shape_str(&t[k]->shape, b, sizeof b));
+            ok = false;
+        }
+    }
+    dedup d = {0};
+    int64_t inner = ok ? inner_of(t[0]) : 0;
+    if (ok && dedup_rows(ctx, ix, grad, t[0]->shape.dims[0], inner, &d)) {
+        bool f64 = t[0]->dtype == RILL_DOUBLE;
+        size_t row = (size_t)inner * rill_dtype_size(t[0]->dtype);
+        for (int64_t r = 0; r < d.n; r++) {
+            void *s[4] = {0};
+            for (int k = 0; k <= nslots; k++)
+                s[k] = (char *)t[k]->buf->data + (size_t)d.uniq[r] * row;
+            rill__cpu_apply_elems(kind, f64, s, (const char *)d.rows + (size_t)r * row, h, inner);
+        }
+        rill__kctx_set_output(ctx, 0, rill_tensor_ref(t[0]));
+    }
+    dedup_free(&d);
+    UNLOCK_ALL(nslots + 1);
+}
+
+static void sparse_rmsprop_kernel(rill__kctx *ctx)
+{
+    static const char *const names[] = {"var", "ms", "mom"};
+    sparse_rows(ctx, RILL__K_RMSPROP, 2, 7, 8, (const int[]){3, 4, 5, 6}, 4, names);
+}
+
+static void sparse_centered_rmsprop_kernel(rill__kctx *ctx)
+{
+    static const char *const names[] = {"var", "mg", "ms", "mom"};
+    sparse_rows(ctx, RILL__K_CENTERED_RMSPROP, 3, 8, 9, (const int[]){4, 5, 6, 7}, 4, names);
+}
+
+static void sparse_adadelta_kernel(rill__kctx *ctx)
+{
+    static const char *const names[] = {"var", "accum", "accum_update"};
+    sparse_rows(ctx, RILL__K_ADADELTA, 2, 6, 7, (const int[]){3, 4, 5}, 3, names);
+}
+
+static void sparse_ftrl_kernel(rill__kctx *ctx)
+{
+    static const char *const names[] = {"var", "accum", "linear"};
+    sparse_rows(ctx, RILL__K_FTRL, 2, 3, 4, (const int[]){5, 6, 7, 8}, 4, names);
+}
+
+static void sparse_ftrl_v2_kernel(rill__kctx *ctx)
+{
+    static const char *const names[] = {"var", "accum", "linear"};
+    sparse_rows(ctx, RILL__K_FTRL_V2, 2, 3, 4, (const int[]){5, 6, 7, 8, 9}, 5, names);
+}
+
+static void sparse_proximal_adagrad_kernel(rill__kctx *ctx)
+{
+    static const char *const names[] = {"var", "accum"};
+    sparse_rows(ctx, RILL__K_PROXIMAL_ADAGRAD, 1, 5, 6, (const int[]){2, 3, 4}, 3, names);
+}
+
+static void sparse_proximal_gd_kernel(rill__kctx *ctx)
+{
+    static const char *const names[] = {"var"};
+    sparse_rows(ctx, RILL__K_PROXIMAL_GD, 0, 4, 5, (const int[]){1, 2, 3}, 3, names);
+}
+
 #define K(op_, dt_, fn_)                                                                           \
     {                                                                                              \
         .op = op_, .device_type = "CPU", .dtype = dt_, .fn = fn_                                   \
@@ -229,5 +316,14 @@ const rill__kernel_def rill__cpu_kernels_sparse_apply[] = {
     K("SparseApplyAdagrad", RILL_DOUBLE, sparse_adagrad_kernel),
     K("_SparseApplyAdam", RILL_FLOAT, sparse_adam_kernel),
     K("_SparseApplyAdam", RILL_DOUBLE, sparse_adam_kernel),
+#define KFD(op_, fn_) K(op_, RILL_FLOAT, fn_), K(op_, RILL_DOUBLE, fn_)
+    KFD("SparseApplyRMSProp", sparse_rmsprop_kernel),
+    KFD("SparseApplyCenteredRMSProp", sparse_centered_rmsprop_kernel),
+    KFD("SparseApplyAdadelta", sparse_adadelta_kernel),
+    KFD("SparseApplyFtrl", sparse_ftrl_kernel),
+    KFD("SparseApplyFtrlV2", sparse_ftrl_v2_kernel),
+    KFD("SparseApplyProximalAdagrad", sparse_proximal_adagrad_kernel),
+    KFD("SparseApplyProximalGradientDescent", sparse_proximal_gd_kernel),
+#undef KFD
     {0},
 };

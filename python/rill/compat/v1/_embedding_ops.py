@@ -6,10 +6,9 @@ the candidate samplers.
 Sparse gradients: the gradient of a gather (of an embedding_lookup) is an IndexedSlicesToDense
 node; the optimizers update only the rows it names (TF's IndexedSlices, see ops_index.c).
 
-The integrator's note: nce_loss and sampled_softmax_loss are composed from the ops rill has
-(MatMul, Mul, Sum, Exp, Log, Maximum, GatherV2, ScatterNd, TopKV2); once ConcatV2, ReduceMax and
-SigmoidCrossEntropyWithLogits exist, _concat_1d should become a ConcatV2, the row max a
-reduce_max, and the losses TF's sigmoid / softmax cross-entropy over concatenated logits."""
+nce_loss and sampled_softmax_loss are TF's: the true and sampled logits concatenated (ConcatV2)
+with their labels, then SigmoidCrossEntropyWithLogits summed per row, or the softmax
+cross-entropy (SoftmaxCrossEntropyWithLogits) against stop_gradient labels."""
 import collections as _collections
 import sys as _sys
 
@@ -285,7 +284,7 @@ def _compute_sampled_logits(weights, biases, labels, inputs, num_sampled, num_cl
         if n_true is not None and n_samp is not None and int(n_true) >= 0 and int(n_samp) >= 0:
             # one lookup of [true; sampled] ids, as TF: one sparse gradient per variable
             n_true, n_samp = int(n_true), int(n_samp)
-            all_ids = _concat_1d(tf, labels_flat, tf.cast(sampled, tf.int64), n_true, n_samp)
+            all_ids = tf.concat([labels_flat, tf.cast(sampled, tf.int64)], 0)
             all_w = embedding_lookup(weights, all_ids, partition_strategy=partition_strategy)
             all_b = embedding_lookup(biases, all_ids, partition_strategy=partition_strategy)
             first = _t(_np.arange(n_true, dtype=_np.int64))
@@ -315,37 +314,18 @@ def _compute_sampled_logits(weights, biases, labels, inputs, num_sampled, num_cl
         return true_logits, sampled_logits
 
 
-def _concat_1d(tf, a, b, na, nb):
-    """[a; b] for int64 vectors of static lengths na and nb, without a Concat op: each scattered
-    into its place of a zero vector (ScatterNd sums, and the places are distinct)."""
-    shape = _t(_np.asarray([na + nb], _np.int64))
-    ia = _t(_np.arange(na, dtype=_np.int64).reshape(na, 1))
-    ib = _t(_np.arange(na, na + nb, dtype=_np.int64).reshape(nb, 1))
-    return tf.add(scatter_nd(ia, a, shape), scatter_nd(ib, b, shape))
-
-
 def _stack2(tf, rows, cols):
-    """[n, 2] int64 indices (rows, cols) from two [n] vectors, without a Concat op: each column
-    scattered into its place and summed."""
-    r = tf.cast(rows, tf.int64)
-    c = tf.cast(cols, tf.int64)
-    # [n, 1] * [1, 2] masks: rows * [1, 0] + cols * [0, 1]
-    er = tf.expand_dims(r, 1)
-    ec = tf.expand_dims(c, 1)
-    return tf.add(tf.multiply(er, _t(_np.array([[1, 0]], _np.int64))),
-                  tf.multiply(ec, _t(_np.array([[0, 1]], _np.int64))))
+    """[n, 2] int64 indices (rows, cols) from two [n] vectors: TF's sparse_indices concat."""
+    r = tf.reshape(tf.cast(rows, tf.int64), [-1, 1])
+    c = tf.reshape(tf.cast(cols, tf.int64), [-1, 1])
+    return tf.concat([r, c], 1, name="sparse_indices")
 
 
-def _log_sigmoid_terms(tf, logits, label):
-    """Sigmoid cross-entropy with a constant label (1 or 0), numerically stable:
-    max(x, 0) - x * z + log(1 + exp(-|x|)); built from Relu, Neg, Maximum, Exp, Log."""
-    zero = tf.zeros_like(logits)
-    relu = tf.maximum(logits, zero)
-    neg_abs = tf.negative(tf.maximum(logits, tf.negative(logits)))
-    soft = tf.log(tf.add(tf.ones_like(logits), tf.exp(neg_abs)))
-    if label:
-        return tf.add(tf.subtract(relu, logits), soft)
-    return tf.add(relu, soft)
+def _logits_and_labels(tf, true_logits, sampled_logits, num_true):
+    """TF's out_logits and out_labels: [true, sampled] logits, labels 1/num_true and 0."""
+    logits = tf.concat([true_logits, sampled_logits], 1)
+    labels = tf.concat([tf.ones_like(true_logits) / num_true, tf.zeros_like(sampled_logits)], 1)
+    return logits, labels
 
 
 def nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true=1,
@@ -358,37 +338,25 @@ def nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true
         true_logits, sampled_logits = _compute_sampled_logits(
             weights, biases, labels, inputs, num_sampled, num_classes, num_true,
             sampled_values, True, remove_accidental_hits, partition_strategy, None, None)
-        # TF's labels for the true logits are 1 / num_true each
-        if num_true == 1:
-            true_xent = _log_sigmoid_terms(tf, true_logits, True)
-        else:
-            z = 1.0 / num_true
-            zero = tf.zeros_like(true_logits)
-            relu = tf.maximum(true_logits, zero)
-            neg_abs = tf.negative(tf.maximum(true_logits, tf.negative(true_logits)))
-            soft = tf.log(tf.add(tf.ones_like(true_logits), tf.exp(neg_abs)))
-            true_xent = tf.add(tf.subtract(relu, tf.multiply(true_logits, z)), soft)
-        sampled_xent = _log_sigmoid_terms(tf, sampled_logits, False)
-        return tf.add(tf.reduce_sum(true_xent, axis=1), tf.reduce_sum(sampled_xent, axis=1))
+        logits, labels = _logits_and_labels(tf, true_logits, sampled_logits, num_true)
+        losses = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits,
+                                                         name="sampled_losses")
+        return tf.reduce_sum(losses, axis=1)
 
 
 def sampled_softmax_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true=1,
                          sampled_values=None, remove_accidental_hits=True,
                          partition_strategy="mod", name="sampled_softmax_loss", seed=None):
     """tf.nn.sampled_softmax_loss: per-example softmax cross-entropy over [true, sampled] logits
-    with labels 1/num_true on the true ones: logsumexp(all) - mean(true logits)."""
+    with labels 1/num_true on the true ones."""
     tf = _tf()
     with tf.name_scope(name or "sampled_softmax_loss"):
         true_logits, sampled_logits = _compute_sampled_logits(
             weights, biases, labels, inputs, num_sampled, num_classes, num_true,
             sampled_values, True, remove_accidental_hits, partition_strategy, None, seed)
-        # logsumexp over both parts, shifted by the row's largest logit (rill has no ReduceMax
-        # yet: top_k with k=1 gives each part's row max; the shift's gradient cancels)
-        shift = tf.maximum(top_k(true_logits, 1).values, top_k(sampled_logits, 1).values)
-        e_true = tf.reduce_sum(tf.exp(tf.subtract(true_logits, shift)), axis=[1])
-        e_samp = tf.reduce_sum(tf.exp(tf.subtract(sampled_logits, shift)), axis=[1])
-        lse = tf.add(tf.log(tf.add(e_true, e_samp)), tf.reshape(shift, [-1]))
-        return tf.subtract(lse, tf.reduce_mean(true_logits, axis=[1]))
+        logits, labels = _logits_and_labels(tf, true_logits, sampled_logits, num_true)
+        labels = tf.stop_gradient(labels, name="labels_stop_gradient")
+        return tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits)
 
 
 def _install(tf):

@@ -469,11 +469,11 @@ class Dropout(Layer):
 # --- batch normalization ---
 
 def _moments_and_normalize(x, axes, gamma, beta, epsilon, fused_like):
-    """Batch statistics and the normalized x (the single place to switch to FusedBatchNormV3
-    when the C library has it). Returns (y, mean, variance for the moving average).
-
-    TF takes the fused kernel for 4-D channels_last input; its moving variance uses the
-    unbiased (n / (n - 1)) batch variance, the composed path the biased one: both as TF."""
+    """Batch statistics and the normalized x, composed from ops: the path where TF 1.x does
+    not fuse, and where TF fuses but rill's FusedBatchNormV3 cannot (NHWC only: NCHW, 5-D,
+    float16). Returns (y, mean, variance for the moving average); fused_like: the moving
+    variance is the unbiased (n / (n - 1)) batch variance, as TF's fused kernel's, else the
+    biased one, as TF's composed path."""
     tf = _tf()
     mean = tf.reduce_mean(x, axes, keepdims=True, name="mean")
     var = tf.reduce_mean(tf.square(tf.subtract(x, mean)), axes, keepdims=True, name="variance")
@@ -599,11 +599,53 @@ class BatchNormalization(Layer):
             g._g.pop_name_scope()
         return op
 
+    def _fused_like(self, dtype):
+        """TF 1.x's rule (keras BatchNormalization, V1 behaviour): fused=None and fused=True
+        both fuse when the input is 4-D with axis 1 or 3 (5-D: 1 or 4) and the compute dtype is
+        float16, bfloat16 or float32; fused=False never. The fused kernel's moving variance is
+        the unbiased (Bessel-corrected) batch variance."""
+        tf = _tf()
+        axes_ok = {4: (1, 3), 5: (1, 4)}.get(self._rank, ())
+        return (self.fused is not False and self._ax in axes_ok and
+                dtype in (tf.float16, tf.bfloat16, tf.float32))
+
+    def _fused_call(self, inputs, training):
+        """FusedBatchNormV3 (NHWC) as TF's _fused_batch_norm: the training op takes the moving
+        statistics as its (unused) mean and variance, the inference op normalizes with them;
+        a training tensor runs both and blends them (rill has no cond), and scales the moving
+        averages' updates by it (TF's momentum 1.0 when not training)."""
+        tf = _tf()
+        c = self.moving_mean.shape.as_list()
+        gamma = self.gamma if self.scale else tf.constant(1.0, tf.float32, shape=c)
+        beta = self.beta if self.center else tf.constant(0.0, tf.float32, shape=c)
+
+        def infer():
+            return tf.nn.fused_batch_norm(inputs, gamma, beta, mean=self.moving_mean,
+                                          variance=self.moving_variance, epsilon=self.epsilon,
+                                          is_training=False, data_format="NHWC")[0]
+
+        if isinstance(training, (bool, _np.bool_)) and not training:
+            return infer()
+        y, mean, var = tf.nn.fused_batch_norm(inputs, gamma, beta, mean=self.moving_mean,
+                                              variance=self.moving_variance,
+                                              epsilon=self.epsilon, is_training=True,
+                                              data_format="NHWC")
+        weight = None
+        if not isinstance(training, (bool, _np.bool_)):
+            weight = tf.cast(training, inputs.dtype)
+            y = weight * y + (1.0 - weight) * infer()
+        u1 = self._assign_moving_average(self.moving_mean, mean, weight)
+        u2 = self._assign_moving_average(self.moving_variance, var, weight)
+        self.add_update([u1, u2])
+        return y
+
     def call(self, inputs, training=False):
         tf = _tf()
         axes = [i for i in range(self._rank) if i != self._ax]
         gamma, beta = self._bshape(self.gamma), self._bshape(self.beta)
-        fused_like = (self._rank == 4 and self._ax == 3 and self.fused is not False)
+        fused_like = self._fused_like(inputs.dtype)
+        if fused_like and self._rank == 4 and self._ax == 3 and inputs.dtype == tf.float32:
+            return self._fused_call(inputs, training)
         if isinstance(training, (bool, _np.bool_)) and not training:
             return _normalize(inputs, self._bshape(self.moving_mean),
                               self._bshape(self.moving_variance), gamma, beta, self.epsilon)

@@ -5,7 +5,8 @@ compute_weighted_loss reduces as TF 1.x: SUM_BY_NONZERO_WEIGHTS by default (the 
 over the number of elements whose weight is not 0), SUM, MEAN (over the sum of the broadcast
 weights), SUM_OVER_BATCH_SIZE (over the element count) or NONE. TF's div_no_nan is total /
 max(count, tiny): the count is 0 only when every weight is, and the total is then 0 too.
-Ops rill lacks are composed: |x| as maximum(x, -x), log1p(y) as log(1 + y)."""
+The ops are TF's: Abs for absolute_difference and huber_loss, SigmoidCrossEntropyWithLogits
+for sigmoid_cross_entropy."""
 import sys as _sys
 
 __all__ = ["Reduction", "compute_weighted_loss", "absolute_difference", "mean_squared_error",
@@ -38,8 +39,7 @@ class Reduction:
 
 
 def _abs(x):
-    tf = _tf()
-    return tf.maximum(x, tf.negative(x))
+    return _tf().abs(x)
 
 
 def _safe_div(total, count):
@@ -164,10 +164,8 @@ def cosine_distance(labels, predictions, axis=None, weights=1.0, scope=None,
 
 
 def _sigmoid_xent(labels, logits):
-    """TF's sigmoid_cross_entropy_with_logits: max(x, 0) - x z + log(1 + exp(-|x|))."""
-    tf = _tf()
-    return tf.add(tf.subtract(tf.nn.relu(logits), tf.multiply(logits, labels)),
-                  tf.log(tf.add(1.0, tf.exp(tf.negative(_abs(logits))))))
+    """TF's sigmoid_cross_entropy_with_logits (the op)."""
+    return _tf().nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
 
 
 def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothing=0,

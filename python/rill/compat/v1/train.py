@@ -198,7 +198,16 @@ class Optimizer:
             self._opt.set_learning_rate_tensor(g._g, self._lr_tensor._out)
         pairs = [(_pair_out(gr), v._out) for gr, v in grads_and_vars]
         step = None if global_step is None else tf.convert_to_tensor(global_step)._out
-        return g._wrap(self._opt.apply_gradients(g._g, pairs, step, name))
+        # tf.control_dependencies around apply_gradients/minimize holds for every op it adds
+        # (the UPDATE_OPS idiom of batch normalization), as in TF
+        deps = [o._op for c in g._control_stack for o in c]
+        if deps:
+            g._g.push_control_dependencies(deps)
+        try:
+            return g._wrap(self._opt.apply_gradients(g._g, pairs, step, name))
+        finally:
+            if deps:
+                g._g.pop_control_dependencies()
 
     def minimize(self, loss, global_step=None, var_list=None, name=None, **kwargs):
         gv = self.compute_gradients(loss, var_list=var_list)
