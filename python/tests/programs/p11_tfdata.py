@@ -68,7 +68,7 @@ with tf.Session() as sess:
     print("Test batches:", n, "sum of mapped pixels:", round(total, 1))
 
     # Small deterministic pipelines
-    ds = tf.data.Dataset.range(10).map(lambda x: x * x).filter(lambda x: x % 2 == 0).batch(2)
+    ds = tf.data.Dataset.range(10).map(lambda x: x * x).filter(lambda x: tf.equal(x % 2, 0)).batch(2)
     nxt = ds.make_one_shot_iterator().get_next()
     out = []
     try:

@@ -16,6 +16,8 @@ learning_rate = 0.001
 batch_size = 100
 display_step = 1
 model_path = os.path.join(os.getcwd(), "model_dir", "model.ckpt")
+if not os.path.isdir("model_dir"):
+    os.makedirs("model_dir")
 
 # Network Parameters
 n_hidden_1 = 128 # 1st layer number of features

@@ -23,7 +23,8 @@ losses = {
     'sparse': tf.losses.sparse_softmax_cross_entropy(sparse, logits),
     'sigmoid': tf.losses.sigmoid_cross_entropy(labels, logits),
     'hinge': tf.losses.hinge_loss(labels, logits),
-    'none': tf.losses.mean_squared_error(target, pred, reduction=tf.losses.Reduction.NONE),
+    'none': tf.losses.mean_squared_error(target, pred, reduction=tf.losses.Reduction.NONE,
+                                         loss_collection=None),
     'sum': tf.losses.mean_squared_error(target, pred, reduction=tf.losses.Reduction.SUM),
 }
 

@@ -54,6 +54,9 @@ class Graph:
                 device = d(_PendingOp(type, name, device))
             else:
                 device = d
+        if isinstance(device, str) and "//" in device:
+            # TF parses device strings by their non-empty "/" parts ("/" + "/cpu:0" is /cpu:0)
+            device = "/" + "/".join(p for p in device.split("/") if p)
         return device or None
 
     def _make(self, type, name, inputs=(), attrs=None, control_inputs=()):
@@ -161,6 +164,10 @@ class _PendingOp:
         self.type = type
         self.name = name
         self.device = device or ""
+
+    @property
+    def node_def(self):
+        return NodeDef(name=self.name, op=self.type, device=self.device)
 
 
 class DeviceSpec:
@@ -401,6 +408,24 @@ class Dimension:
         return f"Dimension({self._value!r})"
 
 
+class _KnownDimension(int):
+    """A known dimension as TensorShape hands it out: an int (so arithmetic, comparisons, `is
+    None` tests and numpy take it as one) with TF 1.x's Dimension.value. An unknown one is None."""
+
+    __slots__ = ()
+
+    @property
+    def value(self):
+        return int(self)
+
+    def __repr__(self):
+        return f"Dimension({int(self)})"
+
+
+def _dim(d):
+    return None if d is None else _KnownDimension(d)
+
+
 def dimension_value(dimension):
     """tf.compat.dimension_value: the int (or None) of a Dimension or an int."""
     return dimension.value if isinstance(dimension, Dimension) else dimension
@@ -408,7 +433,8 @@ def dimension_value(dimension):
 
 class TensorShape:
     """tf.TensorShape (TF 1.x): a rank and dimensions, any of them unknown. Indexing gives a
-    Dimension (shape[1].value is its size), slicing a TensorShape, as_list() plain ints/None."""
+    known dimension as an int that also has TF's .value (shape[1].value), an unknown one as None
+    (TF: a Dimension whose value is None); slicing gives a TensorShape, as_list() ints/None."""
 
     def __init__(self, dims):
         if isinstance(dims, TensorShape):
@@ -426,7 +452,7 @@ class TensorShape:
 
     @property
     def dims(self):
-        return None if self._dims is None else [Dimension(d) for d in self._dims]
+        return None if self._dims is None else [_dim(d) for d in self._dims]
 
     def as_list(self):
         if self._dims is None:
@@ -482,7 +508,7 @@ class TensorShape:
     def __iter__(self):
         if self._dims is None:
             raise ValueError("Cannot iterate over a shape with unknown rank.")
-        return iter([Dimension(d) for d in self._dims])
+        return iter([_dim(d) for d in self._dims])
 
     def __len__(self):
         if self._dims is None:
@@ -494,10 +520,10 @@ class TensorShape:
 
     def __getitem__(self, i):
         if self._dims is None:
-            return TensorShape(None) if isinstance(i, _builtins.slice) else Dimension(None)
+            return TensorShape(None) if isinstance(i, _builtins.slice) else None
         if isinstance(i, _builtins.slice):
             return TensorShape(self._dims[i])
-        return Dimension(self._dims[i])
+        return _dim(self._dims[i])
 
     def __eq__(self, other):
         try:

@@ -73,7 +73,9 @@ def softmax_cross_entropy_with_logits_v2(_sentinel=None, labels=None, logits=Non
         raise NotImplementedError("rill's SoftmaxCrossEntropyWithLogits takes classes on the "
                                   "last axis only")
     lg = _t(logits)
-    lb = _t(labels, lg.dtype)
+    lb = _t(labels)
+    if lb.dtype != lg.dtype:  # TF's _v2 casts the labels to the logits' dtype
+        lb = _tf().cast(lb, lg.dtype)
     op = _g()._make("SoftmaxCrossEntropyWithLogits", name or "SoftmaxCrossEntropyWithLogits",
                     (lg, lb))
     return op.outputs[0]

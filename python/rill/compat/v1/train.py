@@ -289,7 +289,12 @@ class Saver:
             step = int(sess.run(global_step))
         elif global_step is not None:
             step = int(global_step)
-        return self._saver.save(sess._sess, save_path, step)
+        try:
+            return self._saver.save(sess._sess, save_path, step)
+        except tf.errors.NotFoundError as e:
+            if "doesn't exist, can't save" in e.message:
+                raise ValueError(e.message) from None  # TF's Saver.save raises ValueError here
+            raise
 
     def restore(self, sess, save_path):
         if save_path is None:

@@ -81,7 +81,11 @@ def _event(d):
                                        sum_squares=v["sum_squares"])
             elif v["kind"] == "simple_value":
                 simple = v["simple_value"]
-            values.append(_Value(tag=v["tag"], simple_value=simple, histo=histo))
+            val = _Value(tag=v["tag"], simple_value=simple, histo=histo)
+            val.simple_value = simple or 0.0
+            val.histo = histo or HistogramProto(min=0.0, max=0.0, num=0.0, sum=0.0, sum_squares=0.0)
+            val.histo._set = set() if histo is None else val.histo._set
+            values.append(val)
         summary = _Summary(values)
     elif d["kind"] == "session_log":
         session_log = _SessionLog(status=d["session_log_status"],
@@ -90,8 +94,10 @@ def _event(d):
         file_version = d["file_version"]
     ev = _Event(wall_time=d["wall_time"], step=d["step"], file_version=file_version,
                 summary=summary, session_log=session_log)
-    # unset scalar fields read as their proto3 defaults
+    # unset fields read as protobuf's defaults (an empty message, "", 0), HasField stays false
     ev.file_version = file_version or ""
+    ev.summary = summary or _Summary([])
+    ev.session_log = session_log or _SessionLog(status=0, checkpoint_path="", msg="")
     return ev
 
 
