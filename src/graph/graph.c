@@ -155,23 +155,34 @@ static const char *scope_prefix(const rill_graph *g)
     return g->name_scopes.n ? g->name_scopes.items[g->name_scopes.n - 1] : "";
 }
 
-/* base if unused, else base_1, base_2, ... (TF's unique_name). Caller frees. */
+/* base if unused, else base_1, base_2, ... (TF's unique_name). Caller frees. As TF, names are
+ * told apart without regard to case ("loss" after a scope "Loss" is "loss_1": TensorBoard and
+ * file systems that fold case would mix them up), though each keeps the case it was given. */
 static char *unique_name(rill_graph *g, const char *base)
 {
-    intptr_t next = (intptr_t)rill__strmap_get(&g->name_counts, base);
+    char *key = rill__strdup(base);
+    RILL_CHECK_ALLOC(key);
+    for (char *p = key; *p; p++)
+        if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+    intptr_t next = (intptr_t)rill__strmap_get(&g->name_counts, key);
     if (next == 0 && !rill__strmap_get(&g->by_name, base)) {
-        rill__strmap_put(&g->name_counts, base, (void *)(intptr_t)1);
+        rill__strmap_put(&g->name_counts, key, (void *)(intptr_t)1);
+        rill__free(key);
         return rill__strdup(base);
     }
     if (next == 0) next = 1;
     for (;; next++) {
         char *cand = rill__asprintf("%s_%ld", base, (long)next);
-        if (!rill__strmap_get(&g->by_name, cand) && !rill__strmap_get(&g->name_counts, cand)) {
-            rill__strmap_put(&g->name_counts, base, (void *)(intptr_t)(next + 1));
-            rill__strmap_put(&g->name_counts, cand, (void *)(intptr_t)1);
+        char *ckey = rill__asprintf("%s_%ld", key, (long)next);
+        if (!rill__strmap_get(&g->by_name, cand) && !rill__strmap_get(&g->name_counts, ckey)) {
+            rill__strmap_put(&g->name_counts, key, (void *)(intptr_t)(next + 1));
+            rill__strmap_put(&g->name_counts, ckey, (void *)(intptr_t)1);
+            rill__free(ckey);
+            rill__free(key);
             return cand;
         }
         rill__free(cand);
+        rill__free(ckey);
     }
 }
 

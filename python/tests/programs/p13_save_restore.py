@@ -77,7 +77,7 @@ with tf.Session() as sess:
     # Training cycle
     for epoch in range(2):
         avg_cost = 0.
-        total_batch = int(mnist.train.num_examples/batch_size) // 5
+        total_batch = int(mnist.train.num_examples/batch_size) // 2
         # Loop over all batches
         for i in range(total_batch):
             batch_x, batch_y = mnist.train.next_batch(batch_size)
@@ -118,7 +118,7 @@ with tf.Session() as sess:
     # Resume training
     for epoch in range(2):
         avg_cost = 0.
-        total_batch = int(mnist.train.num_examples / batch_size) // 5
+        total_batch = int(mnist.train.num_examples / batch_size) // 2
         # Loop over all batches
         for i in range(total_batch):
             batch_x, batch_y = mnist.train.next_batch(batch_size)

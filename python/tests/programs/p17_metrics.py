@@ -15,7 +15,7 @@ W = tf.Variable(tf.zeros([784, 10]))
 b = tf.Variable(tf.zeros([10]))
 logits = tf.matmul(x, W) + b
 loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
 
 predictions = tf.argmax(logits, 1)
 # Is it a shoe (classes 5, 7, 9 of Fashion-MNIST; digits 5, 7, 9 of MNIST)?
