@@ -15,6 +15,9 @@
 #   TF_PY     a python with TensorFlow 2.15 (default .venv/bin/python)
 #   TORCH_PY  a python with PyTorch (default .venv/bin/python, after `make bench-baselines`)
 #   BENCH_THREADS  threads for every framework (default: nproc)
+#   TORCH_WAIT     PyTorch's OMP_WAIT_POLICY (default PASSIVE: with libgomp's default spinning, a
+#                  2-thread PyTorch step on a 2-CPU machine that other processes also use ran 10x
+#                  slower than with PASSIVE; TensorFlow and rill run with their defaults)
 # A framework that cannot be imported is reported as skipped.
 set -u
 ROUNDS=${1:-5}
@@ -22,6 +25,7 @@ RILL_PY=${RILL_PY:-.venv/bin/python}
 TF_PY=${TF_PY:-.venv/bin/python}
 TORCH_PY=${TORCH_PY:-.venv/bin/python}
 T=${BENCH_THREADS:-$(nproc)}
+TORCH_WAIT=${TORCH_WAIT:-PASSIVE}
 here=$(cd "$(dirname "$0")/.." && pwd)
 prog=$here/bench/bench_layers.py
 tmp=$(mktemp -d)
@@ -39,7 +43,7 @@ run() { # model variant-name -> appends "model variant steps/s" (or skipped) to 
         rill-hand) out=$("$RILL_PY" -m rill.run "$prog" "$m" hand "" "$T" 2>"$tmp/err") ;;
         tf-layers) out=$("$TF_PY" "$prog" "$m" layers "" "$T" 2>"$tmp/err") ;;
         tf-hand) out=$("$TF_PY" "$prog" "$m" hand "" "$T" 2>"$tmp/err") ;;
-        torch) out=$("$TORCH_PY" "$prog" "$m" torch "" "$T" 2>"$tmp/err") ;;
+        torch) out=$(OMP_WAIT_POLICY=$TORCH_WAIT "$TORCH_PY" "$prog" "$m" torch "" "$T" 2>"$tmp/err") ;;
     esac
     local r
     r=$(echo "$out" | sed -n 's/.*steps_per_s=\([0-9.]*\).*/\1/p')
