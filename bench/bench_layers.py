@@ -10,6 +10,9 @@ feed_dict each step, timed as steps/s.
       VARIANT  layers  the model in tf.layers (dense, conv2d, max_pooling2d, flatten, dropout)
                hand    the same model written by hand: tf.Variable, tf.matmul, tf.nn.conv2d,
                        tf.nn.bias_add, tf.nn.relu, tf.nn.max_pool, tf.nn.dropout
+               ab      both, in one process: alternating chunks (15 of each), the medians and
+                       the median ratio layers/hand (and
+                       each one's CPU time per step, all threads: less sensitive to neighbours)
                torch   the same model in PyTorch, eager (nn.Linear/Conv2d/MaxPool2d/Dropout)
       STEPS    timed steps per chunk (default, also for "": 100 MLP, 20 CNN); 5 chunks, the median is printed
       THREADS  intra/inter-op threads (default: the CPU count)
@@ -30,8 +33,8 @@ DIR = os.environ.get("RILL_FASHION_MNIST", "/usr/share/datasets/fashion-mnist")
 CHUNKS = 5
 
 if len(sys.argv) < 3 or sys.argv[1] not in ("mlp", "cnn") or \
-        sys.argv[2] not in ("layers", "hand", "torch"):
-    sys.exit("usage: bench_layers.py mlp|cnn layers|hand|torch [STEPS] [THREADS]")
+        sys.argv[2] not in ("layers", "hand", "ab", "torch"):
+    sys.exit("usage: bench_layers.py mlp|cnn layers|hand|ab|torch [STEPS] [THREADS]")
 MODEL, VARIANT = sys.argv[1], sys.argv[2]
 STEPS = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] else (100 if MODEL == "mlp" else 20)
 THREADS = int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] else os.cpu_count()
@@ -72,13 +75,27 @@ def timed(step, warm):
 
 # ----------------------------------------------------------------- TF 1.x (rill or TF) ----
 
-def tf_program():
-    import tensorflow.compat.v1 as tf
-    tf.disable_v2_behavior()
-    framework = "rill" if tf.__name__.startswith("rill") else "tf"
+def tf_session(tf, variant):
+    """A session with the model of VARIANT (layers | hand) in its own graph, and its step."""
+    g = tf.Graph()
+    with g.as_default():
+        train, x, y = tf_model(tf, variant)
+        init = tf.global_variables_initializer()
+    cfg = tf.ConfigProto(intra_op_parallelism_threads=THREADS,
+                         inter_op_parallelism_threads=THREADS)
+    sess = tf.Session(graph=g, config=cfg)
+    sess.run(init)
+
+    def step(i):
+        xb, yb = batch(i)
+        sess.run(train, {x: xb, y: yb})
+    return sess, step
+
+
+def tf_model(tf, variant):
     x = tf.placeholder(tf.float32, [None, 784], name="x")
     y = tf.placeholder(tf.int64, [None], name="y")
-    if VARIANT == "layers":
+    if variant == "layers":
         if MODEL == "mlp":
             h = tf.layers.dense(x, 512, activation=tf.nn.relu)
             h = tf.layers.dense(h, 512, activation=tf.nn.relu)
@@ -117,18 +134,50 @@ def tf_program():
             d = tf.nn.dropout(dense(flat, 3136, 1024, True), rate=0.4)
             logits = dense(d, 1024, 10, False)
     loss = tf.losses.sparse_softmax_cross_entropy(labels=y, logits=logits)
-    train = tf.train.AdamOptimizer(0.001).minimize(loss)
-    cfg = tf.ConfigProto(intra_op_parallelism_threads=THREADS,
-                         inter_op_parallelism_threads=THREADS)
-    with tf.Session(config=cfg) as sess:
-        sess.run(tf.global_variables_initializer())
+    return tf.train.AdamOptimizer(0.001).minimize(loss), x, y
 
-        def step(i):
-            xb, yb = batch(i)
-            sess.run(train, {x: xb, y: yb})
 
-        rate = timed(step, 10 if MODEL == "mlp" else 5)
-    return framework, rate
+def tf_program():
+    import tensorflow.compat.v1 as tf
+    tf.disable_v2_behavior()
+    framework = "rill" if tf.__name__.startswith("rill") else "tf"
+    warm = 10 if MODEL == "mlp" else 5
+    if VARIANT != "ab":
+        sess, step = tf_session(tf, VARIANT)
+        rate = timed(step, warm)
+        sess.close()
+        return framework, rate
+    # Both models open in one process, timed in alternating chunks: the layer API's cost
+    # without the noise between processes.
+    (sl, layers), (sh, hand) = tf_session(tf, "layers"), tf_session(tf, "hand")
+    for i in range(warm):
+        layers(i)
+        hand(i)
+    rl, rh, ratios, cpu = [], [], [], {"layers": [], "hand": []}
+    i = warm
+    for _ in range(3 * CHUNKS):
+        for step, out, name in ((layers, rl, "layers"), (hand, rh, "hand")):
+            t0, c0 = time.perf_counter(), time.process_time()
+            for k in range(STEPS):
+                step(i + k)
+            out.append(STEPS / (time.perf_counter() - t0))
+            cpu[name].append((time.process_time() - c0) / STEPS)
+        ratios.append(rl[-1] / rh[-1])
+        i += STEPS
+    sl.close()
+    sh.close()
+
+    def med(v):
+        return sorted(v)[len(v) // 2]
+    print(f"RESULT model={MODEL} variant=layers framework={framework} in_process=1 "
+          f"steps_per_s={med(rl):.2f}")
+    print(f"RESULT model={MODEL} variant=hand framework={framework} in_process=1 "
+          f"steps_per_s={med(rh):.2f}")
+    print(f"RESULT model={MODEL} ratio_layers_over_hand={med(ratios):.3f} "
+          f"range={min(ratios):.3f}-{max(ratios):.3f} framework={framework} "
+          f"cpu_ms_per_step_layers={med(cpu['layers']) * 1e3:.3f} "
+          f"cpu_ms_per_step_hand={med(cpu['hand']) * 1e3:.3f}")
+    sys.exit(0)
 
 
 # ---------------------------------------------------------------------------- PyTorch ----

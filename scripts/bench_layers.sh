@@ -97,6 +97,14 @@ awk -v vs="$VARIANTS" '
         }
     }' "$tmp/rows"
 
+# The layer API's cost without the noise between processes: both models in one rill process,
+# timed in alternating chunks (bench_layers.py MODEL ab).
+echo "== tf.layers against hand-written in one process (rill, 15 alternating chunks of each)"
+for m in mlp cnn; do
+    "$RILL_PY" -m rill.run "$prog" "$m" ab "" "$T" 2>"$tmp/err" | grep ratio | sed 's/^RESULT /   /' ||
+        echo "   $m: failed: $(tail -1 "$tmp/err")"
+done
+
 # The tf.data pipeline against feed_dict, on rill: ABAB inside one process (two sessions).
 echo "== tf.data against feed_dict (MLP, batch 128, SGD), rill"
 "$RILL_PY" "$here/bench/bench_data_pipeline.py" 2>&1 | tail -4 | sed 's/^/   /'
