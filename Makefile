@@ -139,6 +139,15 @@ bench: build
 bench-peers: build venv bench-baselines python
 	scripts/bench_peers.sh $(BUILD)
 
+# Issue 19's bars in one run (scripts/bench_layers.sh): the tf.layers MLP and CNN on rill against
+# the same models written by hand on rill, against TensorFlow running the same program and against
+# PyTorch, interleaved round by round (BENCH_ROUNDS, default 5), then tf.data against feed_dict.
+.PHONY: bench-layers
+BENCH_ROUNDS ?= 5
+bench-layers: build venv bench-baselines python
+	RILL_PY=$(VENV)/bin/python TF_PY=$(VENV)/bin/python TORCH_PY=$(VENV)/bin/python \
+	  scripts/bench_layers.sh $(BENCH_ROUNDS)
+
 # TensorFlow and PyTorch from PyPI into the project's virtualenv, for bench/baseline_*.py.
 bench-baselines: venv
 	$(VENV)/bin/pip install -q 'numpy<2' torch

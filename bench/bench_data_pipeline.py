@@ -1,9 +1,10 @@
 """bench_data_pipeline.py - the Fashion-MNIST 784-512-512-10 ReLU MLP trained for N steps (batch
 128, SGD) fed by tf.data (slices -> shuffle -> batch -> repeat -> prefetch, run in C) and by
-feed_dict (numpy batches of a permutation), printing both mean step times and their ratio.
-The issue asks that the tf.data step be no slower than the feed_dict one.
+feed_dict (numpy batches of a permutation): both sessions open in one process, timed in
+alternating chunks of STEPS steps (ROUNDS of each, default 9 x 50), printing the medians and the
+median ratio. The issue asks that the tf.data step be no slower than the feed_dict one.
 
-    PYTHONPATH=build/pyroot python bench/bench_data_pipeline.py [steps] [--prefetch N]
+    PYTHONPATH=build/pyroot python bench/bench_data_pipeline.py [STEPS [ROUNDS]] [--prefetch N]
 Data: Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist)."""
 import gzip
 import os
@@ -41,55 +42,73 @@ def model(xb, yb):
     return loss, tf.train.GradientDescentOptimizer(0.05).minimize(loss)
 
 
-def time_steps(sess, step, steps, feed=None):
-    for i in range(10):  # warm-up: plans, buffers, the shuffle buffer's first fill
-        step(i)
-    t0 = time.perf_counter()
-    for i in range(steps):
-        step(i)
-    return (time.perf_counter() - t0) / steps
-
-
-def bench_feed(x, y, steps):
-    tf.reset_default_graph()
-    xp = tf.placeholder(tf.float32, [None, 784])
-    yp = tf.placeholder(tf.int64, [None])
-    loss, train = model(xp, yp)
+def feed_pipeline(x, y):
+    """A session training the MLP on numpy batches of a permutation through feed_dict."""
+    g = tf.Graph()
+    with g.as_default():
+        xp = tf.placeholder(tf.float32, [None, 784])
+        yp = tf.placeholder(tf.int64, [None])
+        _, train = model(xp, yp)
+        init = tf.global_variables_initializer()
     perm = np.random.RandomState(0).permutation(len(x))
-    with tf.Session() as s:
-        s.run(tf.global_variables_initializer())
+    s = tf.Session(graph=g)
+    s.run(init)
 
-        def step(i):
-            k = (i * BATCH) % (len(x) - BATCH)
-            idx = perm[k:k + BATCH]
-            s.run(train, {xp: x[idx], yp: y[idx]})
-        return time_steps(s, step, steps)
+    def step(i):
+        k = (i * BATCH) % (len(x) - BATCH)
+        idx = perm[k:k + BATCH]
+        s.run(train, {xp: x[idx], yp: y[idx]})
+    return s, step
 
 
-def bench_data(x, y, steps, prefetch):
-    tf.reset_default_graph()
-    ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(10000, seed=0).batch(BATCH).repeat()
-    if prefetch:
-        ds = ds.prefetch(prefetch)
-    xb, yb = tf.data.make_one_shot_iterator(ds).get_next()
-    loss, train = model(xb, yb)
-    with tf.Session() as s:
-        s.run(tf.global_variables_initializer())
-        return time_steps(s, lambda i: s.run(train), steps)
+def data_pipeline(x, y, prefetch):
+    """A session training the MLP on tf.data's batches (slices, shuffle, batch, repeat, prefetch)."""
+    g = tf.Graph()
+    with g.as_default():
+        ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(10000, seed=0).batch(BATCH)
+        ds = ds.repeat()
+        if prefetch:
+            ds = ds.prefetch(prefetch)
+        xb, yb = tf.data.make_one_shot_iterator(ds).get_next()
+        _, train = model(xb, yb)
+        init = tf.global_variables_initializer()
+    s = tf.Session(graph=g)
+    s.run(init)
+    return s, lambda i: s.run(train)
 
 
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    steps = int(args[0]) if args else 200
+    steps = int(args[0]) if args else 50
+    rounds = int(args[1]) if len(args) > 1 else 9
     prefetch = 1
     if "--prefetch" in sys.argv:
         prefetch = int(sys.argv[sys.argv.index("--prefetch") + 1])
     x, y = load()
-    feed = bench_feed(x, y, steps)
-    data = bench_data(x, y, steps, prefetch)
-    print(f"feed_dict: {feed * 1e3:.3f} ms/step")
-    print(f"tf.data (prefetch {prefetch}): {data * 1e3:.3f} ms/step")
-    print(f"ratio tf.data / feed_dict: {data / feed:.3f}")
+    (fs, feed), (ds, data) = feed_pipeline(x, y), data_pipeline(x, y, prefetch)
+    for i in range(10):  # warm-up: plans, buffers, the shuffle buffer's first fill
+        feed(i)
+        data(i)
+    # Interleaved, chunk by chunk (A B A B ...): a noisy neighbour slows both alike.
+    tf_, td, ratios = [], [], []
+    i = 10
+    for _ in range(rounds):
+        for fn, out in ((feed, tf_), (data, td)):
+            t0 = time.perf_counter()
+            for k in range(steps):
+                fn(i + k)
+            out.append((time.perf_counter() - t0) / steps)
+        ratios.append(td[-1] / tf_[-1])
+        i += steps
+    fs.close()
+    ds.close()
+
+    def med(v):
+        return sorted(v)[len(v) // 2]
+    print(f"feed_dict: {med(tf_) * 1e3:.3f} ms/step (median of {rounds} chunks of {steps} steps)")
+    print(f"tf.data (prefetch {prefetch}): {med(td) * 1e3:.3f} ms/step")
+    print(f"ratio tf.data / feed_dict: {med(ratios):.3f} (median of the chunk pairs' ratios; "
+          f"{min(ratios):.3f}-{max(ratios):.3f})")
 
 
 if __name__ == "__main__":

@@ -404,7 +404,7 @@ typedef struct over_it {
     bool done;
     /* shuffle */
     rill__rng rng;
-    rill_tensor **buf; /* cap * ncomp */
+    rill_tensor **buf; /* shuffle: cap * ncomp; batch: a batch's elements (scratch) */
     int64_t nbuf, cap, alloc;
     bool in_end;
 } over_it;
@@ -600,8 +600,9 @@ static bool batch_next(dit *b, dctx *c, rill_tensor **out, bool *end)
         *end = true;
         return true;
     }
-    rill_tensor **el = rill__calloc((size_t)(bs * nc), sizeof *el);
-    RILL_CHECK_ALLOC(el);
+    /* The elements, in the iterator's scratch array (made once: a 2 KiB calloc per batch made
+     * glibc consolidate the freed elements' chunks every batch). */
+    rill_tensor **el = it->buf;
     int64_t n = 0;
     bool ok = true;
     while (n < bs) {
@@ -618,7 +619,6 @@ static bool batch_next(dit *b, dctx *c, rill_tensor **out, bool *end)
     }
     if (!ok || n == 0 || (n < bs && it->d->b)) {
         free_elems(el, (int)(n * nc));
-        rill__free(el);
         *end = ok;
         return ok;
     }
@@ -670,7 +670,6 @@ static bool batch_next(dit *b, dctx *c, rill_tensor **out, bool *end)
             out[k] = NULL;
         }
     free_elems(el, (int)(n * nc));
-    rill__free(el);
     *end = false;
     return ok;
 }
@@ -680,7 +679,11 @@ static const dit_vt batch_it_vt = {batch_next, over_it_free};
 static dit *batch_make(dset *b, dctx *c)
 {
     over_it *it = over_it_new((over_ds *)b, &batch_it_vt, c, 1);
-    return it ? &it->base : NULL;
+    if (!it) return NULL;
+    /* buf: batch_next's scratch for one batch's elements (nbuf stays 0: none are held) */
+    it->buf = rill__calloc((size_t)(((over_ds *)b)->a * it->base.ncomp), sizeof *it->buf);
+    RILL_CHECK_ALLOC(it->buf);
+    return &it->base;
 }
 
 static const dset_vt batch_vt = {batch_make, over_free};
