@@ -183,7 +183,7 @@ _spec("p12_queue_images.py", checks=[(r"(batch: .*)", 0, "exact"), (r"(Batches r
                                      (r"(Brightness tells .*)", 0, "exact")])
 _spec("p13_save_restore.py", checks=[(ACC, 0.02, "all"), (r"(Restored .*)", 0, "exact"),
                                      (r"(Model \w+ \w+ file: .*)", 0, "exact"),
-                                     (r"^(\S+ \[.*\])$", 0, "exact")])
+                                     (r"(?m)^(\S+ \[.*\])$", 0, "exact")])
 _spec("p14_tensorboard_basic.py", checks=[(ACC, 0.01, "last"), (r"(Summary ops: .*)", 0, "exact"),
                                           (r"(Tags: .*)", 0, "exact"), (r"(Event files: .*)", 0, "exact"),
                                           (r"(Ops in Loss scope: .*)", 0, "exact")])

@@ -37,7 +37,7 @@ print("Local variables:", sorted(v.name for v in tf.local_variables()))
 with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
     for i in range(300):
-        bx, by = mnist.train.next_batch(100)
+        bx, by = mnist.train.next_batch(1000)
         sess.run(train, {x: bx, y: by})
     sess.run(tf.local_variables_initializer())
     for i in range(0, 10000, 1000):
