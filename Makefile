@@ -168,7 +168,7 @@ python: venv
 # the installed package is the one imported.
 test-python: python
 	@$(VENV)/bin/python -c 'import pytest' 2>/dev/null || { echo "installing into $(VENV): pytest"; $(VENV)/bin/pip install -q pytest; }
-	$(VENV)/bin/pytest python/tests
+	RILL_PROGRAM_CACHE=$(CURDIR)/$(BUILD)/program-outputs $(VENV)/bin/pytest python/tests
 
 # The Python tests again on the extension built with ASan and UBSan ($(BUILD_SAN), Debug): the
 # interpreter is not instrumented, so the sanitizers' runtimes are preloaded into it (and into
@@ -183,6 +183,7 @@ test-python-asan: build-asan python
 	  rm -f $(BUILD_SAN)/pyroot/rill/*.c && cp $(BUILD_SAN)/python/_*.so $(BUILD_SAN)/pyroot/rill/
 	cd $(BUILD_SAN) && PYTHONPATH=$(CURDIR)/$(BUILD_SAN)/pyroot LD_PRELOAD=$(SAN_PRELOAD) \
 	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 RILL_EXPECT_SANITIZED=1 \
+	  RILL_PROGRAM_CACHE=$(CURDIR)/$(BUILD)/program-outputs \
 	  $(CURDIR)/$(VENV)/bin/pytest -p no:cacheprovider $(CURDIR)/python/tests
 
 # Development: the extension built in $(BUILD) and the source tree's Python files (symlinked, so

@@ -128,8 +128,18 @@ def _close(a, b, tol):
     return abs(a - b) <= tol
 
 
+# Under ASan (the suite's second run) the programs whose exits hold threads and resources the
+# program never closes: queue runners left running, a dataset's prefetch thread, an Estimator,
+# summary writers, sessions never closed; the others ran in the first run, and would take long.
+SANITIZED_PROGRAMS = {"p01_basic_operations.py", "p11_tfdata.py", "p12_queue_images.py",
+                      "p14_tensorboard_basic.py", "p21_random_ops.py", "p22_losses.py"}
+
+
 @pytest.mark.parametrize("name", _program_names())
 def test_program(name, tmp_path):
+    if SANITIZED and name not in SANITIZED_PROGRAMS:
+        pytest.skip("under the sanitizers only the programs of SANITIZED_PROGRAMS run (the "
+                    "others ran in the optimised build's run)")
     spec = SPECS.get(name, Spec())
     tf_out = _tf_output(name, spec, tmp_path)
     rill_out = _rill_output(name, spec, tmp_path)
