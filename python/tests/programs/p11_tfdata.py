@@ -54,6 +54,9 @@ with tf.Session() as sess:
             print("Step " + str(step) + ", Minibatch Loss= " + "{:.4f}".format(loss) +
                   ", Training Accuracy= " + "{:.3f}".format(acc))
     print("Optimization Finished!")
+    # Any tensor can be fed, the iterator's outputs too: the test set through the same network
+    print("Testing Accuracy:", sess.run(accuracy, feed_dict={X: mnist.test.images,
+                                                             Y: mnist.test.labels}))
 
     # Count the test batches until the end of the dataset
     sess.run(test_it.initializer)

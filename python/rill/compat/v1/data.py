@@ -207,8 +207,10 @@ class Dataset:
 
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None):
         attrs = {"reshuffle_each_iteration": ("bool", reshuffle_each_iteration is not False)}
-        if seed is not None:
-            attrs["seed"] = ("int", int(seed))
+        # seeded as a random op (TF's get_seed: the graph seed applies when the op has none)
+        from ._random_ops import _seed_attrs
+        if seed is not None or getattr(_v1().get_default_graph(), "seed", None) is not None:
+            attrs.update(_seed_attrs(seed))
         return self._unary("ShuffleDataset", [_const64(buffer_size, "buffer_size")],
                            attrs=attrs)
 
