@@ -264,6 +264,7 @@ static PyObject *array_of(rill_tensor *t)
         rill_tensor_free(t);
         if (!c) return PyErr_NoMemory();
         t = c;
+        sh = rill_tensor_shape(t); /* the old one went with the tensor it belonged to */
     }
     PyObject *a = PyArray_SimpleNewFromData(sh->rank, dims, nt, rill_tensor_data(t));
     if (!a) {
