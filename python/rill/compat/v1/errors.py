@@ -42,8 +42,10 @@ UnavailableError = _cls("UnavailableError", UNAVAILABLE)
 DataLossError = _cls("DataLossError", DATA_LOSS)
 UnauthenticatedError = _cls("UnauthenticatedError", UNAUTHENTICATED)
 
-_rill.register_errors({c.__init__.__defaults__[0]: c for c in (
+# The class raised for each rill_code, by both extensions (rill._rill, rill._readers).
+BY_CODE = {c.__init__.__defaults__[0]: c for c in (
     CancelledError, UnknownError, InvalidArgumentError, DeadlineExceededError, NotFoundError,
     AlreadyExistsError, PermissionDeniedError, ResourceExhaustedError, FailedPreconditionError,
     AbortedError, OutOfRangeError, UnimplementedError, InternalError, UnavailableError,
-    DataLossError, UnauthenticatedError)})
+    DataLossError, UnauthenticatedError)}
+_rill.register_errors(BY_CODE)

@@ -10,13 +10,7 @@ from . import errors as _errors
 __all__ = ["summary_iterator", "NewCheckpointReader", "load_checkpoint", "list_variables",
            "load_variable", "CheckpointReader"]
 
-_readers.register_errors({c.__init__.__defaults__[0]: c for c in (
-    _errors.CancelledError, _errors.UnknownError, _errors.InvalidArgumentError,
-    _errors.DeadlineExceededError, _errors.NotFoundError, _errors.AlreadyExistsError,
-    _errors.PermissionDeniedError, _errors.ResourceExhaustedError,
-    _errors.FailedPreconditionError, _errors.AbortedError, _errors.OutOfRangeError,
-    _errors.UnimplementedError, _errors.InternalError, _errors.UnavailableError,
-    _errors.DataLossError, _errors.UnauthenticatedError)})
+_readers.register_errors(_errors.BY_CODE)
 
 
 class _Message:
