@@ -87,12 +87,29 @@ def _resolve(root, module, name):
     return hasattr(obj, name)
 
 
+def _test_words():
+    """Every identifier the Python tests and test programs mention (a name no test mentions is
+    certainly untested; one that is mentioned may still be, so this is a floor, not a proof)."""
+    import re
+    words = set()
+    root = os.path.join(HERE, "..", "python", "tests")
+    for d, _, files in os.walk(root):
+        for f in files:
+            if f.endswith(".py"):
+                words.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", open(os.path.join(d, f)).read()))
+    return words
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--generate", action="store_true")
     ap.add_argument("--missing", action="store_true")
     ap.add_argument("--module")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--markdown", action="store_true",
+                    help="print the table as docs/PYTHON.md carries it")
+    ap.add_argument("--untested", action="store_true",
+                    help="list present names that no test under python/tests mentions")
     a = ap.parse_args()
     if a.generate:
         return generate(LIST)
@@ -110,7 +127,12 @@ def main():
         if m == "data.Dataset":
             groups.setdefault("data.Dataset (methods)", []).append((m, n))
             groups.pop("data.Dataset", None)
-    print(f"{'module':34s} {'have':>5s} {'of':>5s} {'%':>6s}")
+    if a.markdown:
+        print("| module | have | of | % | floor |")
+        print("|---|---:|---:|---:|---:|")
+    else:
+        print(f"{'module':34s} {'have':>5s} {'of':>5s} {'%':>6s}")
+    tested = _test_words() if a.untested else None
     failed = []
     for key in groups:
         syms = groups[key]
@@ -118,7 +140,15 @@ def main():
         pct = 100.0 * len(have) / len(syms)
         floor = FLOORS.get(key)
         mark = "" if floor is None else ("  (floor %d %%)" % floor)
-        print(f"{key:34s} {len(have):5d} {len(syms):5d} {pct:6.1f}{mark}")
+        if a.markdown:
+            print(f"| {key} | {len(have)} | {len(syms)} | {pct:.1f} | "
+                  f"{'' if floor is None else '%d %%' % floor} |")
+        else:
+            print(f"{key:34s} {len(have):5d} {len(syms):5d} {pct:6.1f}{mark}")
+        if tested is not None:
+            untested = sorted({n for m, n in have if n not in tested})
+            if untested:
+                print("    untested: " + ", ".join(untested))
         if floor is not None and pct < floor:
             failed.append(key)
         if a.missing:
