@@ -168,7 +168,7 @@ python: venv
 # the installed package is the one imported.
 test-python: python
 	@$(VENV)/bin/python -c 'import pytest' 2>/dev/null || { echo "installing into $(VENV): pytest"; $(VENV)/bin/pip install -q pytest; }
-	RILL_PROGRAM_CACHE=$(CURDIR)/$(BUILD)/program-outputs $(VENV)/bin/pytest python/tests
+	RILL_REQUIRE_TF=1 RILL_PROGRAM_CACHE=$(CURDIR)/$(BUILD)/program-outputs $(VENV)/bin/pytest python/tests
 
 # The Python tests again on the extension built with ASan and UBSan ($(BUILD_SAN), Debug): the
 # interpreter is not instrumented, so the sanitizers' runtimes are preloaded into it (and into

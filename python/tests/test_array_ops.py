@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+import tfref
 
 import rill.compat.v1 as tf
 
@@ -271,17 +272,17 @@ def test_default_names_match_tensorflow():
         tf.one_hot([1], 2), tf.size(x), tf.rank(x), tf.reduce_max(x), tf.reduce_prod(x),
         tf.argmin(x, 0), tf.cumsum(x), tf.cumprod(x)]]
     ours = names(tf.placeholder(tf.float32, [2, 2]))
-    py = os.environ.get("RILL_TF_PYTHON", "/work/main/.venv/bin/python")
+    py = tfref.TF_PY
     if not os.path.exists(py):
-        pytest.skip("no Python with TensorFlow")
+        tfref.skip("no Python with TensorFlow")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     try:
         out = subprocess.run([py, "-c", TF_SCRIPT], capture_output=True, text=True, env=env,
                              timeout=120)
     except subprocess.TimeoutExpired:
-        pytest.skip("TensorFlow took too long to start")
+        tfref.skip("TensorFlow took too long to start")
     if out.returncode != 0:
-        pytest.skip("TensorFlow is not importable: " + out.stderr[-200:])
+        tfref.skip("TensorFlow is not importable: " + out.stderr[-200:])
     theirs = json.loads(out.stdout.strip().splitlines()[-1])
     # TF's Python range op is named "range" and so on; one_hot's default is "one_hot"
     assert ours == theirs

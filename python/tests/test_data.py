@@ -9,10 +9,11 @@ import sys
 
 import numpy as np
 import pytest
+import tfref
 
 import rill.compat.v1 as tf
 
-TF_PYTHON = os.environ.get("RILL_TF_PYTHON", "/work/main/.venv/bin/python")
+TF_PYTHON = tfref.TF_PY
 
 # Each program builds `ds` from the namespace (tf, np) and is run by both.
 PROGRAMS = {
@@ -77,7 +78,7 @@ print(json.dumps(out))
 
 def _run_tf():
     if not os.path.exists(TF_PYTHON):
-        pytest.skip("no TensorFlow interpreter at " + TF_PYTHON)
+        tfref.skip("no TensorFlow interpreter at " + TF_PYTHON)
     src = DRIVER.format(imp="import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()",
                         reset="tf.reset_default_graph()")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -85,7 +86,7 @@ def _run_tf():
     r = subprocess.run([TF_PYTHON, "-c", src, json.dumps(PROGRAMS)], capture_output=True,
                        text=True, env=env, timeout=120)
     if r.returncode != 0:
-        pytest.skip("TensorFlow did not run: " + r.stderr[-500:])
+        tfref.skip("TensorFlow did not run: " + r.stderr[-500:])
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 

@@ -9,10 +9,11 @@ import sys
 
 import numpy as np
 import pytest
+import tfref
 
 import rill.compat.v1 as tf
 
-TF_PY = "/work/main/.venv/bin/python"
+TF_PY = tfref.TF_PY
 
 
 def _run(t, feed=None):
@@ -25,14 +26,14 @@ def _tf_reference(code):
     """Runs code with real TensorFlow (tf = tensorflow.compat.v1) in a subprocess; it prints a
     JSON value, returned here. Skips when TensorFlow is not there."""
     if not os.path.exists(TF_PY):
-        pytest.skip("no TensorFlow venv")
+        tfref.skip("no TensorFlow venv")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
     prog = ("import json, numpy as np\nimport tensorflow.compat.v1 as tf\n"
             "tf.disable_v2_behavior()\n" + code)
     r = subprocess.run([TF_PY, "-c", prog], capture_output=True, text=True, env=env, timeout=120)
     if r.returncode != 0:
-        pytest.skip("TensorFlow reference failed: " + r.stderr[-300:])
+        tfref.skip("TensorFlow reference failed: " + r.stderr[-300:])
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 

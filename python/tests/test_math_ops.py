@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 import pytest
+import tfref
 
 import rill.compat.v1 as tf
 
@@ -105,7 +106,7 @@ print(json.dumps({k: [str(np.asarray(v).dtype), np.asarray(v).astype(np.float64)
                   for k, v in out.items()}))
 '''
 
-TF_PY = "/work/main/.venv/bin/python"
+TF_PY = tfref.TF_PY
 
 
 def _tf_env():
@@ -116,14 +117,7 @@ def _tf_env():
     return env
 
 
-def _have_tf():
-    if not os.path.exists(TF_PY):
-        return False
-    r = subprocess.run([TF_PY, "-c", "import tensorflow"], env=_tf_env(), capture_output=True)
-    return r.returncode == 0
-
-
-need_tf = pytest.mark.skipif(not _have_tf(), reason="TensorFlow is not installed")
+need_tf = tfref.need_tf
 
 
 def _run_tf(src, runner):

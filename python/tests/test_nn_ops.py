@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+import tfref
 
 import rill.compat.v1 as tf
 
@@ -87,7 +88,7 @@ ARRAYS = {"x": X, "l": L, "s": S, "o": O, "m": M, "v": V, "f": F, "y": Y, "df": 
 def tf_ref():
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    py = "/work/main/.venv/bin/python"
+    py = tfref.TF_PY
     if not os.path.exists(py):
         py = sys.executable
     arg = json.dumps([{k: a.tolist() for k, a in ARRAYS.items()}, CASES])
@@ -95,9 +96,9 @@ def tf_ref():
         r = subprocess.run([py, "-c", SCRIPT, arg], env=env, capture_output=True, text=True,
                            timeout=180)
     except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"no TensorFlow to compare with: {e}")
+        tfref.skip(f"no TensorFlow to compare with: {e}")
     if r.returncode != 0:
-        pytest.skip(f"no TensorFlow to compare with: {r.stderr[-400:]}")
+        tfref.skip(f"no TensorFlow to compare with: {r.stderr[-400:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 

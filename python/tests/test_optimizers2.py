@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+import tfref
 
 import rill.compat.v1 as tf
 
@@ -65,16 +66,16 @@ print(json.dumps(out))
 def tf_ref():
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    py = "/work/main/.venv/bin/python"
+    py = tfref.TF_PY
     if not os.path.exists(py):
         py = sys.executable
     try:
         r = subprocess.run([py, "-c", SCRIPT, json.dumps([W0, C, CASES])], env=env,
                            capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"no TensorFlow to compare with: {e}")
+        tfref.skip(f"no TensorFlow to compare with: {e}")
     if r.returncode != 0:
-        pytest.skip(f"no TensorFlow to compare with: {r.stderr[-300:]}")
+        tfref.skip(f"no TensorFlow to compare with: {r.stderr[-300:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 

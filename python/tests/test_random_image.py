@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+import tfref
 
 import rill.compat.v1 as tf
 
@@ -55,7 +56,7 @@ def _tf_env():
 def test_values_equal_tensorflows():
     if subprocess.run([sys.executable, "-c", "import importlib.util as u; "
                        "exit(u.find_spec('tensorflow') is None)"], env=_tf_env()).returncode:
-        pytest.skip("TensorFlow is not installed in this interpreter")
+        tfref.skip("TensorFlow is not installed in this interpreter")
     ref = _run("tensorflow.compat.v1", "tf.disable_eager_execution()", _tf_env())
     got = _run("rill.compat.v1", "", dict(os.environ))
     assert got[2] == ref[2]  # names
@@ -181,7 +182,7 @@ print(json.dumps([[np.asarray(v).tolist() for v in vals], [o.dtype.name for o in
 def test_image_values_equal_tensorflows():
     if subprocess.run([sys.executable, "-c", "import importlib.util as u; "
                        "exit(u.find_spec('tensorflow') is None)"], env=_tf_env()).returncode:
-        pytest.skip("TensorFlow is not installed in this interpreter")
+        tfref.skip("TensorFlow is not installed in this interpreter")
 
     def run(mod, prelude, env):
         p = subprocess.run([sys.executable, "-c", IMAGE_PROGRAM.format(mod=mod, prelude=prelude)],
@@ -257,7 +258,7 @@ def test_codecs_against_tensorflow(tmp_path):
         pytest.skip("rill has no uint8 dtype in this build (the element-wise work adds it)")
     if subprocess.run([sys.executable, "-c", "import importlib.util as u; "
                        "exit(u.find_spec('tensorflow') is None)"], env=_tf_env()).returncode:
-        pytest.skip("TensorFlow is not installed in this interpreter")
+        tfref.skip("TensorFlow is not installed in this interpreter")
     d = str(tmp_path)
     # rill's PNG first, for TF to decode
     yy, xx = np.mgrid[0:45, 0:61]
