@@ -17,7 +17,7 @@ from ... import _rill
 from . import errors  # noqa: F401  (tf.errors)
 from .dtypes import (DType, as_dtype, bool, float16, float32, float64, half,  # noqa: F401
                      int32, int64, string)
-from .dtypes import bfloat16, int8, int16, uint8, uint16  # noqa: F401,E402
+from .dtypes import bfloat16, double, int8, int16, uint8, uint16  # noqa: F401,E402
 
 __all__ = []
 
@@ -1264,7 +1264,20 @@ class Session:
             pass
 
 
-InteractiveSession = Session
+class InteractiveSession(Session):
+    """TF's InteractiveSession: a Session that makes itself the default session when made (so
+    that Tensor.eval() and Operation.run() need no `with`), until close()."""
+
+    def __init__(self, target="", graph=None, config=None):
+        super().__init__(target, graph, config)
+        self._default = _session_context(self)
+        self._default.__enter__()
+
+    def close(self):
+        d, self._default = getattr(self, "_default", None), None
+        if d is not None:
+            d.__exit__(None, None, None)
+        super().close()
 
 
 @_contextlib.contextmanager

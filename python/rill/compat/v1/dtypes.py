@@ -5,7 +5,14 @@ import numpy as _np
 
 
 class DType:
-    def __init__(self, enum, name, np_type):
+    """A dtype; DType(enum) makes the one with TF's DataType number enum, as tf.DType does."""
+
+    def __init__(self, enum, name=None, np_type=None):
+        if name is None:
+            known = _BY_ENUM.get(enum) if isinstance(enum, int) else None
+            if known is None:
+                raise TypeError(f"types_pb2.DataType {enum!r} is not a valid DataType")
+            name, np_type = known.name, known.as_numpy_dtype
         self._enum, self._name, self._np = enum, name, np_type
 
     @property
@@ -106,6 +113,7 @@ class DType:
         return f"tf.{self._name}"
 
 
+_BY_ENUM = {}
 float32 = DType(1, "float32", _np.float32)
 float64 = DType(2, "float64", _np.float64)
 int32 = DType(3, "int32", _np.int32)
@@ -127,7 +135,7 @@ double = float64
 
 _ALL = [float32, float64, int32, string, int64, bool, float16, int8, int16, uint8, uint16,
         bfloat16]
-_BY_ENUM = {d.enum: d for d in _ALL}
+_BY_ENUM.update({d.enum: d for d in _ALL})
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update({"float": float32, "double": float64, "half": float16, "int": int32})
 

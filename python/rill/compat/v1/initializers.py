@@ -5,8 +5,10 @@ Every variance-scaling initializer is, once the variable's shape is known, one o
 initializers rill's C library makes itself (uniform in [-limit, limit), a truncated normal, a
 normal): _spec_for(shape, dtype) gives that (kind, a, b, seed) to get_variable. Called as TF's
 initializers are, init(shape, dtype, partition_info) makes the random op and returns its tensor.
-Orthogonal is computed at graph-build time (numpy's QR of a seeded normal matrix) and stored as a
-constant: its values are orthogonal as TF's, not TF's own draws."""
+Orthogonal is computed at graph-build time and stored as a constant: the normal matrix TF's
+random_normal draws (run once in a graph of its own with the variable's graph seed and the
+initializer's seed, so a seeded one is TF's draw), then numpy's QR with TF's sign rule: a seeded
+orthogonal initializer gives TF's values (to rounding; QR with that rule is unique)."""
 import math as _math
 import sys as _sys
 import types as _types
@@ -178,13 +180,26 @@ class Orthogonal:
             raise ValueError("The tensor to initialize must be at least two-dimensional")
         dt = tf.as_dtype(dtype if dtype is not None else (self.dtype or tf.float32))
         rows, cols = int(_np.prod(shape[:-1])), shape[-1]
-        rng = _np.random.RandomState(self.seed)
-        a = rng.normal(size=(max(rows, cols), min(rows, cols)))
-        q, r = _np.linalg.qr(a)
+        a = _normal_draw((max(rows, cols), min(rows, cols)), dt, self.seed)
+        q, r = _np.linalg.qr(a.astype(_np.float64))
         q *= _np.sign(_np.diag(r))
         if rows < cols:
             q = q.T
         return tf.constant((self.gain * q).reshape(shape).astype(dt.as_numpy_dtype), dtype=dt)
+
+
+def _normal_draw(shape, dtype, seed):
+    """What tf.random_normal(shape, dtype, seed=seed) draws first in the default graph (its graph
+    seed), drawn by a graph and session of their own."""
+    tf = _tf()
+    g = tf.Graph()
+    graph_seed = getattr(tf.get_default_graph(), "seed", None)
+    with g.as_default():
+        if graph_seed is not None:
+            tf.set_random_seed(graph_seed)
+        t = tf.random_normal(list(shape), dtype=dtype, seed=seed)
+        with tf.Session(graph=g) as s:
+            return s.run(t)
 
 
 def variance_scaling_initializer(scale=1.0, mode="fan_in", distribution="truncated_normal",
