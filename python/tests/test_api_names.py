@@ -150,6 +150,25 @@ with tf.Session() as s:
     for n, val in s.run(vs).items():
         put("init_" + n, np.round(val.astype(np.float64), 4))
 
+# --- constant initializers and constants of lists; tf.double/tf.half
+tf.reset_default_graph()
+errs = []
+for f in (lambda: tf.constant([1.0, 2.0, 3.0], shape=[2]),
+          lambda: tf.constant([1.0, 2.0], shape=[2, 2], verify_shape=True),
+          lambda: tf.get_variable("big", [2], initializer=tf.constant_initializer([1, 2, 3]))):
+    try:
+        f()
+        errs.append("ok")
+    except (TypeError, ValueError) as e:
+        errs.append([type(e).__name__, str(e)])
+put("constant_errors", errs)
+cv = tf.get_variable("cv", [2, 3], initializer=tf.constant_initializer([1, 2, 3]))
+dk = tf.layers.dense(tf.ones([1, 2]), 2, kernel_initializer=tf.constant_initializer(np.eye(2) * 3))
+put("double_half", [tf.double.name, tf.half.name, tf.constant(1, tf.double).dtype.name])
+with tf.Session() as s:
+    s.run(tf.global_variables_initializer())
+    put("constant_init", [a.tolist() for a in s.run([cv, dk, tf.constant([1.0, 2.0], shape=[2, 2])])])
+
 # --- contrib.layers
 tf.reset_default_graph()
 img = tf.placeholder(tf.float32, [None, 6, 6, 2])

@@ -725,15 +725,18 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
     if shape is not None:
         shape = [int(d) for d in shape]
         n = int(_np.prod(shape)) if shape else 1
+        if verify_shape and list(arr.shape) != shape:
+            raise TypeError(f"Expected Tensor's shape: {tuple(shape)}, but got {arr.shape}.")
+        if arr.size > n:
+            raise ValueError(f"Too many elements provided. Takes at most {n}, but got "
+                             f"{arr.size}.")
         if arr.size == n:
             arr = arr.reshape(shape)
         elif arr.size == 1:
             arr = _np.full(shape, arr.reshape(()), dtype=arr.dtype)
-        elif arr.size < n and arr.ndim <= 1 and not verify_shape:
+        else:  # fewer: TF 1.x repeats the last one
             flat = _np.concatenate([arr.reshape(-1), _np.repeat(arr.reshape(-1)[-1:], n - arr.size)])
             arr = flat.reshape(shape)
-        else:
-            raise TypeError(f"Expected Tensor's shape: {tuple(shape)}, got {arr.shape}.")
     g = get_default_graph()
     op = g._make("Const", name, (), {"value": ("tensor", (arr, dt.enum)), "dtype": _attr_type(dt)})
     return op.outputs[0]
@@ -844,8 +847,23 @@ def ones_initializer(dtype=None):
     return _Initializer("ones", dtype=dtype)
 
 
+class _ConstantInitializer:
+    """tf.constant_initializer of a list or array: tf.constant(value, dtype, shape) of the
+    variable's shape (fewer values repeat the last one, as TF 1.x's constant does)."""
+
+    def __init__(self, value, dtype=None, verify_shape=False):
+        self.value, self.dtype, self.verify_shape = _np.asarray(value), dtype, verify_shape
+
+    def __call__(self, shape, dtype=None, partition_info=None, verify_shape=None):
+        v = self.verify_shape if verify_shape is None else verify_shape
+        return constant(self.value, dtype=dtype or self.dtype or float32, shape=shape,
+                        verify_shape=v)
+
+
 def constant_initializer(value=0, dtype=None, verify_shape=False):
-    return _Initializer("constant", value, dtype=dtype)
+    if _np.ndim(value) == 0 and not isinstance(value, (list, tuple)):
+        return _Initializer("constant", value, dtype=dtype)
+    return _ConstantInitializer(value, dtype, verify_shape)
 
 
 def random_normal_initializer(mean=0.0, stddev=1.0, seed=None, dtype=None):
