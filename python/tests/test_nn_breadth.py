@@ -197,6 +197,22 @@ def test_backprop_v2(tf_ref):
     np.testing.assert_allclose(vb, tf_ref["bp_input"][0], rtol=1e-4, atol=1e-4)
 
 
+def test_all_candidate_sampler():
+    """TF 2.15 gives [0 .. 5], ones [3, 2] and ones [6] (AllCandidateSampler)."""
+    tc = tf.constant(np.array([[1, 2], [3, 4], [0, 5]], np.int64))
+    for fn in (tf.nn.all_candidate_sampler, tf.random.all_candidate_sampler):
+        r = fn(tc, 2, 6, True, seed=3)
+        assert r.sampled_candidates.dtype == tf.int64
+        assert r.true_expected_count.shape.as_list() == [3, 2]
+        with tf.Session() as s:
+            a, b, c = s.run(list(r))
+        np.testing.assert_array_equal(a, np.arange(6))
+        np.testing.assert_array_equal(b, np.ones((3, 2), np.float32))
+        np.testing.assert_array_equal(c, np.ones(6, np.float32))
+    with pytest.raises(TypeError, match="int64"):
+        tf.nn.all_candidate_sampler(tf.constant([[1]]), 1, 2, True)
+
+
 def test_errors():
     x = tf.constant(ARRAYS["x"])
     with pytest.raises(ValueError, match="rate 0 cannot be less than one"):

@@ -21,7 +21,7 @@ __all__ = ["avg_pool1d", "avg_pool2d", "avg_pool_v2", "max_pool1d", "max_pool2d"
            "crelu", "relu_layer", "silu", "swish", "zero_fraction", "compute_average_loss",
            "scale_regularization_loss", "sufficient_statistics", "normalize_moments",
            "weighted_moments", "log_poisson_loss", "batch_norm_with_global_normalization",
-           "max_pool_with_argmax", "dilation2d", "erosion2d"]
+           "max_pool_with_argmax", "dilation2d", "erosion2d", "all_candidate_sampler"]
 # top-level tf names (wired into tf by _install)
 _TOP = ["conv2d_backprop_filter_v2", "conv2d_backprop_input_v2"]
 
@@ -663,6 +663,37 @@ def erosion2d(value, kernel, strides, rates, padding, name=None):
                            name=sc.rstrip("/") if sc else None)
 
 
+def all_candidate_sampler(true_classes, num_true, num_sampled, unique, seed=None, name=None):
+    """All classes 0 .. num_sampled - 1 (int64), every expected count 1 (TF's
+    AllCandidateSampler, deterministic: seed and unique do not change it)."""
+    from ._embedding_ops import CandidateSampler
+    tf = _tf()
+    if isinstance(true_classes, (tf.Tensor, tf.Variable)):
+        tc = _t(true_classes)
+        if tc.dtype != tf.int64:
+            raise TypeError(f"Value passed to parameter 'true_classes' has DataType "
+                            f"{tc.dtype.name} not in list of allowed values: int64")
+    else:
+        tc = _t(_np.asarray(true_classes, _np.int64))
+    if tc.shape.ndims is not None and tc.shape.ndims != 2:
+        raise ValueError(f"Shape must be rank 2 but is rank {tc.shape.ndims} for "
+                         "'AllCandidateSampler' (op: 'AllCandidateSampler')")
+    n = int(num_sampled)
+    if n < 1:
+        raise ValueError(f"num_sampled must be >= 1, got {n}")
+    with tf.name_scope(name or "AllCandidateSampler"):
+        sampled = tf.constant(_np.arange(n, dtype=_np.int64), name="sampled_candidates")
+        true_exp = tf.ones_like(tf.cast(tc, tf.float32), name="true_expected_count")
+        sampled_exp = tf.constant(_np.ones(n, _np.float32), name="sampled_expected_count")
+    return CandidateSampler(sampled, true_exp, sampled_exp)
+
+
 def _install(tf):
+    import types
     for n in _TOP:
         setattr(tf, n, globals()[n])
+    space = getattr(tf, "random", None)
+    if space is None:
+        space = types.SimpleNamespace()
+        tf.random = space
+    space.all_candidate_sampler = all_candidate_sampler  # tf.random.all_candidate_sampler
