@@ -213,6 +213,21 @@ def test_all_candidate_sampler():
         tf.nn.all_candidate_sampler(tf.constant([[1]]), 1, 2, True)
 
 
+def test_collapse_repeated():
+    """TF 2.15's values for these labels and lengths (run once, written here)."""
+    labels = np.array([[1, 1, 2, 2, 3, 0], [4, 4, 4, 5, 5, 5], [7, 8, 8, 9, 9, 9]], np.int32)
+    a, b = tf.nn.collapse_repeated(tf.constant(labels), tf.constant([5, 6, 4]))
+    with tf.Session() as s:
+        va, vb = s.run([a, b])
+    np.testing.assert_array_equal(va, [[1, 2, 3], [4, 5, 0], [7, 8, 9]])
+    np.testing.assert_array_equal(vb, [3, 2, 3])
+    a, b = tf.nn.collapse_repeated(tf.constant([[2, 2, 2, 2]]), tf.constant([2]))
+    with tf.Session() as s:
+        va, vb = s.run([a, b])
+    np.testing.assert_array_equal(va, [[2]])
+    np.testing.assert_array_equal(vb, [1])
+
+
 def test_errors():
     x = tf.constant(ARRAYS["x"])
     with pytest.raises(ValueError, match="rate 0 cannot be less than one"):

@@ -21,7 +21,8 @@ __all__ = ["avg_pool1d", "avg_pool2d", "avg_pool_v2", "max_pool1d", "max_pool2d"
            "crelu", "relu_layer", "silu", "swish", "zero_fraction", "compute_average_loss",
            "scale_regularization_loss", "sufficient_statistics", "normalize_moments",
            "weighted_moments", "log_poisson_loss", "batch_norm_with_global_normalization",
-           "max_pool_with_argmax", "dilation2d", "erosion2d", "all_candidate_sampler"]
+           "max_pool_with_argmax", "dilation2d", "erosion2d", "all_candidate_sampler",
+           "collapse_repeated"]
 # top-level tf names (wired into tf by _install)
 _TOP = ["conv2d_backprop_filter_v2", "conv2d_backprop_input_v2"]
 
@@ -686,6 +687,38 @@ def all_candidate_sampler(true_classes, num_true, num_sampled, unique, seed=None
         true_exp = tf.ones_like(tf.cast(tc, tf.float32), name="true_expected_count")
         sampled_exp = tf.constant(_np.ones(n, _np.float32), name="sampled_expected_count")
     return CandidateSampler(sampled, true_exp, sampled_exp)
+
+
+def collapse_repeated(labels, seq_length, name=None):
+    """(labels with each run of repeats merged into one, the new lengths), left-aligned and
+    zero-padded to the longest new length: TF's composition (masks, Where, ScatterNd)."""
+    tf = _tf()
+    with tf.name_scope(name or "collapse_repeated_labels"):
+        labels = _t(labels)
+        seq_length = _t(seq_length)
+        first = tf.equal(labels[:, :1], labels[:, :1])  # all true
+        label_mask = tf.concat([first, tf.not_equal(labels[:, 1:], labels[:, :-1])], axis=1)
+        # positions 0 .. T - 1 (T = labels' second dimension) as an exclusive cumsum of ones
+        pos = tf.expand_dims(tf.cumsum(tf.ones_like(labels[0], dtype=tf.int32), exclusive=True),
+                             0)
+
+        def seq_mask(lengths):
+            return tf.less(pos, tf.expand_dims(tf.cast(lengths, tf.int32), 1))
+
+        label_mask = tf.logical_and(label_mask, seq_mask(seq_length))
+        new_len = tf.reduce_sum(tf.cast(label_mask, tf.int32), axis=1)
+        new_maxlen = tf.reduce_max(new_len)
+        flat_labels = tf.reshape(labels, [-1])
+        flat_label_mask = tf.reshape(label_mask, [-1])
+        flat_idx_mask = tf.reshape(seq_mask(new_len), [-1])
+        keep = tf.reshape(tf.where(flat_idx_mask), [-1, 1])  # int64 coordinates
+        vals = tf.gather(flat_labels, tf.reshape(tf.where(flat_label_mask), [-1]))
+        flat = tf.scatter_nd(keep, vals, tf.cast(tf.reshape(tf.size(flat_idx_mask), [1]),
+                                                 tf.int64))
+        batch = tf.shape(labels)[0]
+        cols = tf.reshape(tf.where(tf.less(pos[0], new_maxlen)), [-1])  # 0 .. new_maxlen - 1
+        out = tf.gather(tf.reshape(flat, tf.stack([batch, -1])), cols, axis=1)
+        return out, tf.cast(new_len, seq_length.dtype)
 
 
 def _install(tf):
