@@ -1370,3 +1370,5 @@ from .image import read_file, write_file  # noqa: E402,F401  (tf.read_file, tf.w
 io.read_file, io.write_file = read_file, write_file  # tf.io.read_file, tf.io.write_file
 for _n in ("decode_jpeg", "encode_jpeg", "decode_png", "encode_png", "decode_image"):
     setattr(io, _n, getattr(image, _n))  # tf.io.decode_jpeg, ...
+from . import _nn_breadth as _nnb  # noqa: E402
+_nnb._install(__import__("sys").modules[__name__])  # tf.conv2d_backprop_filter_v2, ..._input_v2

@@ -761,3 +761,4 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
                                trainable=trainable, virtual_batch_size=virtual_batch_size,
                                adjustment=adjustment, name=name, _scope=name, _reuse=reuse)
     return layer(inputs, training=training)
+from ._layers_breadth import *  # noqa: E402,F401,F403  (Conv1D, pooling 1-D, SeparableConv1D/2D, ...)
