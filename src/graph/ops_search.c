@@ -174,7 +174,7 @@ static void dynamic_partition_grad(rill_graph *g, rill_node *n, const rill_outpu
     int np = n->noutputs;
     if (np > 64) return;
     rill_output data = n->inputs[0], parts = n->inputs[1];
-    rill_output size = out0(rill__node_create(g, "Size", NULL, &data, 1, NULL, 0));
+    rill_output size = out0(rill__node_create(g, "Size", NULL, &parts, 1, NULL, 0));
     if (rill_output_dtype(size) != RILL_INT32) size = rill_cast(g, size, RILL_INT32, NULL);
     rill_output rin[] = {rill_const_scalar(g, RILL_INT32, 0, "zero"), size,
                          rill_const_scalar(g, RILL_INT32, 1, "one")};
