@@ -1339,3 +1339,6 @@ from .image import read_file, write_file  # noqa: E402,F401  (tf.read_file, tf.w
 io.read_file, io.write_file = read_file, write_file  # tf.io.read_file, tf.io.write_file
 for _n in ("decode_jpeg", "encode_jpeg", "decode_png", "encode_png", "decode_image"):
     setattr(io, _n, getattr(image, _n))  # tf.io.decode_jpeg, ...
+from ._index_ops import *  # noqa: E402,F401,F403  (tf.segment_max, tf.tensor_scatter_nd_add, tf.sort, ...)
+from . import _index_ops as _idxops  # noqa: E402
+_idxops._install(__import__("sys").modules[__name__])  # tf.math.segment_max, ...
