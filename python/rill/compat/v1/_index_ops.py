@@ -62,7 +62,8 @@ def _idx(x):
     if a.dtype.kind not in "iu":
         raise TypeError(f"Value passed to parameter 'indices' has DataType {a.dtype} not in list "
                         "of allowed values: int32, int64")
-    return _t(a.astype(_np.int64 if a.dtype == _np.int64 else _np.int32))
+    keep64 = isinstance(x, (_np.ndarray, _np.generic)) and a.dtype == _np.int64
+    return _t(a.astype(_np.int64 if keep64 else _np.int32))
 
 
 def _num(x):
