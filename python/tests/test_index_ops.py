@@ -10,10 +10,11 @@ import tempfile
 
 import numpy as np
 import pytest
+import tfref
 
 import rill.compat.v1 as rtf
 
-TF_PYTHON = os.environ.get("RILL_TF_PYTHON", "/work/venv215/bin/python")
+TF_PYTHON = tfref.TF_PY
 
 _X = "x = tf.constant(np.linspace(-2, 2.5, 12).reshape(6, 2) ** 2 - 1.3, tf.float64)\n"
 
@@ -165,7 +166,7 @@ pickle.dump(res, open(sys.argv[2], "wb"))
 @pytest.fixture(scope="module")
 def tf_results():
     if not os.path.exists(TF_PYTHON):
-        pytest.skip(f"no TensorFlow interpreter at {TF_PYTHON}")
+        tfref.skip(f"no TensorFlow interpreter at {TF_PYTHON}")
     with tempfile.TemporaryDirectory() as d:
         cases, outp, drv = (os.path.join(d, n) for n in ("cases.json", "out.pkl", "drv.py"))
         with open(cases, "w") as f:

@@ -1,5 +1,5 @@
 """tf.layers against TensorFlow 2.15's tf.compat.v1.layers (variable names, shapes,
-collections; a reference in a subprocess when /work/venv215 exists) and numpy (forward values
+collections; a reference in a subprocess, tests/tfref.py) and numpy (forward values
 from the same weights); training an MLP and a CNN lowers the loss."""
 import json
 import os
@@ -8,10 +8,11 @@ import sys
 
 import numpy as np
 import pytest
+import tfref
 
 import rill.compat.v1 as tf
 
-TF215 = "/work/venv215/bin/python"
+TF215 = tfref.TF_PY
 
 BUILD = """
 x = tf.placeholder(tf.float32, [None, 8, 8, 3], name="x")
@@ -41,7 +42,7 @@ out = dict(
 
 def _reference():
     if not os.path.exists(TF215):
-        pytest.skip("no TF 2.15 reference at " + TF215)
+        tfref.skip("no TF 2.15 reference at " + TF215)
     code = ("import json, tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n" + BUILD +
             "print('JSON' + json.dumps(out))")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -295,7 +296,7 @@ def test_batch_normalization_fused_matches_tf():
     got = json.loads(json.dumps(ns["out"]))
     assert "FusedBatchNormV3" in got["types"]
     if ref is None:
-        pytest.skip("no TF 2.15 reference at " + TF215)
+        tfref.skip("no TF 2.15 reference at " + TF215)
     assert got["types"] == ref["types"]
     assert got["updates"] == ref["updates"]
     assert sorted(got["vars"]) == sorted(ref["vars"])

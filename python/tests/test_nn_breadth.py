@@ -7,10 +7,11 @@ import subprocess
 
 import numpy as np
 import pytest
+import tfref
 
 import rill.compat.v1 as tf
 
-TF_PY = "/work/venv215/bin/python"
+TF_PY = tfref.TF_PY
 
 
 @pytest.fixture(autouse=True)
@@ -150,7 +151,7 @@ def run_tf(script, payload):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
     if not os.path.exists(TF_PY):
-        pytest.skip("no TensorFlow to compare with")
+        tfref.skip("no TensorFlow to compare with")
     r = subprocess.run([TF_PY, "-c", script], input=json.dumps(payload), env=env,
                        capture_output=True, text=True, timeout=300)
     if r.returncode != 0:

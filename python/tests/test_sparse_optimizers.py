@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+import tfref
 
 import rill.compat.v1 as tf
 
@@ -71,16 +72,16 @@ exec(BODY)  # run_case under rill
 def tf_ref():
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    py = "/work/venv215/bin/python"
+    py = tfref.TF_PY
     if not os.path.exists(py):
         py = sys.executable
     try:
         r = subprocess.run([py, "-c", SCRIPT, json.dumps([EMB0, W, IDS, CASES])], env=env,
                            capture_output=True, text=True, timeout=180)
     except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"no TensorFlow to compare with: {e}")
+        tfref.skip(f"no TensorFlow to compare with: {e}")
     if r.returncode != 0:
-        pytest.skip(f"no TensorFlow to compare with: {r.stderr[-300:]}")
+        tfref.skip(f"no TensorFlow to compare with: {r.stderr[-300:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
