@@ -112,7 +112,7 @@ out = [tf.setdiff1d([1, 5, 3, 5, 7], [5, 8]).out, tf.setdiff1d([1., 5, 3], [5.],
     "partition_stitch": _X + """
 parts = tf.dynamic_partition(x, [1, 0, 2, 1, 1, 0], 3)
 st = tf.dynamic_stitch([[0, 2], [1, 3]], [[[1., 2], [3, 4]], [[5., 6], [7, 8]]])
-st2 = tf.dynamic_stitch([[4, 0], [1]], [x[:2] * 2, x[2:3]])
+st2 = tf.dynamic_stitch([[4, 0], [1, 3, 2]], [x[:2] * 2, x[2:5]])  # TF leaves unnamed rows unset
 l = tf.reduce_sum(parts[0] ** 2) + 3 * tf.reduce_sum(parts[1])
 out = parts + [st, st2, tf.gradients(l, x)[0], tf.gradients(tf.reduce_sum(st2 ** 2), x)[0],
                tf.dynamic_partition(tf.reshape(x, [3, 2, 2]), [[0, 1], [1, 1], [0, 0]], 2)[1]]
