@@ -180,7 +180,7 @@ def clip_by_average_norm(t, clip_norm, name=None):
     with tf.name_scope(name or "clip_by_average_norm"):
         t = _t(t)
         cn = _t(clip_norm, t.dtype)
-        n = tf.cast(tf.size(t), t.dtype)
+        n = tf.cast(tf.size(t), tf.float32)  # float32, as TF's (other dtypes fail there too)
         inv = tf.rsqrt(tf.reduce_sum(t * t))
         values = t * cn * tf.minimum(inv * n, tf.truediv(tf.constant(1.0, t.dtype), cn))
     return tf.identity(values, name=name or "clip_by_average_norm")
