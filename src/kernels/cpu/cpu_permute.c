@@ -6,6 +6,7 @@
 #include "../../graph/ops_permute.h"
 #include "../../graph/ops_shape.h"
 #include "cpu_kernels.h"
+#include "cpu_permute.h"
 
 #include <string.h>
 
@@ -20,7 +21,7 @@ static void copy_elem(rill_tensor *y, int64_t i, const rill_tensor *x, int64_t j
     memcpy((char *)y->buf->data + (size_t)i * es, (const char *)x->buf->data + (size_t)j * es, es);
 }
 
-static bool check(rill__kctx *ctx, const rill_tensor *x, const rill_tensor *len)
+bool rill__permute_check_run(rill__kctx *ctx, const rill_tensor *x, const rill_tensor *len)
 {
     rill_status *s = rill__scratch_status();
     if (!rill__permute_check(ctx->node, x->shape, len ? len->shape : rill_shape_vector(-1), s)) {
@@ -30,23 +31,32 @@ static bool check(rill__kctx *ctx, const rill_tensor *x, const rill_tensor *len)
     return true;
 }
 
+void rill__roll_shifts(const rill_node *n, const rill_shape *x, int64_t *sh)
+{
+    int ns, na, r = x->rank;
+    const int64_t *shift = rill__ints_attr(n, "shift", &ns);
+    const int64_t *axis = rill__ints_attr(n, "axis", &na);
+    for (int d = 0; d < r; d++) sh[d] = 0;
+    for (int i = 0; i < na && i < ns; i++) {
+        int a = (int)(axis[i] < 0 ? axis[i] + r : axis[i]);
+        sh[a] += shift[i] % (x->dims[a] ? x->dims[a] : 1); /* repeated axes add up, as TF's */
+    }
+    for (int d = 0; d < r; d++) {
+        int64_t k = x->dims[d];
+        sh[d] = k ? ((sh[d] % k) + k) % k : 0;
+    }
+}
+
 static void roll_kernel(rill__kctx *ctx)
 {
     const rill_tensor *x = ctx->inputs[0];
-    if (!check(ctx, x, NULL)) return;
-    int ns, na, r = x->shape.rank;
-    const int64_t *shift = rill__ints_attr(ctx->node, "shift", &ns);
-    const int64_t *axis = rill__ints_attr(ctx->node, "axis", &na);
-    int64_t sh[RILL_MAX_DIMS] = {0}, stride[RILL_MAX_DIMS];
-    for (int i = 0; i < na; i++) {
-        int a = (int)(axis[i] < 0 ? axis[i] + r : axis[i]);
-        sh[a] += shift[i]; /* repeated axes add up, as TF's */
-    }
-    for (int d = r - 1, st = 1; d >= 0; d--) {
+    if (!rill__permute_check_run(ctx, x, NULL)) return;
+    int r = x->shape.rank;
+    int64_t sh[RILL_MAX_DIMS], stride[RILL_MAX_DIMS];
+    rill__roll_shifts(ctx->node, &x->shape, sh);
+    for (int64_t d = r - 1, st = 1; d >= 0; d--) {
         stride[d] = st;
         st *= x->shape.dims[d];
-        int64_t n = x->shape.dims[d];
-        sh[d] = n ? ((sh[d] % n) + n) % n : 0;
     }
     rill_tensor *y = rill__kctx_alloc_output(ctx, 0, x->dtype, &x->shape);
     if (!y) return;
@@ -64,35 +74,44 @@ static void roll_kernel(rill__kctx *ctx)
     }
 }
 
-static void reverse_sequence_kernel(rill__kctx *ctx)
+bool rill__reverse_sequence_lengths_ok(rill__kctx *ctx, const rill_tensor *x,
+                                       const rill_tensor *len)
 {
-    const rill_tensor *x = ctx->inputs[0], *len = ctx->inputs[1];
-    if (!check(ctx, x, len)) return;
     const rill_node *n = ctx->node;
     int sd = (int)rill__attr_int(n, "seq_dim", -1), bd = (int)rill__attr_int(n, "batch_dim", 0);
-    int r = x->shape.rank;
     if (len->numel != x->shape.dims[bd]) {
         rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
                         "Length of seq_lengths != input.dims(%d), (%lld vs. %lld)", bd,
                         (long long)len->numel, (long long)x->shape.dims[bd]);
-        return;
+        return false;
     }
     for (int64_t b = 0; b < len->numel; b++) {
         int64_t l = rill_tensor_get_int64(len, b);
         if (l < 0) {
             rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "seq_lens(%lld) < 0", (long long)b);
-            return;
+            return false;
         }
         if (l > x->shape.dims[sd]) {
             rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "seq_lens(%lld) > input.dims(%d)",
                             (long long)b, sd);
-            return;
+            return false;
         }
     }
+    return true;
+}
+
+static void reverse_sequence_kernel(rill__kctx *ctx)
+{
+    const rill_tensor *x = ctx->inputs[0], *len = ctx->inputs[1];
+    if (!rill__permute_check_run(ctx, x, len)) return;
+    if (!rill__reverse_sequence_lengths_ok(ctx, x, len)) return;
+    const rill_node *n = ctx->node;
+    int sd = (int)rill__attr_int(n, "seq_dim", -1), bd = (int)rill__attr_int(n, "batch_dim", 0);
+    int r = x->shape.rank;
     rill_tensor *y = rill__kctx_alloc_output(ctx, 0, x->dtype, &x->shape);
     if (!y) return;
     int64_t stride[RILL_MAX_DIMS];
-    for (int d = r - 1, st = 1; d >= 0; d--) {
+    for (int64_t d = r - 1, st = 1; d >= 0; d--) {
         stride[d] = st;
         st *= x->shape.dims[d];
     }
