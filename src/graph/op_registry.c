@@ -29,6 +29,7 @@ extern const rill__op_def rill__ops_queue[];
 extern const rill__op_def rill__ops_random[];
 extern const rill__op_def rill__ops_image[];
 extern const rill__op_def rill__ops_permute[];
+extern const rill__op_def rill__ops_linalg[];
 
 /* One table a line (a new op file appends its own). */
 static const rill__op_def *const *op_tables(void)
@@ -59,6 +60,7 @@ static const rill__op_def *const *op_tables(void)
         rill__ops_random,
         rill__ops_image,
         rill__ops_permute,
+        rill__ops_linalg,
         NULL,
     };
     // clang-format on

@@ -36,6 +36,7 @@ extern const rill__kernel_def rill__cpu_kernels_random[];
 extern const rill__kernel_def rill__cpu_kernels_image[];
 extern const rill__kernel_def rill__cpu_kernels_image_codec[];
 extern const rill__kernel_def rill__cpu_kernels_permute[];
+extern const rill__kernel_def rill__cpu_kernels_linalg[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -103,6 +104,7 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_reduce,
         rill__cpu_kernels_shape,
         rill__cpu_kernels_permute,
+        rill__cpu_kernels_linalg,
         NULL,
     };
     return t;
