@@ -28,7 +28,10 @@ INPUTS = {
     "IMG": rs.randn(2, 5, 6, 3), "S4": rs.randn(1, 4, 6, 8), "SB": rs.randn(4, 2, 3, 2),
     "Y0": np.array([0.0, 2.0, -0.5, 0.0]), "XL": np.array([1e3, -3.0, 0.0, 40.0, -40.0]),
     "F": np.array([300.0, -5.0, 12.7, np.inf, -np.inf]),
+    "Q": rs.randn(2, 3, 3) + 3 * np.eye(3), "R": rs.randn(2, 3, 2),
 }
+_m = rs.randn(2, 4, 4)
+INPUTS["PD"] = _m @ np.swapaxes(_m, 1, 2) + 4 * np.eye(4)
 CASES = {
     "clip_by_norm": ("tf.clip_by_norm(X, 2.0)", ["X"], True),
     "clip_by_norm_axes": ("tf.clip_by_norm(X, 1.5, axes=[2])", ["X"], True),
@@ -103,6 +106,22 @@ CASES = {
     "broadcast_dynamic_shape": ("tf.broadcast_dynamic_shape(tf.constant([2, 1, 3]), tf.constant([4, 1]))", [], False),
     "parallel_stack": ("tf.parallel_stack([V, V * 2.0])", [], False),
     "to_bfloat16": ("tf.cast(tf.to_bfloat16(V), tf.float32)", [], False),
+    "matrix_inverse": ("tf.matrix_inverse(Q)", ["Q"], True),
+    "matrix_inverse_adj": ("tf.matrix_inverse(Q, adjoint=True)", ["Q"], True),
+    "linalg_inv_f32": ("tf.linalg.inv(tf.cast(Q, tf.float32))", [], False),
+    "matrix_determinant": ("tf.matrix_determinant(Q)", ["Q"], True),
+    "linalg_det": ("tf.linalg.det(M)", ["M"], True),
+    "matrix_solve": ("tf.matrix_solve(Q, R)", ["Q", "R"], True),
+    "matrix_solve_adj": ("tf.linalg.solve(Q, R, adjoint=True)", ["Q", "R"], True),
+    "cholesky": ("tf.cholesky(PD)", ["PD"], True),
+    "linalg_cholesky": ("tf.linalg.cholesky(PD[0])", ["PD"], True),
+    "triangular_solve": ("tf.matrix_triangular_solve(Q, R)", ["Q", "R"], True),
+    "triangular_solve_upper_adj": ("tf.linalg.triangular_solve(Q, R, lower=False, adjoint=True)", ["Q", "R"], True),
+    "logdet": ("tf.linalg.logdet(PD)", ["PD"], True),
+    "linalg_adjoint": ("tf.linalg.adjoint(X)", ["X"], True),
+    "linalg_matmul_batch": ("tf.linalg.matmul(X, B)", ["X", "B"], True),
+    "linalg_matmul_adj": ("tf.linalg.matmul(Q, R, adjoint_a=True)", ["Q", "R"], True),
+    "linalg_matmul_2d": ("tf.linalg.matmul(M, A3[:3], transpose_b=False)", ["M", "A3"], True),
     "eip_valid": ("tf.extract_image_patches(IMG, [1, 2, 3, 1], [1, 2, 1, 1], [1, 1, 1, 1], 'VALID')", ["IMG"], True),
     "eip_same": ("tf.extract_image_patches(IMG, [1, 3, 2, 1], [1, 2, 3, 1], [1, 1, 2, 1], 'SAME')", ["IMG"], True),
     "eip_sizes": ("tf.extract_image_patches(IMG, sizes=[1, 2, 2, 1], strides=[1, 1, 1, 1], rates=[1, 2, 1, 1], padding='VALID')", ["IMG"], False),
@@ -123,6 +142,11 @@ ERRORS = {
     "meshgrid_kw": "tf.meshgrid(V, V, bogus=1)",
     "meshgrid_indexing": "tf.meshgrid(V, V, indexing='xx')",
     "clip_by_global_norm_list": "tf.clip_by_global_norm(X, 1.0)",
+    "inverse_square": "tf.matrix_inverse(X)",
+    "inverse_singular": "tf.matrix_inverse(np.array([[1.0, 2.0], [2.0, 4.0]]))",
+    "solve_rows": "tf.matrix_solve(Q, B)",
+    "cholesky_int": "tf.cholesky(tf.constant([[1, 0], [0, 1]]))",
+    "band_part_rows": "tf.matrix_band_part(M, 4, 0)",
     "broadcast_static": "tf.broadcast_static_shape(tf.TensorShape([2, 3]), tf.TensorShape([4]))",
 }
 

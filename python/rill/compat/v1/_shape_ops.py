@@ -28,7 +28,8 @@ __all__ = ["clip_by_norm", "clip_by_global_norm", "global_norm", "clip_by_averag
            "space_to_batch", "space_to_batch_nd", "batch_to_space", "batch_to_space_nd",
            "required_space_to_batch_paddings", "broadcast_static_shape",
            "broadcast_dynamic_shape", "parallel_stack", "to_bfloat16", "extract_image_patches",
-           "linalg"]
+           "matrix_inverse", "matrix_determinant", "matrix_solve", "cholesky",
+           "matrix_triangular_solve", "linalg"]
 
 
 def _tf():
@@ -741,43 +742,94 @@ def _index_grid(m, n):
     return tf.expand_dims(rng(m), 1), tf.expand_dims(rng(n), 0)
 
 
-def _select(mask, x, other):
-    return _tf().where_v2(mask, x, other)
-
-
 def matrix_band_part(input, num_lower, num_upper, name=None):
     """Entries (i, j) of each inner matrix kept where (num_lower < 0 or i - j <= num_lower) and
-    (num_upper < 0 or j - i <= num_upper), zero elsewhere."""
-    tf = _tf()
+    (num_upper < 0 or j - i <= num_upper), zero elsewhere (the MatrixBandPart op)."""
     lo = _static_ints(num_lower, "num_lower", "MatrixBandPart")[0]
     up = _static_ints(num_upper, "num_upper", "MatrixBandPart")[0]
-    with tf.name_scope(name or "MatrixBandPart"):
-        x = _t(input)
-        m, n, _ = _mn(x, "MatrixBandPart")
-        if isinstance(m, int) and lo > m:
-            raise tf.errors.InvalidArgumentError(
-                None, None, f"num_lower must be negative or less or equal to number of rows "
-                f"({m}) got: {lo}")
-        if isinstance(n, int) and up > n:
-            raise tf.errors.InvalidArgumentError(
-                None, None, f"num_upper must be negative or less or equal to number of columns "
-                f"({n}) got: {up}")
-        if isinstance(m, int) and isinstance(n, int):
-            i, j = _np.arange(m)[:, None], _np.arange(n)[None, :]
-            mk = _np.ones((m, n), bool)
-            if lo >= 0:
-                mk &= i - j <= lo
-            if up >= 0:
-                mk &= j - i <= up
-            mask = tf.constant(mk)
-        else:
-            i, j = _index_grid(m, n)
-            mask = tf.ones_like(i - j) > 0
-            if lo >= 0:
-                mask = tf.logical_and(mask, tf.less_equal(i - j, tf.constant(lo, tf.int64)))
-            if up >= 0:
-                mask = tf.logical_and(mask, tf.less_equal(j - i, tf.constant(up, tf.int64)))
-        return _select(mask, x, tf.zeros_like(x))
+    return _out(_g()._make("MatrixBandPart", name or "MatrixBandPart", (_t(input),),
+                           {"num_lower": ("int", lo), "num_upper": ("int", up)}))
+
+
+# --- linear algebra (src/graph/ops_linalg.c) ---
+
+def _float_input(x, op, param="input"):
+    tf = _tf()
+    x = _t(x)
+    if x.dtype not in (tf.float16, tf.float32, tf.float64):
+        raise TypeError(f"Value passed to parameter '{param}' has DataType {x.dtype.name} not in "
+                        "list of allowed values: float64, float32, float16")
+    return x
+
+
+def matrix_inverse(input, adjoint=False, name=None):
+    """The inverse of each inner square matrix (of its adjoint when adjoint)."""
+    x = _float_input(input, "MatrixInverse")
+    return _out(_g()._make("MatrixInverse", name or "MatrixInverse", (x,),
+                           {"adjoint": ("bool", bool(adjoint))}))
+
+
+def matrix_determinant(input, name=None):
+    x = _float_input(input, "MatrixDeterminant")
+    return _out(_g()._make("MatrixDeterminant", name or "MatrixDeterminant", (x,)))
+
+
+def matrix_solve(matrix, rhs, adjoint=False, name=None):
+    """X with matrix X = rhs (adjoint(matrix) X = rhs when adjoint), per batch entry."""
+    a = _float_input(matrix, "MatrixSolve", "matrix")
+    b = _t(rhs, a.dtype)
+    return _out(_g()._make("MatrixSolve", name or "MatrixSolve", (a, b),
+                           {"adjoint": ("bool", bool(adjoint))}))
+
+
+def cholesky(input, name=None):
+    """The lower Cholesky factor of each inner symmetric positive definite matrix (its lower
+    triangle is read)."""
+    x = _float_input(input, "Cholesky")
+    return _out(_g()._make("Cholesky", name or "Cholesky", (x,)))
+
+
+def matrix_triangular_solve(matrix, rhs, lower=True, adjoint=False, name=None):
+    """X with T X = rhs, T matrix's lower (or upper) triangle (adjoint: T^T X = rhs)."""
+    tf = _tf()
+    with tf.name_scope(name or "triangular_solve"):
+        a = _float_input(matrix, "MatrixTriangularSolve", "matrix")
+        b = _t(rhs, a.dtype)
+        return _out(_g()._make("MatrixTriangularSolve", "MatrixTriangularSolve", (a, b),
+                               {"lower": ("bool", bool(lower)),
+                                "adjoint": ("bool", bool(adjoint))}))
+
+
+def _logdet(matrix, name=None):
+    """log(det(matrix)) of Hermitian positive definite matrices: 2 * sum(log(diag(chol)))."""
+    tf = _tf()
+    with tf.name_scope(name or "logdet"):
+        c = cholesky(matrix)
+        return 2.0 * tf.reduce_sum(tf.log(matrix_diag_part(c)), axis=[-1])
+
+
+def _adjoint(matrix, name=None):
+    return matrix_transpose(matrix, name=name or "adjoint")
+
+
+def _batch_matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+                  a_is_sparse=False, b_is_sparse=False, name=None):
+    """tf.linalg.matmul: MatMul for matrices, BatchMatMul for batches of them (the same batch
+    dims)."""
+    tf = _tf()
+    if a_is_sparse or b_is_sparse:
+        raise ValueError("matmul: rill has no sparse matmul (a_is_sparse / b_is_sparse)")
+    if transpose_a and adjoint_a:
+        raise ValueError("Only one of transpose_a and adjoint_a can be True.")
+    if transpose_b and adjoint_b:
+        raise ValueError("Only one of transpose_b and adjoint_b can be True.")
+    ta, tb = bool(transpose_a or adjoint_a), bool(transpose_b or adjoint_b)
+    a, b = _t(a), _t(b)
+    if (a.shape.ndims or 0) <= 2 and (b.shape.ndims or 0) <= 2 and a.shape.ndims is not None \
+            and b.shape.ndims is not None:
+        return tf.matmul(a, b, transpose_a=ta, transpose_b=tb, name=name)
+    return _out(_g()._make("BatchMatMul", name or "MatMul", (a, b),
+                           {"adj_x": ("bool", ta), "adj_y": ("bool", tb)}))
 
 
 def _no_k(k, fn):
@@ -1196,13 +1248,15 @@ linalg = _types.SimpleNamespace(
     band_part=_band_part, diag=matrix_diag, diag_part=matrix_diag_part,
     set_diag=matrix_set_diag, trace=trace, transpose=matrix_transpose,
     matrix_transpose=matrix_transpose, cross=cross, tensordot=tensordot, einsum=einsum,
-    eye=eye, tensor_diag=diag, tensor_diag_part=diag_part, global_norm=global_norm)
+    eye=eye, tensor_diag=diag, tensor_diag_part=diag_part, global_norm=global_norm,
+    inv=matrix_inverse, det=matrix_determinant, solve=matrix_solve, cholesky=cholesky,
+    triangular_solve=matrix_triangular_solve, logdet=_logdet, adjoint=_adjoint,
+    matmul=_batch_matmul)
 
 
 def _install(tf):
-    """The names tf.linalg and tf.math take from the package (matmul, norm, l2_normalize) and
+    """The names tf.linalg and tf.math take from the package (norm, l2_normalize) and
     tf.math's additions: divide_no_nan."""
-    linalg.matmul = tf.matmul
     linalg.norm = tf.norm
     linalg.l2_normalize = tf.nn.l2_normalize
     m = tf.math
