@@ -4,7 +4,8 @@
  * larger than the dim), sizes straddling the work-group size; ReverseSequence along several
  * (seq_dim, batch_dim) pairs with int32 and int64 lengths (0 and the full length included), a
  * length out of range failing with the CPU's text; DivNoNan with zeros in y, broadcasting and
- * NaN / inf. int32 runs the CPU kernels in host memory. Without an OpenCL device only the
+ * NaN / inf; MatrixBandPart over several bands (one past the rows failing with the CPU's text).
+ * int32 runs the CPU kernels in host memory. Without an OpenCL device only the
  * registrations are checked and the test reports itself skipped (exit 77). */
 #include "backend_ops.h"
 
@@ -21,6 +22,8 @@ static void test_registrations(void)
         k = rill__kernel_lookup("Roll", "OPENCL", flt[t]);
         if (CHECK(k != NULL)) CHECK_EQ_INT(k->host_memory_inputs, 0);
         CHECK(rill__kernel_lookup("DivNoNan", "OPENCL", flt[t]) != NULL);
+        k = rill__kernel_lookup("MatrixBandPart", "OPENCL", flt[t]);
+        if (CHECK(k != NULL)) CHECK_EQ_INT(k->host_memory_outputs, 0);
     }
     const rill__kernel_def *k = rill__kernel_lookup("Roll", "OPENCL", RILL_INT32);
     if (CHECK(k != NULL)) CHECK_EQ_INT(k->host_memory_inputs, ~0u);
@@ -130,6 +133,30 @@ static void test_div_no_nan(void)
     }
 }
 
+static void test_band_part(void)
+{
+    static const int64_t bands[][2] = {{0, 0}, {2, 0}, {-1, 1}, {1, -1}, {-1, -1}, {40, 3}};
+    int64_t dims[3] = {3, 37, 29};
+    for (size_t b = 0; b < sizeof bands / sizeof *bands; b++)
+        for (int t = 0; t < 3; t++) {
+            rill_tensor *in[1] = {bo_random(flt[t], dims, 3, -3, 3)};
+            rill_graph *g = rill_graph_new();
+            rill_op_builder *ob = rill_op_builder_new(g, "MatrixBandPart", "band");
+            rill_op_builder_add_input(ob, bo_placeholder(g, in[0]));
+            rill_op_builder_set_int(ob, "num_lower", bands[b][0]);
+            rill_op_builder_set_int(ob, "num_upper", bands[b][1]);
+            rill_node *n = rill_op_builder_finish(ob);
+            if (bands[b][0] > dims[1])
+                bo_check_error(
+                    n, in, RILL_INVALID_ARGUMENT,
+                    "num_lower must be negative or less or equal to number of rows (37)");
+            else
+                bo_check(n, in, 0);
+            bo_free_all(in, 1);
+            rill_graph_free(g);
+        }
+}
+
 int main(void)
 {
     if (!getenv("POCL_CACHE_DIR")) setenv("POCL_CACHE_DIR", "/tmp/rill-pocl-cache", 0);
@@ -139,5 +166,6 @@ int main(void)
     test_roll();
     test_reverse_sequence();
     test_div_no_nan();
+    test_band_part();
     TEST_MAIN_END();
 }

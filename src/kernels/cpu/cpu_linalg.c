@@ -14,6 +14,7 @@
  * The shapes are the graph layer's rules; the kernels check the real ones again (a shape learnt
  * at run time) with the same texts. */
 #include "cpu_kernels.h"
+#include "cpu_linalg.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -122,27 +123,38 @@ static void bmm_kernel(rill__kctx *ctx)
 
 /* --- MatrixBandPart --- */
 
+bool rill__band_part_check(rill__kctx *ctx, const rill_tensor *x, int64_t *rows, int64_t *cols,
+                           int64_t *lo, int64_t *up)
+{
+    mat_dims d;
+    if (!dims_of(ctx, x, false, &d)) return false;
+    *rows = d.r;
+    *cols = d.c;
+    *lo = rill__attr_int(ctx->node, "num_lower", -1);
+    *up = rill__attr_int(ctx->node, "num_upper", -1);
+    if (*lo > d.r) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "num_lower must be negative or less or equal to number of rows (%lld) "
+                        "got: %lld",
+                        (long long)d.r, (long long)*lo);
+        return false;
+    }
+    if (*up > d.c) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "num_upper must be negative or less or equal to number of columns (%lld) "
+                        "got: %lld",
+                        (long long)d.c, (long long)*up);
+        return false;
+    }
+    return true;
+}
+
 static void band_kernel(rill__kctx *ctx)
 {
     const rill_tensor *x = ctx->inputs[0];
     mat_dims d;
-    if (!dims_of(ctx, x, false, &d)) return;
-    int64_t lo = rill__attr_int(ctx->node, "num_lower", -1),
-            up = rill__attr_int(ctx->node, "num_upper", -1);
-    if (lo > d.r) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                        "num_lower must be negative or less or equal to number of rows (%lld) "
-                        "got: %lld",
-                        (long long)d.r, (long long)lo);
-        return;
-    }
-    if (up > d.c) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                        "num_upper must be negative or less or equal to number of columns (%lld) "
-                        "got: %lld",
-                        (long long)d.c, (long long)up);
-        return;
-    }
+    int64_t lo, up;
+    if (!rill__band_part_check(ctx, x, &d.r, &d.c, &lo, &up)) return;
     rill_tensor *y = rill__kctx_alloc_output(ctx, 0, x->dtype, &x->shape);
     if (!y) return;
     size_t es = rill_dtype_size(x->dtype);
@@ -466,7 +478,7 @@ static void cholesky_grad_kernel(rill__kctx *ctx)
 // clang-format off
 const rill__kernel_def rill__cpu_kernels_linalg[] = {
     LKALL("BatchMatMul", bmm_kernel)
-    LKALL("MatrixBandPart", band_kernel)
+    LKS("MatrixBandPart", band_kernel) /* OpenCL: opencl/cl_permute.c */
     LKALL("MatrixInverse", inverse_kernel)
     LKALL("MatrixDeterminant", determinant_kernel)
     LKALL("MatrixSolve", solve_kernel)

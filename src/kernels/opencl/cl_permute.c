@@ -1,12 +1,16 @@
 /* cl_permute.c - OpenCL kernels of Roll and ReverseSequence (src/graph/ops_permute.c; CPU twins
- * in src/kernels/cpu/cpu_permute.c) for float, double and half.
+ * in src/kernels/cpu/cpu_permute.c) and MatrixBandPart (ops_linalg.c; cpu_linalg.c) for float,
+ * double and half.
  *
  *   Roll             one work item per element: it reads the element its dims' shifts (each
  *                    in [0, dim), rill__roll_shifts) bring to it.
  *   ReverseSequence  seq_lengths (a host input, checked there by the CPU's checks) is uploaded
  *                    as longs; one work item per element, reading the mirrored one when its
  *                    position along seq_dim is below its batch entry's length.
- * The other dtypes run the CPU kernels in host memory (cpu_permute.c's OPENCL entries). */
+ *   MatrixBandPart   one work item per element: a copy, or 0 outside the band.
+ * The other dtypes run the CPU kernels in host memory (cpu_permute.c's OPENCL entries); the
+ * other matrix ops of ops_linalg.c are host-only (cpu_linalg.c's OPENCL entries). */
+#include "../cpu/cpu_linalg.h"
 #include "../cpu/cpu_permute.h"
 #include "cl_kernels.h"
 
@@ -39,6 +43,14 @@ const char rill__cl_source_permute[] =
     "    long cs = (i / seq_st) % seq_n, l = len[(i / batch_st) % batch_n], src = i;\n"
     "    if (cs < l) src += (l - 1 - 2 * cs) * seq_st;\n"
     "    ST(o, i, LD(x, src));\n"
+    "}\n"
+    "__kernel void pm_band_part(__global const T *x, __global T *o, long rows, long cols,\n"
+    "                           long lo, long up, long n) {\n"
+    "    long i = get_global_id(0);\n"
+    "    if (i >= n) return;\n"
+    "    long q = i % cols, r = (i / cols) % rows;\n"
+    "    bool keep = (lo < 0 || r - q <= lo) && (up < 0 || q - r <= up);\n"
+    "    ST(o, i, keep ? LD(x, i) : (ACC)0);\n"
     "}\n";
 
 static bool ready(rill__kctx *ctx, const rill_tensor *x)
@@ -121,6 +133,20 @@ static void reverse_sequence_kernel(rill__kctx *ctx)
     clReleaseMemObject(lm); /* freed by OpenCL once the kernel has run */
 }
 
+static void band_part_kernel(rill__kctx *ctx)
+{
+    const rill_tensor *x = ctx->inputs[0];
+    int64_t rows, cols, lo, up;
+    if (!rill__band_part_check(ctx, x, &rows, &cols, &lo, &up) || !ready(ctx, x)) return;
+    rill_tensor *y = rill__kctx_alloc_output(ctx, 0, x->dtype, &x->shape);
+    if (!y || y->numel == 0) return;
+    cl_mem xm = rill__cl_mem(x), ym = rill__cl_mem(y);
+    cl_long r = rows, c = cols, l = lo, u = up, n = y->numel;
+    rill__cl_arg args[] = {RILL__CL_ARG(xm), RILL__CL_ARG(ym), RILL__CL_ARG(r), RILL__CL_ARG(c),
+                           RILL__CL_ARG(l),  RILL__CL_ARG(u),  RILL__CL_ARG(n)};
+    rill__cl_launch(ctx, "pm_band_part", x->dtype, args, 7, n);
+}
+
 #define PM_K(OP, FN, T, HIN)                                                                       \
     {                                                                                              \
         .op = OP, .device_type = "OPENCL", .dtype = T, .fn = FN, .host_memory_inputs = HIN         \
@@ -132,5 +158,6 @@ const rill__kernel_def rill__opencl_kernels_permute[] = {
     PM_KERNEL("Roll", roll_kernel, 0),
     /* seq_lengths (input 1) in host memory */
     PM_KERNEL("ReverseSequence", reverse_sequence_kernel, 2u),
+    PM_KERNEL("MatrixBandPart", band_part_kernel, 0),
     {0},
 };
