@@ -1,12 +1,11 @@
-"""rill.compat.v1's clipping, masking, matrix and rearranging functions (_shape_ops.py: tf.clip_by_norm,
-tf.boolean_mask, tf.einsum, tf.roll, tf.reverse_sequence, tf.div_no_nan, tf.space_to_batch_nd,
-tf.extract_image_patches, ...) against TensorFlow 2.15's tf.compat.v1, run in a subprocess on the
-same cases: the values, the gradients of sum(y * y) with respect to every input where TF has
-them, and the error classes of bad input."""
+"""rill.compat.v1's clipping, masking, matrix and rearranging functions (_shape_ops.py:
+tf.clip_by_norm, tf.boolean_mask, tf.einsum, tf.roll, tf.reverse_sequence, tf.div_no_nan,
+tf.matrix_inverse, tf.space_to_batch_nd, tf.extract_image_patches, ...) against TensorFlow 2.15's
+tf.compat.v1, run in a subprocess on the same cases: the values, the gradients of sum(y * y) with
+respect to every input where TF has them, and the error classes of bad input."""
 import os
 import pickle
 import subprocess
-import sys
 import tempfile
 
 import numpy as np

@@ -1341,4 +1341,4 @@ for _n in ("decode_jpeg", "encode_jpeg", "decode_png", "encode_png", "decode_ima
     setattr(io, _n, getattr(image, _n))  # tf.io.decode_jpeg, ...
 from ._shape_ops import *  # noqa: E402,F401,F403  (clip_by_norm, boolean_mask, einsum, roll, tf.linalg, ...)
 from . import _shape_ops as _shp  # noqa: E402
-_shp._install(__import__("sys").modules[__name__])  # tf.math.divide_no_nan, tf.linalg.matmul
+_shp._install(__import__("sys").modules[__name__])  # tf.math.divide_no_nan, tf.linalg.norm

@@ -11,8 +11,6 @@ Where TF takes a constant tensor (shift, axis, block_shape, paddings, repeats, k
 Python ints or lists (a tensor there is a TypeError), as the other modules do. The matrix
 functions (band part, diagonals) select with masks built from the static shape (or from Range
 ops when it is not known), so their gradients are the selected parts of dy, as TF's kernels'."""
-import builtins as _builtins
-import itertools as _itertools
 import string as _string
 import sys as _sys
 import types as _types
@@ -1266,4 +1264,3 @@ def _install(tf):
             setattr(m, n, f)
 
 
-del _builtins, _itertools
