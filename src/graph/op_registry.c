@@ -32,6 +32,8 @@ extern const rill__op_def rill__ops_pool_argmax[];
 extern const rill__op_def rill__ops_dilation[];
 extern const rill__op_def rill__ops_segment[];
 extern const rill__op_def rill__ops_search[];
+extern const rill__op_def rill__ops_permute[];
+extern const rill__op_def rill__ops_linalg[];
 
 /* One table a line (a new op file appends its own). */
 static const rill__op_def *const *op_tables(void)
@@ -65,6 +67,8 @@ static const rill__op_def *const *op_tables(void)
         rill__ops_dilation,
         rill__ops_segment,
         rill__ops_search,
+        rill__ops_permute,
+        rill__ops_linalg,
         NULL,
     };
     // clang-format on

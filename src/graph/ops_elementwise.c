@@ -260,6 +260,15 @@ GRAD(xlogy_grad)
     dx[0] = sum_to(g, mul(g, G, op2(g, "Xlogy", nonzero(g, x), y)), x);
     dx[1] = sum_to(g, mul(g, G, op2(g, "Xdivy", x, y)), y);
 }
+/* DivNoNan(x, y) = x / y, 0 where y == 0: dx = div_no_nan(dy, y), dy = dy * div_no_nan(
+ * div_no_nan(-x, y), y) (TF's _DivNoNanGrad). */
+GRAD(div_no_nan_grad)
+{
+    rill_output x = X0, y = X1;
+    dx[0] = sum_to(g, op2(g, "DivNoNan", G, y), x);
+    rill_output t = op2(g, "DivNoNan", op2(g, "DivNoNan", rill_neg(g, x, NULL), y), y);
+    dx[1] = sum_to(g, mul(g, G, t), y);
+}
 /* Select(c, x, y): the gradient goes to x where c holds, to y elsewhere; zeros for the rest. */
 GRAD(select_grad)
 {
@@ -402,7 +411,8 @@ GRAD(leaky_relu_grad_grad)
     X("EluGrad", K_HELP, FL, 0, elu_grad_grad)                                                     \
     X("SeluGrad", K_HELP, FL, 0, selu_grad_grad)                                                   \
     X("Relu6Grad", K_HELP, FL | IN, 0, relu6_grad_grad)                                            \
-    X("LeakyReluGrad", K_HELP, FL, 0, leaky_relu_grad_grad)
+    X("LeakyReluGrad", K_HELP, FL, 0, leaky_relu_grad_grad)                                        \
+    X("DivNoNan", K_BIN, FL, 0, div_no_nan_grad)
 
 typedef struct ew_info {
     const char *name;

@@ -39,6 +39,8 @@ extern const rill__kernel_def rill__cpu_kernels_pool_argmax[];
 extern const rill__kernel_def rill__cpu_kernels_dilation[];
 extern const rill__kernel_def rill__cpu_kernels_segment[];
 extern const rill__kernel_def rill__cpu_kernels_search[];
+extern const rill__kernel_def rill__cpu_kernels_permute[];
+extern const rill__kernel_def rill__cpu_kernels_linalg[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -55,6 +57,7 @@ extern const rill__kernel_def rill__opencl_kernels_sparse_apply[];
 extern const rill__kernel_def rill__opencl_kernels_elementwise[];
 extern const rill__kernel_def rill__opencl_kernels_reduce[];
 extern const rill__kernel_def rill__opencl_kernels_shape[];
+extern const rill__kernel_def rill__opencl_kernels_permute[];
 #endif
 
 static const rill__kernel_def *const *tables(void)
@@ -100,6 +103,7 @@ static const rill__kernel_def *const *tables(void)
         rill__opencl_kernels_elementwise,
         rill__opencl_kernels_reduce,
         rill__opencl_kernels_shape,
+        rill__opencl_kernels_permute,
 #endif
         rill__cpu_kernels_reduce,
         rill__cpu_kernels_shape,
@@ -107,6 +111,8 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_dilation,
         rill__cpu_kernels_segment,
         rill__cpu_kernels_search,
+        rill__cpu_kernels_permute,
+        rill__cpu_kernels_linalg,
         NULL,
     };
     return t;

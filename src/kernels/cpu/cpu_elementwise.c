@@ -419,6 +419,7 @@ F2(atan2, atan2(x, y))
 F2(xdivy, x == 0 && !isnan(y) ? 0 : x / y)
 F2(xlogy, x == 0 && !isnan(y) ? 0 : x * log(y))
 F2(polygamma, polygamma(x, y))
+F2(divnonan, y == 0 ? 0 : x / y)
 F2(rsqrt_grad, (T)-0.5 * y * x * x * x)
 F2(recip_grad, -y *x *x)
 F2(softplus_grad, x / (1 + exp(-y)))
@@ -831,6 +832,7 @@ BIN_KERNEL(k_atan2, BF(atan2))
 BIN_KERNEL(k_xdivy, BF(xdivy))
 BIN_KERNEL(k_xlogy, BF(xlogy))
 BIN_KERNEL(k_polygamma, BF(polygamma))
+BIN_KERNEL(k_divnonan, BF(divnonan))
 BIN_KERNEL(k_less, BC(less))
 BIN_KERNEL(k_less_eq, BC(less_eq))
 BIN_KERNEL(k_greater, BC(greater))
@@ -924,6 +926,7 @@ const rill__kernel_def rill__cpu_kernels_elementwise[] = {
                                                                                 .fn =
                                                                                     select_kernel},
     {.op = "SelectV2", .device_type = "CPU", .dtype = RILL_DT_INVALID, .fn = select_v2_kernel},
+    R_FL("DivNoNan", k_divnonan)
     /* the arithmetic cpu_math.c serves for float, double, half, int32 and int64, on the small
      * integer dtypes (and bfloat16), and Equal exactly on them (cpu_select.c's goes through
      * doubles) */

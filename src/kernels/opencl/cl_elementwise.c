@@ -81,7 +81,8 @@
     X(15, SeluGrad,                                                                                \
       "y < 0 ? x * (y + (ACC)(EW_SELU_SCALE * EW_SELU_ALPHA)) : x * (ACC)EW_SELU_SCALE")           \
     X(16, Relu6Grad, "y > 0 && y < 6 ? x : (ACC)0")                                                \
-    X(17, LeakyReluGrad, "y > 0 ? x : x * a")
+    X(17, LeakyReluGrad, "y > 0 ? x : x * a")                                                      \
+    X(18, DivNoNan, "y == 0 ? (ACC)0 : x / y")
 
 #define EW_CMP(X)                                                                                  \
     X(0, Less, "x < y")                                                                            \

@@ -34,6 +34,7 @@ extern const char rill__cl_source_sparse_apply[];
 extern const char rill__cl_source_elementwise[];
 extern const char rill__cl_source_reduce[];
 extern const char rill__cl_source_shape[];
+extern const char rill__cl_source_permute[];
 
 /* The kernel `name` built for dtype t (float, double or half; anything else uses the float
  * program). Built and cached on first use. Call with the lock held. */

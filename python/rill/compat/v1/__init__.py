@@ -1375,3 +1375,6 @@ _nnb._install(__import__("sys").modules[__name__])  # tf.conv2d_backprop_filter_
 from ._index_ops import *  # noqa: E402,F401,F403  (tf.segment_max, tf.tensor_scatter_nd_add, tf.sort, ...)
 from . import _index_ops as _idxops  # noqa: E402
 _idxops._install(__import__("sys").modules[__name__])  # tf.math.segment_max, ...
+from ._shape_ops import *  # noqa: E402,F401,F403  (clip_by_norm, boolean_mask, einsum, roll, tf.linalg, ...)
+from . import _shape_ops as _shp  # noqa: E402
+_shp._install(__import__("sys").modules[__name__])  # tf.math.divide_no_nan, tf.linalg.norm
