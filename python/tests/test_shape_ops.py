@@ -10,10 +10,11 @@ import tempfile
 
 import numpy as np
 import pytest
+import tfref
 
 import rill.compat.v1 as rtf
 
-TF_PY = "/work/venv215/bin/python"
+TF_PY = tfref.TF_PY
 
 # Each case: (expression over tf, np and the named inputs, the inputs' names, take gradients).
 # The inputs are tf.constant()s of the arrays of INPUTS.
@@ -197,7 +198,7 @@ with open(sys.argv[2], "wb") as f:
 @pytest.fixture(scope="module")
 def results():
     if not os.path.exists(TF_PY):
-        pytest.skip("TensorFlow 2.15 (/work/venv215) is not installed here")
+        tfref.skip("TensorFlow is not installed")
     with tempfile.TemporaryDirectory() as d:
         runner, main, out = (os.path.join(d, n) for n in ("runner.py", "main.py", "out.pkl"))
         with open(runner, "w") as f:
