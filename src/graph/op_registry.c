@@ -30,6 +30,8 @@ extern const rill__op_def rill__ops_random[];
 extern const rill__op_def rill__ops_image[];
 extern const rill__op_def rill__ops_pool_argmax[];
 extern const rill__op_def rill__ops_dilation[];
+extern const rill__op_def rill__ops_segment[];
+extern const rill__op_def rill__ops_search[];
 
 /* One table a line (a new op file appends its own). */
 static const rill__op_def *const *op_tables(void)
@@ -61,6 +63,8 @@ static const rill__op_def *const *op_tables(void)
         rill__ops_image,
         rill__ops_pool_argmax,
         rill__ops_dilation,
+        rill__ops_segment,
+        rill__ops_search,
         NULL,
     };
     // clang-format on

@@ -37,6 +37,8 @@ extern const rill__kernel_def rill__cpu_kernels_image[];
 extern const rill__kernel_def rill__cpu_kernels_image_codec[];
 extern const rill__kernel_def rill__cpu_kernels_pool_argmax[];
 extern const rill__kernel_def rill__cpu_kernels_dilation[];
+extern const rill__kernel_def rill__cpu_kernels_segment[];
+extern const rill__kernel_def rill__cpu_kernels_search[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -103,6 +105,8 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_shape,
         rill__cpu_kernels_pool_argmax,
         rill__cpu_kernels_dilation,
+        rill__cpu_kernels_segment,
+        rill__cpu_kernels_search,
         NULL,
     };
     return t;

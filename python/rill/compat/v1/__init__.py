@@ -1372,3 +1372,6 @@ for _n in ("decode_jpeg", "encode_jpeg", "decode_png", "encode_png", "decode_ima
     setattr(io, _n, getattr(image, _n))  # tf.io.decode_jpeg, ...
 from . import _nn_breadth as _nnb  # noqa: E402
 _nnb._install(__import__("sys").modules[__name__])  # tf.conv2d_backprop_filter_v2, ..._input_v2
+from ._index_ops import *  # noqa: E402,F401,F403  (tf.segment_max, tf.tensor_scatter_nd_add, tf.sort, ...)
+from . import _index_ops as _idxops  # noqa: E402
+_idxops._install(__import__("sys").modules[__name__])  # tf.math.segment_max, ...
