@@ -32,6 +32,7 @@ extern const rill__op_def rill__ops_pool_argmax[];
 extern const rill__op_def rill__ops_dilation[];
 extern const rill__op_def rill__ops_segment[];
 extern const rill__op_def rill__ops_search[];
+extern const rill__op_def rill__ops_sparse[];
 
 /* One table a line (a new op file appends its own). */
 static const rill__op_def *const *op_tables(void)
@@ -65,6 +66,7 @@ static const rill__op_def *const *op_tables(void)
         rill__ops_dilation,
         rill__ops_segment,
         rill__ops_search,
+        rill__ops_sparse,
         NULL,
     };
     // clang-format on

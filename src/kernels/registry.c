@@ -39,6 +39,7 @@ extern const rill__kernel_def rill__cpu_kernels_pool_argmax[];
 extern const rill__kernel_def rill__cpu_kernels_dilation[];
 extern const rill__kernel_def rill__cpu_kernels_segment[];
 extern const rill__kernel_def rill__cpu_kernels_search[];
+extern const rill__kernel_def rill__cpu_kernels_sparse[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -107,6 +108,7 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_dilation,
         rill__cpu_kernels_segment,
         rill__cpu_kernels_search,
+        rill__cpu_kernels_sparse,
         NULL,
     };
     return t;
