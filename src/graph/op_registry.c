@@ -34,6 +34,7 @@ extern const rill__op_def rill__ops_segment[];
 extern const rill__op_def rill__ops_search[];
 extern const rill__op_def rill__ops_permute[];
 extern const rill__op_def rill__ops_linalg[];
+extern const rill__op_def rill__ops_sparse[];
 
 /* One table a line (a new op file appends its own). */
 static const rill__op_def *const *op_tables(void)
@@ -69,6 +70,7 @@ static const rill__op_def *const *op_tables(void)
         rill__ops_search,
         rill__ops_permute,
         rill__ops_linalg,
+        rill__ops_sparse,
         NULL,
     };
     // clang-format on

@@ -5,9 +5,9 @@
  * channel c of the input is convolved with the M filters filter[:, :, c, :], output channel
  * c * M + m. The attrs are Conv2D's (strides, padding SAME or VALID, data_format NHWC,
  * dilations; rill__window_init's geometry); TensorFlow's checks and texts: strides of 1 on the
- * batch and depth dimensions and equal in rows and columns. The backprops take their output's
- * shape as an int32 [4] input, static when it is a Const or a Shape node (as in ops_conv.c).
- * Kernels: src/kernels/cpu/cpu_depthwise.c. */
+ * batch and depth dimensions (rows and columns may differ, as TF 2.15 allows). The backprops take
+ * their output's shape as an int32 [4] input, static when it is a Const or a Shape node (as in
+ * ops_conv.c). Kernels: src/kernels/cpu/cpu_depthwise.c. */
 #include "graph_internal.h"
 
 #include <string.h>
@@ -55,14 +55,7 @@ static bool check_attrs(const rill_node *n, rill_status *s)
                         n->name);
         return false;
     }
-    if (st[1] != st[2]) {
-        rill_status_set(s, RILL_INVALID_ARGUMENT,
-                        "Current implementation only supports equal length strides in the row "
-                        "and column dimensions. (node '%s')",
-                        n->name);
-        return false;
-    }
-    if (d[0] != 1 || d[3] != 1 || d[1] < 1 || d[2] < 1 || st[1] < 1) {
+    if (d[0] != 1 || d[3] != 1 || d[1] < 1 || d[2] < 1 || st[1] < 1 || st[2] < 1) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
                         "%s: strides and dilations must be positive, and dilations 1 in the "
                         "batch and depth dimensions (node '%s')",

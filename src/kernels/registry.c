@@ -41,6 +41,7 @@ extern const rill__kernel_def rill__cpu_kernels_segment[];
 extern const rill__kernel_def rill__cpu_kernels_search[];
 extern const rill__kernel_def rill__cpu_kernels_permute[];
 extern const rill__kernel_def rill__cpu_kernels_linalg[];
+extern const rill__kernel_def rill__cpu_kernels_sparse[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -113,6 +114,7 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_search,
         rill__cpu_kernels_permute,
         rill__cpu_kernels_linalg,
+        rill__cpu_kernels_sparse,
         NULL,
     };
     return t;

@@ -1093,6 +1093,8 @@ class _FetchMapper:
             return ("dict", type(f), [(k, self._map(graph, v)) for k, v in f.items()])
         if isinstance(f, str):
             f = graph.get_tensor_by_name(f) if ":" in f else graph.get_operation_by_name(f)
+        if isinstance(f, _sparse_ops.SparseTensor):  # fetched as a SparseTensorValue
+            return ("sparse", [self._map(graph, x) for x in (f.indices, f.values, f.dense_shape)])
         if isinstance(f, Variable):
             f = f.value()
         if isinstance(f, Tensor):
@@ -1129,6 +1131,8 @@ class _FetchMapper:
             return tuple(self.build(values, x) for x in s[1])
         if kind == "namedtuple":
             return s[1](*[self.build(values, x) for x in s[2]])
+        if kind == "sparse":
+            return _sparse_ops.SparseTensorValue(*[self.build(values, x) for x in s[1]])
         return s[1]((k, self.build(values, v)) for k, v in s[2])
 
 
@@ -1151,6 +1155,27 @@ def _flat_layout(mapper):
         if all(i is not None for i in idx):
             return (0 if st[0] == "list" else 1), idx
     return None
+
+
+def _sparse_feeds(feed_dict):
+    """feed_dict with each SparseTensor key replaced by its indices, values and dense_shape, fed
+    from a SparseTensorValue or an (indices, values, dense_shape) tuple."""
+    out = {}
+    for k, v in feed_dict.items():
+        if not isinstance(k, _sparse_ops.SparseTensor):
+            out[k] = v
+            continue
+        if not (isinstance(v, tuple) and len(v) == 3):
+            raise TypeError(f"The value of a SparseTensor feed must be a SparseTensorValue or a "
+                            f"tuple (indices, values, dense_shape), got {v!r}")
+        ix, vals, shp = v
+        ix = _np.asarray(ix, _np.int64)
+        if ix.size == 0:  # no entries: [0, rank]
+            ix = ix.reshape(0, _np.asarray(shp).size)
+        out[k.indices] = ix
+        out[k.values] = vals
+        out[k.dense_shape] = _np.asarray(shp, _np.int64)
+    return out
 
 
 def _session_options(config, target=""):
@@ -1212,6 +1237,11 @@ class Session:
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         mapper = _FetchMapper(self._graph, fetches)
+        if any(isinstance(k, _sparse_ops.SparseTensor) for k in feed_dict):
+            feed_dict = _sparse_feeds(feed_dict)  # its three tensors, fed apart
+            sparse_feed = True
+        else:
+            sparse_feed = False
         feed_keys, feed_tensors = [], []
         for k in feed_dict:
             t = self._graph.get_tensor_by_name(k) if isinstance(k, str) else k
@@ -1229,8 +1259,8 @@ class Session:
                                 "ndarrays, or TensorHandles.")
             feed_keys.append(k)
             feed_tensors.append(t)
-        layout = _flat_layout(mapper)
-        if layout is None:  # nested or dict fetches: the structure is built here
+        layout = None if sparse_feed else _flat_layout(mapper)
+        if layout is None:  # nested or dict fetches (or sparse feeds): built here
             call = self._sess.make_callable([t._out for t in mapper.tensors],
                                             [t._out for t in feed_tensors],
                                             [o._op for o in mapper.ops])
@@ -1378,3 +1408,6 @@ _idxops._install(__import__("sys").modules[__name__])  # tf.math.segment_max, ..
 from ._shape_ops import *  # noqa: E402,F401,F403  (clip_by_norm, boolean_mask, einsum, roll, tf.linalg, ...)
 from . import _shape_ops as _shp  # noqa: E402
 _shp._install(__import__("sys").modules[__name__])  # tf.math.divide_no_nan, tf.linalg.norm
+from . import _sparse_ops  # noqa: E402  (tf.SparseTensor, tf.sparse_to_dense, tf.sparse.*, ...)
+from ._sparse_ops import *  # noqa: E402,F401,F403
+_sparse_ops._install(__import__("sys").modules[__name__])  # tf.sparse, tf.nn.*_sparse, ctc_*
