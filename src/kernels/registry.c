@@ -35,6 +35,7 @@ extern const rill__kernel_def rill__cpu_kernels_queue[];
 extern const rill__kernel_def rill__cpu_kernels_random[];
 extern const rill__kernel_def rill__cpu_kernels_image[];
 extern const rill__kernel_def rill__cpu_kernels_image_codec[];
+extern const rill__kernel_def rill__cpu_kernels_conv3d[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -80,6 +81,7 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_random,
         rill__cpu_kernels_image,
         rill__cpu_kernels_image_codec,
+        rill__cpu_kernels_conv3d,
 #ifdef RILL_HAVE_OPENCL
         rill__opencl_kernels_math,
         rill__opencl_kernels_nn,
