@@ -96,7 +96,8 @@ static void conv_ref(const geo *g, const double *x, const double *w, const doubl
     })
 }
 
-/* Max and average pools and their gradients (the first maximum of a window gets its gradient). */
+/* Max and average pools and their gradients (every element equal to its window's maximum gets
+ * the gradient, as in TensorFlow's MaxPool3DGrad). */
 static void pool_ref(const geo *g, const double *x, const double *dy, double *ymax, double *yavg,
                      double *dmax, double *davg)
 {
@@ -117,13 +118,13 @@ static void pool_ref(const geo *g, const double *x, const double *dy, double *ym
     })
     for (int64_t b = 0; b < ny; b++) {
         ymax[b] = x[best[b]];
-        dmax[best[b]] += dy[b];
         yavg[b] /= (double)cnt[b];
     }
     FOR_TAPS(g, one, {
         for (int64_t c = 0; c < g->c; c++) {
-            int64_t b = oi(g, n, o, c, g->c);
-            davg[xi(g, n, p, c)] += dy[b] / (double)cnt[b];
+            int64_t a = xi(g, n, p, c), b = oi(g, n, o, c, g->c);
+            davg[a] += dy[b] / (double)cnt[b];
+            if (x[a] == ymax[b]) dmax[a] += dy[b];
         }
     })
     free(best);
@@ -301,8 +302,8 @@ static void test_pool_forward(void)
                     yd[5] = {g.n, g.out[0], g.out[1], g.out[2], g.c};
             int64_t nx = oc_numel(xd, 5), ny = oc_numel(yd, 5);
             double *x = randv(nx, -1, 1, t), *dy = randv(ny, -1, 1, t);
-            /* -1, 0 and 1 only: windows hold their maximum more than once, and its first place
-             * in (depth, row, column) order gets the gradient */
+            /* -1, 0 and 1 only: windows hold their maximum more than once, and every place of
+             * it gets the gradient */
             for (int64_t i = 0; ties && i < nx; i++) x[i] = (double)lround(x[i] * 1.5);
             double *ym = malloc(sizeof(double) * (size_t)ny),
                    *ya = malloc(sizeof(double) * (size_t)ny),

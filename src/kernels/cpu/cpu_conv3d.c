@@ -14,9 +14,10 @@
  * sharded over patch rows, col2im over images, the GEMMs over rows of their product (gemm.c).
  *
  * The pools are direct loops over output positions (forward) or images (gradients, whose
- * scatters stay inside an image), accumulating in double. MaxPool3DGrad sends each gradient to
- * the first maximum of its window in (depth, row, column) order, recomputed from orig_input;
- * AvgPool3D divides by the number of in-bounds elements of each window, as TensorFlow's. */
+ * scatters stay inside an image), accumulating in double. MaxPool3D gives its window's maximum;
+ * MaxPool3DGrad, as TensorFlow's CPU kernel, sends each gradient to every element of its window
+ * equal to orig_output (all the ties: unlike MaxPoolGrad's first maximum); AvgPool3D divides by the
+ * number of in-bounds elements of each window, as TensorFlow's. */
 #include "../../core/core.h"
 #include "../kernel.h"
 #include "gemm.h"
@@ -450,7 +451,7 @@ static inline void st(void *p, bool dbl, int64_t i, double v)
 typedef struct pool3d_job {
     const rill__window3d *w;
     bool dbl;
-    const void *x, *dy;
+    const void *x, *dy, *yo; /* yo: MaxPool3DGrad's orig_output */
     void *y;
 } pool3d_job;
 
@@ -528,7 +529,8 @@ static void avg_pool3d_range(void *arg, int64_t b, int64_t e)
     }
 }
 
-/* Images [b, e): the zeroed input gradient gets each gradient at its window's maximum. */
+/* Images [b, e): the zeroed input gradient gets each gradient at every element of its window
+ * equal to the window's orig_output (TensorFlow's CPU MaxPool3DGrad: ties all get it). */
 static void max_pool3d_grad_range(void *arg, int64_t b, int64_t e)
 {
     const pool3d_job *j = arg;
@@ -536,13 +538,19 @@ static void max_pool3d_grad_range(void *arg, int64_t b, int64_t e)
     int64_t per = spatial_out(w);
     for (int64_t img = b; img < e; img++)
         for (int64_t p = 0; p < per; p++) {
-            int64_t o[3];
+            int64_t o[3], lo[3], hi[3];
             out_pos(w, p, o);
+            window_of(w, o, lo, hi);
             for (int64_t c = 0; c < w->c; c++) {
-                int64_t i = argmax_of(j, img, o, c);
-                if (i < 0) continue;
-                int64_t g = (img * per + p) * w->c + c;
-                st(j->y, j->dbl, i, ld(j->y, j->dbl, i) + ld(j->dy, j->dbl, g));
+                int64_t oi = (img * per + p) * w->c + c;
+                double m = ld(j->yo, j->dbl, oi), g = ld(j->dy, j->dbl, oi);
+                for (int64_t z = lo[0]; z < hi[0]; z++)
+                    for (int64_t y = lo[1]; y < hi[1]; y++)
+                        for (int64_t x = lo[2]; x < hi[2]; x++) {
+                            int64_t i = in_index(w, img, z, y, x) + c;
+                            if (ld(j->x, j->dbl, i) == m)
+                                st(j->y, j->dbl, i, ld(j->y, j->dbl, i) + g);
+                        }
             }
         }
 }
@@ -579,7 +587,7 @@ static void pool3d_kernel(rill__kctx *ctx, rill__range_fn fn)
     rill_shape os = rill_shape_make(5, (int64_t[5]){w.n, w.out[0], w.out[1], w.out[2], w.c});
     rill_tensor *y = rill__kctx_alloc_output(ctx, 0, x->dtype, &os);
     if (!y || y->numel == 0) return;
-    pool3d_job j = {&w, x->dtype == RILL_DOUBLE, x->buf->data, NULL, y->buf->data};
+    pool3d_job j = {&w, x->dtype == RILL_DOUBLE, x->buf->data, NULL, NULL, y->buf->data};
     int64_t cost = w.k[0] * w.k[1] * w.k[2] * w.c, min = CONV3D_GRAIN / (cost > 0 ? cost : 1);
     rill__parallel_for(ctx->pool, w.n * spatial_out(&w), min > 0 ? min : 1, fn, &j);
 }
@@ -604,8 +612,12 @@ static void pool3d_grad_kernel(rill__kctx *ctx, bool max)
     rill_tensor *dx = rill__kctx_alloc_output(ctx, 0, dy->dtype, &xs);
     if (!dx || dx->numel == 0) return;
     memset(dx->buf->data, 0, rill_tensor_nbytes(dx));
-    pool3d_job j = {&w, dy->dtype == RILL_DOUBLE, max ? ctx->inputs[0]->buf->data : NULL,
-                    dy->buf->data, dx->buf->data};
+    pool3d_job j = {&w,
+                    dy->dtype == RILL_DOUBLE,
+                    max ? ctx->inputs[0]->buf->data : NULL,
+                    dy->buf->data,
+                    max ? ctx->inputs[1]->buf->data : NULL,
+                    dx->buf->data};
     rill__parallel_for(ctx->pool, w.n, 1, max ? max_pool3d_grad_range : avg_pool3d_grad_range, &j);
 }
 

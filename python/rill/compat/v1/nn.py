@@ -181,3 +181,4 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
     return op.outputs[0]
 
 from ._nn_ops import *  # noqa: E402,F401,F403  (l2_loss, lrn, moments, fused_batch_norm, ...)
+from ._nn3d_ops import *  # noqa: E402,F401,F403  (conv3d, conv3d_transpose, max_pool3d, ...)
