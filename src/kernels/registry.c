@@ -52,6 +52,7 @@ extern const rill__kernel_def rill__opencl_kernels_sparse_apply[];
 extern const rill__kernel_def rill__opencl_kernels_elementwise[];
 extern const rill__kernel_def rill__opencl_kernels_reduce[];
 extern const rill__kernel_def rill__opencl_kernels_shape[];
+extern const rill__kernel_def rill__opencl_kernels_conv3d[];
 #endif
 
 static const rill__kernel_def *const *tables(void)
@@ -98,6 +99,7 @@ static const rill__kernel_def *const *tables(void)
         rill__opencl_kernels_elementwise,
         rill__opencl_kernels_reduce,
         rill__opencl_kernels_shape,
+        rill__opencl_kernels_conv3d,
 #endif
         rill__cpu_kernels_reduce,
         rill__cpu_kernels_shape,

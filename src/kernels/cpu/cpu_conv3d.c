@@ -2,16 +2,15 @@
  * Conv3DBackpropInputV2, Conv3DBackpropFilterV2, MaxPool3D, AvgPool3D, MaxPool3DGrad and
  * AvgPool3DGrad (op definitions in graph/ops_conv3d.c).
  *
- * check_window3d checks what depends on run-time shapes (the shape functions checked the attrs)
- * and gives the geometry (rill__window3d_init). The convolutions are the 2-D ones' scheme
- * (cpu_conv.c) with one more window dimension:
- *   Conv3D                  im2col then one GEMM: the patches [N*OD*OH*OW, KD*KH*KW*C] times the
- *                           filter viewed as [KD*KH*KW*C, F] give the output in place
- *   Conv3DBackpropInputV2   out_backprop times the filter transposed gives the patch gradients,
- *                           added back into the input's places (col2im)
- *   Conv3DBackpropFilterV2  the patches transposed times out_backprop
- * The batch is taken in chunks so the patch buffer stays under CONV3D_SCRATCH_BYTES; im2col is
- * sharded over patch rows, col2im over images, the GEMMs over rows of their product (gemm.c).
+ * rill__check_window3d_op (window3d.c, shared with OpenCL) checks what depends on run-time shapes
+ * (the shape functions checked the attrs) and gives the geometry (rill__window3d_init). The
+ * convolutions are the 2-D ones' scheme (cpu_conv.c) with one more window dimension: Conv3D im2col
+ * then one GEMM: the patches [N*OD*OH*OW, KD*KH*KW*C] times the filter viewed as [KD*KH*KW*C, F]
+ * give the output in place Conv3DBackpropInputV2   out_backprop times the filter transposed gives
+ * the patch gradients, added back into the input's places (col2im) Conv3DBackpropFilterV2  the
+ * patches transposed times out_backprop The batch is taken in chunks so the patch buffer stays
+ * under CONV3D_SCRATCH_BYTES; im2col is sharded over patch rows, col2im over images, the GEMMs over
+ * rows of their product (gemm.c).
  *
  * The pools are direct loops over output positions (forward) or images (gradients, whose
  * scatters stay inside an image), accumulating in double. MaxPool3D gives its window's maximum;
@@ -20,6 +19,7 @@
  * number of in-bounds elements of each window, as TensorFlow's. */
 #include "../../core/core.h"
 #include "../kernel.h"
+#include "../window3d.h"
 #include "gemm.h"
 
 #include <math.h>
@@ -27,133 +27,6 @@
 
 #define CONV3D_SCRATCH_BYTES ((int64_t)64 << 20)
 #define CONV3D_GRAIN         (1 << 15)
-
-/* --- run-time checks --- */
-
-static bool dims5(rill__kctx *ctx, const rill_tensor *t, const char *what, int64_t *d)
-{
-    if (t->shape.rank != 5) {
-        char b[96];
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "%s: %s must be 5-dimensional: %s",
-                        ctx->node->op->name, what, rill_shape_str(&t->shape, b, sizeof b));
-        return false;
-    }
-    for (int i = 0; i < 5; i++) d[i] = t->shape.dims[i];
-    return true;
-}
-
-/* A size input: int32 [5] in host memory, every size >= 0. */
-static bool size5(rill__kctx *ctx, const rill_tensor *t, const char *what, int64_t *d)
-{
-    const char *op = ctx->node->op->name;
-    if (t->dtype != RILL_INT32 || !rill__tensor_on_host(t)) {
-        rill__kctx_fail(ctx, RILL_INTERNAL, "%s: %s must be int32 in host memory", op, what);
-        return false;
-    }
-    if (t->shape.rank != 1 || t->numel != 5) {
-        char b[96];
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                        "%s: %s input must be 1-dim with 5 elements, not %s", op, what,
-                        rill_shape_str(&t->shape, b, sizeof b));
-        return false;
-    }
-    const int32_t *v = t->buf->data;
-    for (int i = 0; i < 5; i++) {
-        if (v[i] < 0) {
-            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "%s: %s[%d] = %d must be >= 0", op, what, i,
-                            (int)v[i]);
-            return false;
-        }
-        d[i] = v[i];
-    }
-    return true;
-}
-
-/* t (a gradient, or MaxPool3DGrad's orig_output) must be [N, OD, OH, OW, F]; TensorFlow's texts
- * (the backprops' from conv_grad_shape_utils, the pools' from pooling_ops_3d). */
-static bool check_out(rill__kctx *ctx, const rill_tensor *t, const char *what,
-                      const rill__window3d *w, bool pool)
-{
-    const char *op = ctx->node->op->name;
-    int64_t d[5];
-    if (!dims5(ctx, t, what, d)) return false;
-    int64_t want[5] = {w->n, w->out[0], w->out[1], w->out[2], w->f};
-    if (pool) {
-        if (memcmp(d, want, sizeof d) == 0) return true;
-        rill_shape ws = rill_shape_make(5, want);
-        char a[96], b[96];
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Expected %s shape to be %s, but got %s", what,
-                        rill_shape_str(&ws, a, sizeof a), rill_shape_str(&t->shape, b, sizeof b));
-        return false;
-    }
-    if (d[0] != w->n) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                        "%s: input and %s must have the same batch size", op, what);
-        return false;
-    }
-    for (int i = 0; i < 3; i++)
-        if (d[i + 1] != w->out[i]) {
-            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                            "%s: Size of %s doesn't match computed: actual = %lld, computed = "
-                            "%lld spatial_dim: %d input: %lld filter: %lld output: %lld stride: "
-                            "%lld dilation: %lld",
-                            op, what, (long long)d[i + 1], (long long)w->out[i], i + 1,
-                            (long long)w->in[i], (long long)w->k[i], (long long)w->out[i],
-                            (long long)w->s[i], (long long)w->d[i]);
-            return false;
-        }
-    if (d[4] != w->f) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                        "%s: filter and %s must have the same out_depth: %lld vs %lld", op, what,
-                        (long long)w->f, (long long)d[4]);
-        return false;
-    }
-    return true;
-}
-
-typedef enum { K_CONV, K_BP_INPUT, K_BP_FILTER, K_POOL, K_MAX_GRAD, K_AVG_GRAD } kind3d;
-
-static bool check_window3d(rill__kctx *ctx, kind3d kind, rill__window3d *w)
-{
-    const char *op = ctx->node->op->name;
-    rill_tensor *const *in = ctx->inputs;
-    int64_t x[5], f[5] = {0};
-    bool ok = kind == K_BP_INPUT   ? size5(ctx, in[0], "input_sizes", x)
-              : kind == K_AVG_GRAD ? size5(ctx, in[0], "orig_input_shape", x)
-                                   : dims5(ctx, in[0], "input", x);
-    if (ok && kind <= K_BP_FILTER) {
-        ok = kind == K_BP_FILTER ? size5(ctx, in[1], "filter_sizes", f)
-                                 : dims5(ctx, in[1], "filter", f);
-        if (ok && f[3] != x[4]) {
-            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                            "%s: input and filter must have the same depth: %lld vs %lld", op,
-                            (long long)x[4], (long long)f[3]);
-            ok = false;
-        }
-    } else if (ok) {
-        const int64_t *k = rill__node_attr(ctx->node, "ksize")->v.ints.v;
-        f[0] = k[1], f[1] = k[2], f[2] = k[3], f[4] = x[4];
-    }
-    if (!ok) return false;
-    char err[256];
-    if (!rill__window3d_init(ctx->node, x, f, w, err, sizeof err)) {
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "%s: %s", op, err);
-        return false;
-    }
-    w->f = f[4];
-    switch (kind) {
-    case K_BP_INPUT:
-    case K_BP_FILTER:
-        return check_out(ctx, in[2], "out_backprop", w, false);
-    case K_MAX_GRAD:
-        return check_out(ctx, in[1], "orig_output", w, true) &&
-               check_out(ctx, in[2], "grad", w, true);
-    case K_AVG_GRAD:
-        return check_out(ctx, in[1], "grad", w, true);
-    default:
-        return true;
-    }
-}
 
 /* --- GEMM and patches --- */
 
@@ -330,7 +203,7 @@ static void gemm_failed(rill__kctx *ctx)
 static void conv3d_kernel(rill__kctx *ctx)
 {
     rill__window3d w;
-    if (!check_window3d(ctx, K_CONV, &w)) return;
+    if (!rill__check_window3d_op(ctx, RILL__W3_CONV, &w)) return;
     const rill_tensor *x = ctx->inputs[0], *filt = ctx->inputs[1];
     rill_dtype t = x->dtype;
     rill_shape os = rill_shape_make(5, (int64_t[5]){w.n, w.out[0], w.out[1], w.out[2], w.f});
@@ -361,7 +234,7 @@ static void conv3d_kernel(rill__kctx *ctx)
 static void conv3d_bp_input_kernel(rill__kctx *ctx)
 {
     rill__window3d w;
-    if (!check_window3d(ctx, K_BP_INPUT, &w)) return;
+    if (!rill__check_window3d_op(ctx, RILL__W3_BP_INPUT, &w)) return;
     const rill_tensor *filt = ctx->inputs[1], *dy = ctx->inputs[2];
     rill_dtype t = filt->dtype;
     rill_shape xs = rill_shape_make(5, (int64_t[5]){w.n, w.in[0], w.in[1], w.in[2], w.c});
@@ -394,7 +267,7 @@ static void conv3d_bp_input_kernel(rill__kctx *ctx)
 static void conv3d_bp_filter_kernel(rill__kctx *ctx)
 {
     rill__window3d w;
-    if (!check_window3d(ctx, K_BP_FILTER, &w)) return;
+    if (!rill__check_window3d_op(ctx, RILL__W3_BP_FILTER, &w)) return;
     const rill_tensor *x = ctx->inputs[0], *dy = ctx->inputs[2];
     rill_dtype t = x->dtype;
     rill_shape fs = rill_shape_make(5, (int64_t[5]){w.k[0], w.k[1], w.k[2], w.c, w.f});
@@ -582,7 +455,7 @@ static void avg_pool3d_grad_range(void *arg, int64_t b, int64_t e)
 static void pool3d_kernel(rill__kctx *ctx, rill__range_fn fn)
 {
     rill__window3d w;
-    if (!check_window3d(ctx, K_POOL, &w)) return;
+    if (!rill__check_window3d_op(ctx, RILL__W3_POOL, &w)) return;
     const rill_tensor *x = ctx->inputs[0];
     rill_shape os = rill_shape_make(5, (int64_t[5]){w.n, w.out[0], w.out[1], w.out[2], w.c});
     rill_tensor *y = rill__kctx_alloc_output(ctx, 0, x->dtype, &os);
@@ -606,7 +479,7 @@ static void avg_pool3d_kernel(rill__kctx *ctx)
 static void pool3d_grad_kernel(rill__kctx *ctx, bool max)
 {
     rill__window3d w;
-    if (!check_window3d(ctx, max ? K_MAX_GRAD : K_AVG_GRAD, &w)) return;
+    if (!rill__check_window3d_op(ctx, max ? RILL__W3_MAX_GRAD : RILL__W3_AVG_GRAD, &w)) return;
     const rill_tensor *dy = ctx->inputs[max ? 2 : 1];
     rill_shape xs = rill_shape_make(5, (int64_t[5]){w.n, w.in[0], w.in[1], w.in[2], w.c});
     rill_tensor *dx = rill__kctx_alloc_output(ctx, 0, dy->dtype, &xs);
