@@ -79,7 +79,8 @@ def build_and_run(tf):
         for i, l in enumerate([l1, l2, l3, l4, l5, l6, l7, l8]):
             out["layer%d" % (i + 1)] = l
         # after the layers: rill's layer scopes count names their own way once an op has
-        # taken a layer's name (layers.py's base, reported); transpose: [2, 3, 6, 2, 4] -> [2, 5, 6, 4, 3]
+        # taken a layer's name (layers.py's base, reported).
+        # transpose: [2, 3, 6, 2, 4] -> [2, 5, 6, 4, 3]
         v = tf.constant(arr(2, 3, 6, 2, 4, dtype=np.float64))
         t = tf.nn.conv3d_transpose(v, w, [2, 5, 6, 4, 3], [1, 2, 1, 2, 1], "SAME")
         out["tconv"] = t
