@@ -3,13 +3,13 @@
  * AvgPool3DGrad, plus their window geometry (rill__window3d_init).
  *
  * Attributes are TensorFlow's: strides, ksize and dilations are int lists of 5 in NDHWC order,
- * padding "SAME" or "VALID", data_format "NDHWC" (NCDHW is TensorFlow's other layout: the Python
- * front end transposes to NDHWC around these ops, as its layout optimizer does on the CPU). The
+ * padding "SAME" or "VALID", data_format "NDHWC" (NCDHW, which TensorFlow's CPU runs for the pools
+ * only, is UNIMPLEMENTED here: the Python front end transposes to NDHWC around these ops). The
  * geometry of each spatial dimension is the 2-D ops' (rill__window_dim, ops_conv.c), and so are
  * the padding check and the size inputs (rill__size_input: input_sizes, filter_sizes and
  * orig_input_shape, int32 [5], static when a Const or a Shape node). The shape functions check
- * the attrs once, with TensorFlow's texts and error classes; the kernels (cpu_conv3d.c) check
- * only what depends on run-time shapes. */
+ * the attrs once, with TensorFlow's texts and error classes; the kernels (cpu_conv3d.c,
+ * cl_conv3d.c) check only what depends on run-time shapes (kernels/window3d.c). */
 #include "graph_internal.h"
 
 #include <string.h>

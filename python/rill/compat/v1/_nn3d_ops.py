@@ -3,9 +3,9 @@ conv3d_backprop_filter_v2), conv3d_transpose, max_pool3d and avg_pool3d, over th
 Conv3D, Conv3DBackpropInputV2, Conv3DBackpropFilterV2, MaxPool3D and AvgPool3D
 (src/graph/ops_conv3d.c; their gradients are there too). Imported into tf.nn by nn.py.
 
-The C kernels take NDHWC data. data_format="NCDHW" (TensorFlow's other layout, which its CPU
-runs by transposing too) is a Transpose to NDHWC, the op with its strides, ksize and dilations
-reordered, and a Transpose back: the same values and gradients."""
+The C kernels take NDHWC data. data_format="NCDHW" (which TensorFlow's CPU kernels take for the
+pools but refuse for the convolutions) is a Transpose to NDHWC, the op with its strides, ksize and dilations
+reordered, and a Transpose back: the same values and gradients as NDHWC, transposed."""
 import sys as _sys
 
 import numpy as _np
