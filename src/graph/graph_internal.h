@@ -73,9 +73,9 @@ struct rill_node {
     rill__attr *attrs;
     int nattrs;
     char *requested_device;
-    int64_t seed, seed2;    /* derived at build time for random ops */
-    rill_node *initializer; /* VariableV2: its initializer Assign */
-    rill_node *colocate_with; /* explicit colocation group ("loc:@<name>"), or NULL */
+    int64_t seed, seed2;           /* derived at build time for random ops */
+    rill_node *initializer;        /* VariableV2: its initializer Assign */
+    rill_node *colocate_with;      /* explicit colocation group ("loc:@<name>"), or NULL */
     struct rill__device *assigned; /* execution graphs: the device a clone runs on */
     rill_node *origin;             /* execution graphs: the user's node this clones, or NULL */
 };
@@ -92,15 +92,15 @@ struct rill__op_def {
     const char *name;           /* "Add" */
     const char *default_name;   /* node name when the builder gets NULL ("add") */
     int min_inputs, max_inputs; /* max -1: variadic */
-    int noutputs;        /* -1: as many as the attribute num_outputs says */
-    bool stateful;       /* never pruned as duplicate, never constant-folded */
-    bool blocking;       /* may wait on other steps (queues, accumulators): a server runs a
-                          * graph holding one off its transport thread */
-    bool waits_for_peer; /* waits for another task (_RemoteRecv for a tensor, _RemoteSend for
-                          * the wire): its kernel parks instead of blocking (rill__kctx_park),
-                          * so that nothing else of the step waits behind it (what the peer
-                          * waits for may be here) */
-    uint32_t ref_inputs; /* bit i: input i must be a Variable output (updated in place) */
+    int noutputs;               /* -1: as many as the attribute num_outputs says */
+    bool stateful;              /* never pruned as duplicate, never constant-folded */
+    bool blocking;              /* may wait on other steps (queues, accumulators): a server runs a
+                                 * graph holding one off its transport thread */
+    bool waits_for_peer;        /* waits for another task (_RemoteRecv for a tensor, _RemoteSend for
+                                 * the wire): its kernel parks instead of blocking (rill__kctx_park),
+                                 * so that nothing else of the step waits behind it (what the peer
+                                 * waits for may be here) */
+    uint32_t ref_inputs;        /* bit i: input i must be a Variable output (updated in place) */
     rill__shape_fn shape;
     rill__grad_fn grad;    /* NULL: not differentiable (gradient stops) */
     const char *type_attr; /* attr holding the kernel's dtype ("T", "dtype"); NULL: input 0's */
@@ -216,5 +216,28 @@ typedef struct rill__window {
  * text) when an output size would be negative. */
 bool rill__window_init(const rill_node *n, const int64_t *in, int64_t kh, int64_t kw,
                        rill__window *w, char *err, size_t errlen);
+/* One spatial dimension of that geometry (every windowed op's, 2-D and 3-D): the output size
+ * *out and the padding before *pad of a window of k taps dilated by d at stride over in
+ * elements (in < 0, unknown: *out = -1). False with err set (TF's text) when *out < 0. */
+bool rill__window_dim(int64_t in, int64_t k, int64_t d, int64_t stride, bool same, int64_t *out,
+                      int64_t *pad, char *err, size_t errlen);
+/* The padding attr is "SAME" or "VALID" (TF's text when not). */
+bool rill__check_padding(const rill_node *n, rill_status *s);
+/* The shape held by size input i of n (int32 [rank]: input_sizes, filter_sizes,
+ * orig_input_shape), static where it is a Const or a Shape node, else unknown dims. */
+bool rill__size_input(const rill_node *n, int i, const char *param, int rank, rill_shape *out,
+                      rill_status *s);
+
+/* The 3-D windowed ops (ops_conv3d.c: Conv3D, its backprops, MaxPool3D, AvgPool3D and their
+ * gradients), NDHWC: the same geometry per spatial dimension (rill__window_dim), in order
+ * depth, height, width. */
+typedef struct rill__window3d {
+    int64_t n, c, f; /* batch, input channels, output channels (pools: c) */
+    int64_t in[3], k[3], s[3], d[3], out[3], pad[3];
+} rill__window3d;
+/* Fills w for node n's strides, dilations and padding attrs over input dims in[5] (NDHWC) and
+ * window k[3]; f is left 0. False with err set (TF's text) when an output size is negative. */
+bool rill__window3d_init(const rill_node *n, const int64_t *in, const int64_t *k, rill__window3d *w,
+                         char *err, size_t errlen);
 
 #endif

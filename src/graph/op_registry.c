@@ -35,6 +35,7 @@ extern const rill__op_def rill__ops_search[];
 extern const rill__op_def rill__ops_permute[];
 extern const rill__op_def rill__ops_linalg[];
 extern const rill__op_def rill__ops_sparse[];
+extern const rill__op_def rill__ops_conv3d[];
 
 /* One table a line (a new op file appends its own). */
 static const rill__op_def *const *op_tables(void)
@@ -71,6 +72,7 @@ static const rill__op_def *const *op_tables(void)
         rill__ops_permute,
         rill__ops_linalg,
         rill__ops_sparse,
+        rill__ops_conv3d,
         NULL,
     };
     // clang-format on

@@ -49,18 +49,22 @@ static bool attr4(const rill_node *n, const char *name, const char *what, const 
 
 static const int64_t ones4[4] = {1, 1, 1, 1};
 
-/* padding, data_format, strides (and, for Conv2D, dilations; for pools, ksize). */
-static bool check_window_attrs(const rill_node *n, bool conv, rill_status *s)
+bool rill__check_padding(const rill_node *n, rill_status *s)
 {
     const rill__attr *p = rill__node_attr(n, "padding");
     const char *ps = p && p->kind == RILL__ATTR_STRING ? p->v.s : "";
-    if (strcmp(ps, "SAME") != 0 && strcmp(ps, "VALID") != 0) {
-        rill_status_set(s, RILL_INVALID_ARGUMENT,
-                        "Value for attr 'padding' of \"%s\" is not in the list of allowed "
-                        "values: \"SAME\", \"VALID\" (node '%s', op '%s')",
-                        ps, n->name, n->op->name);
-        return false;
-    }
+    if (strcmp(ps, "SAME") == 0 || strcmp(ps, "VALID") == 0) return true;
+    rill_status_set(s, RILL_INVALID_ARGUMENT,
+                    "Value for attr 'padding' of \"%s\" is not in the list of allowed "
+                    "values: \"SAME\", \"VALID\" (node '%s', op '%s')",
+                    ps, n->name, n->op->name);
+    return false;
+}
+
+/* padding, data_format, strides (and, for Conv2D, dilations; for pools, ksize). */
+static bool check_window_attrs(const rill_node *n, bool conv, rill_status *s)
+{
+    if (!rill__check_padding(n, s)) return false;
     const rill__attr *df = rill__node_attr(n, "data_format");
     if (df && (df->kind != RILL__ATTR_STRING || strcmp(df->v.s, "NHWC") != 0)) {
         rill_status_set(s, RILL_INVALID_ARGUMENT, "Invalid data format string: %s (node '%s')",
@@ -122,8 +126,8 @@ static bool check_window_attrs(const rill_node *n, bool conv, rill_status *s)
 /* --- geometry --- */
 
 /* TF's GetWindowedOutputSizeVerbose; in < 0 (unknown) gives -1. */
-static bool out_size(int64_t in, int64_t k, int64_t d, int64_t stride, bool same, int64_t *out,
-                     int64_t *pad, char *err, size_t errlen)
+bool rill__window_dim(int64_t in, int64_t k, int64_t d, int64_t stride, bool same, int64_t *out,
+                      int64_t *pad, char *err, size_t errlen)
 {
     int64_t eff = (k - 1) * d + 1;
     *pad = 0;
@@ -161,8 +165,8 @@ bool rill__window_init(const rill_node *n, const int64_t *in, int64_t kh, int64_
     w->n = in[0], w->ih = in[1], w->iw = in[2], w->c = in[3];
     w->kh = kh, w->kw = kw;
     w->sh = st[1], w->sw = st[2], w->dh = d[1], w->dw = d[2];
-    return out_size(w->ih, kh, w->dh, w->sh, same, &w->oh, &w->pt, err, errlen) &&
-           out_size(w->iw, kw, w->dw, w->sw, same, &w->ow, &w->pl, err, errlen);
+    return rill__window_dim(w->ih, kh, w->dh, w->sh, same, &w->oh, &w->pt, err, errlen) &&
+           rill__window_dim(w->iw, kw, w->dw, w->sw, same, &w->ow, &w->pl, err, errlen);
 }
 
 /* Input i's dims as 4 (unknown: -1s). */
@@ -187,24 +191,24 @@ static bool window_out(rill_node *n, const int64_t *in, int64_t kh, int64_t kw, 
     return true;
 }
 
-/* The 4-d shape held by size input i (int32 [4]): static when it is a Const or a Shape node. */
-static bool size_input(const rill_node *n, int i, const char *param, rill_shape *out,
-                       rill_status *s)
+bool rill__size_input(const rill_node *n, int i, const char *param, int rank, rill_shape *out,
+                      rill_status *s)
 {
     if (!check_int32(n, i, param, s)) return false;
     rill_shape vs = rill__in_shape(n, i);
-    if (vs.rank >= 0 && (vs.rank != 1 || (vs.dims[0] >= 0 && vs.dims[0] != 4))) {
+    if (vs.rank >= 0 && (vs.rank != 1 || (vs.dims[0] >= 0 && vs.dims[0] != rank))) {
         char b[96];
         rill_status_set(s, RILL_INVALID_ARGUMENT,
-                        "%s: %s must be a vector of 4 sizes, got shape %s (node '%s')", n->op->name,
-                        param, rill_shape_str(&vs, b, sizeof b), n->name);
+                        "%s: %s must be a vector of %d sizes, got shape %s (node '%s')",
+                        n->op->name, param, rank, rill_shape_str(&vs, b, sizeof b), n->name);
         return false;
     }
-    int64_t d[4] = {-1, -1, -1, -1};
+    int64_t d[RILL_MAX_DIMS];
+    for (int k = 0; k < rank; k++) d[k] = -1;
     rill_output so = n->inputs[i];
     if (strcmp(so.node->op->name, "Const") == 0) {
         const rill_tensor *t = rill__node_attr(so.node, "value")->v.tensor;
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < rank; k++) {
             d[k] = rill_tensor_get_int64(t, k);
             if (d[k] < 0) {
                 rill_status_set(s, RILL_INVALID_ARGUMENT,
@@ -215,9 +219,9 @@ static bool size_input(const rill_node *n, int i, const char *param, rill_shape 
         }
     } else if (strcmp(so.node->op->name, "Shape") == 0) {
         rill_shape src = rill__in_shape(so.node, 0);
-        if (src.rank == 4) memcpy(d, src.dims, sizeof d);
+        if (src.rank == rank) memcpy(d, src.dims, (size_t)rank * sizeof *d);
     }
-    *out = rill_shape_make(4, d);
+    *out = rill_shape_make(rank, d);
     return true;
 }
 
@@ -247,7 +251,7 @@ static void conv2d_bp_input_shape(rill_node *n, rill_status *s)
     if (!rill__check_float(n, 1, "filter", false, s) ||
         !rill__check_same_dtype(n, 2, "out_backprop", 1, "filter", s) ||
         !rill__check_rank(n, 1, 4, false, s) || !rill__check_rank(n, 2, 4, false, s) ||
-        !check_window_attrs(n, true, s) || !size_input(n, 0, "input_sizes", &out, s))
+        !check_window_attrs(n, true, s) || !rill__size_input(n, 0, "input_sizes", 4, &out, s))
         return;
     int64_t f[4], dy[4], unused;
     dims4(n, 1, f);
@@ -266,7 +270,7 @@ static void conv2d_bp_filter_shape(rill_node *n, rill_status *s)
     if (!rill__check_float(n, 0, "input", false, s) ||
         !rill__check_same_dtype(n, 2, "out_backprop", 0, "input", s) ||
         !rill__check_rank(n, 0, 4, false, s) || !rill__check_rank(n, 2, 4, false, s) ||
-        !check_window_attrs(n, true, s) || !size_input(n, 1, "filter_sizes", &out, s))
+        !check_window_attrs(n, true, s) || !rill__size_input(n, 1, "filter_sizes", 4, &out, s))
         return;
     int64_t in[4], dy[4];
     dims4(n, 0, in);
@@ -314,7 +318,7 @@ static void avg_pool_grad_shape(rill_node *n, rill_status *s)
 {
     rill_shape out;
     if (!rill__check_float(n, 1, "grad", true, s) || !rill__check_rank(n, 1, 4, false, s) ||
-        !check_window_attrs(n, false, s) || !size_input(n, 0, "orig_input_shape", &out, s))
+        !check_window_attrs(n, false, s) || !rill__size_input(n, 0, "orig_input_shape", 4, &out, s))
         return;
     int64_t dy[4];
     dims4(n, 1, dy);

@@ -42,6 +42,7 @@ extern const rill__kernel_def rill__cpu_kernels_search[];
 extern const rill__kernel_def rill__cpu_kernels_permute[];
 extern const rill__kernel_def rill__cpu_kernels_linalg[];
 extern const rill__kernel_def rill__cpu_kernels_sparse[];
+extern const rill__kernel_def rill__cpu_kernels_conv3d[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -59,6 +60,7 @@ extern const rill__kernel_def rill__opencl_kernels_elementwise[];
 extern const rill__kernel_def rill__opencl_kernels_reduce[];
 extern const rill__kernel_def rill__opencl_kernels_shape[];
 extern const rill__kernel_def rill__opencl_kernels_permute[];
+extern const rill__kernel_def rill__opencl_kernels_conv3d[];
 #endif
 
 static const rill__kernel_def *const *tables(void)
@@ -88,6 +90,7 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_random,
         rill__cpu_kernels_image,
         rill__cpu_kernels_image_codec,
+        rill__cpu_kernels_conv3d,
 #ifdef RILL_HAVE_OPENCL
         rill__opencl_kernels_math,
         rill__opencl_kernels_nn,
@@ -105,6 +108,7 @@ static const rill__kernel_def *const *tables(void)
         rill__opencl_kernels_reduce,
         rill__opencl_kernels_shape,
         rill__opencl_kernels_permute,
+        rill__opencl_kernels_conv3d,
 #endif
         rill__cpu_kernels_reduce,
         rill__cpu_kernels_shape,

@@ -23,6 +23,7 @@ extern const char rill__cl_source_math[];
 extern const char rill__cl_source_nn[];
 extern const char rill__cl_source_state[];
 extern const char rill__cl_source_conv[];
+extern const char rill__cl_source_conv3d[];
 extern const char rill__cl_source_select[];
 extern const char rill__cl_source_array[];
 extern const char rill__cl_source_apply[];

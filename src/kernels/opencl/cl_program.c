@@ -29,7 +29,8 @@ static bool build_program(rill__device *d, int slot, rill_status *s)
                           rill__cl_source_norm, rill__cl_source_depthwise,
                           rill__cl_source_index, rill__cl_source_sparse_apply,
                           rill__cl_source_elementwise, rill__cl_source_reduce,
-                          rill__cl_source_shape, rill__cl_source_permute};
+                          rill__cl_source_shape, rill__cl_source_permute,
+                          rill__cl_source_conv3d};
     cl_int err;
     cl_program p = clCreateProgramWithSource(c->ctx, (cl_uint)(sizeof srcs / sizeof *srcs), srcs, NULL, &err);
     if (!rill__cl_check(err, "create program", s)) return false;

@@ -762,3 +762,8 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
                                adjustment=adjustment, name=name, _scope=name, _reuse=reuse)
     return layer(inputs, training=training)
 from ._layers_breadth import *  # noqa: E402,F401,F403  (Conv1D, pooling 1-D, SeparableConv1D/2D, ...)
+
+
+from ._layers3d import *  # noqa: E402,F401,F403  (Conv3D, conv3d, max_pooling3d, ...)
+from ._layers3d import __all__ as _all3d  # noqa: E402
+__all__ += _all3d

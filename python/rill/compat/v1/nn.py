@@ -183,3 +183,4 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
 from ._nn_ops import *  # noqa: E402,F401,F403  (l2_loss, lrn, moments, fused_batch_norm, ...)
 from ._nn_breadth import *  # noqa: E402,F401,F403  (pools/convs by rank, backprops, moments helpers, ...)
 from ._shape_ops import space_to_depth, depth_to_space, space_to_batch  # noqa: E402,F401
+from ._nn3d_ops import *  # noqa: E402,F401,F403  (conv3d, conv3d_transpose, max_pool3d, ...)
