@@ -9,6 +9,7 @@
  * kernels trust them and check only what depends on run-time shapes. The size inputs of the
  * backprop ops (input_sizes, filter_sizes, orig_input_shape: int32 [4]) give a static output
  * shape when they are a Const or a Shape node, as Reshape's shape input does. */
+#include "window_geom.h"
 #include "graph_internal.h"
 
 #include <string.h>
@@ -129,27 +130,12 @@ static bool check_window_attrs(const rill_node *n, bool conv, rill_status *s)
 bool rill__window_dim(int64_t in, int64_t k, int64_t d, int64_t stride, bool same, int64_t *out,
                       int64_t *pad, char *err, size_t errlen)
 {
-    int64_t eff = (k - 1) * d + 1;
-    *pad = 0;
-    if (in < 0 || k < 0) {
-        *out = -1;
-        return true;
-    }
-    if (same) {
-        *out = (in + stride - 1) / stride;
-        int64_t need = (*out - 1) * stride + eff - in;
-        *pad = need > 0 ? need / 2 : 0;
-    } else {
-        *out = (in - eff + stride) / stride;
-    }
-    if (*out < 0) {
-        snprintf(err, errlen,
-                 "Computed output size would be negative: %lld [input_size: %lld, "
-                 "effective_filter_size: %lld, stride: %lld]",
-                 (long long)*out, (long long)in, (long long)eff, (long long)stride);
-        return false;
-    }
-    return true;
+    if (rill__window_size(in, k, stride, d, same, out, pad)) return true;
+    snprintf(err, errlen,
+             "Computed output size would be negative: %lld [input_size: %lld, "
+             "effective_filter_size: %lld, stride: %lld]",
+             (long long)*out, (long long)in, (long long)((k - 1) * d + 1), (long long)stride);
+    return false;
 }
 
 bool rill__window_init(const rill_node *n, const int64_t *in, int64_t kh, int64_t kw,

@@ -12,7 +12,6 @@
  * kernels; they have no gradient, as in TF. tf.nn.erosion2d is composed from Dilation2D in
  * Python. Kernels: src/kernels/cpu/cpu_dilation.c. */
 #include "graph_internal.h"
-#include "window_geom.h"
 
 #include <string.h>
 
@@ -94,12 +93,10 @@ static bool forward_dims(rill_node *n, int64_t *od, rill_status *s)
             od[1 + i] = -1;
             continue;
         }
-        if (!rill__window_dim(in[1 + i], f[i], st[1 + i], r[1 + i], same, &od[1 + i], &pad)) {
-            rill_status_set(s, RILL_INVALID_ARGUMENT,
-                            "Computed output size would be negative: %lld [input_size: %lld, "
-                            "effective_filter_size: %lld, stride: %lld] for '%s' (op: '%s')",
-                            (long long)od[1 + i], (long long)in[1 + i],
-                            (long long)((f[i] - 1) * r[1 + i] + 1), (long long)st[1 + i], n->name,
+        char err[256];
+        if (!rill__window_dim(in[1 + i], f[i], r[1 + i], st[1 + i], same, &od[1 + i], &pad, err,
+                              sizeof err)) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT, "%s for '%s' (op: '%s')", err, n->name,
                             n->op->name);
             return false;
         }

@@ -10,7 +10,6 @@
  * MaxPoolGradGradWithArgmax, a gather of the incoming gradient at argmax (defined here too).
  * Kernels: src/kernels/cpu/cpu_pool_argmax.c. */
 #include "graph_internal.h"
-#include "window_geom.h"
 
 #include <string.h>
 
@@ -82,14 +81,11 @@ static void argmax_shape(rill_node *n, rill_status *s)
         return;
     dims4(n, 0, in);
     int64_t od[4] = {in[0], 0, 0, in[3]};
-    if (!rill__window_dim(in[1], k[1], st[1], 1, same, &od[1], &pt) ||
-        !rill__window_dim(in[2], k[2], st[2], 1, same, &od[2], &pl)) {
-        int i = od[1] < 0 && in[1] >= 0 ? 1 : 2;
-        rill_status_set(s, RILL_INVALID_ARGUMENT,
-                        "Computed output size would be negative: %lld [input_size: %lld, "
-                        "effective_filter_size: %lld, stride: %lld] for '%s' (op: '%s')",
-                        (long long)od[i], (long long)in[i], (long long)k[i], (long long)st[i],
-                        n->name, n->op->name);
+    char err[256];
+    if (!rill__window_dim(in[1], k[1], 1, st[1], same, &od[1], &pt, err, sizeof err) ||
+        !rill__window_dim(in[2], k[2], 1, st[2], same, &od[2], &pl, err, sizeof err)) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "%s for '%s' (op: '%s')", err, n->name,
+                        n->op->name);
         return;
     }
     n->out_dtypes[0] = rill__in_dtype(n, 0);

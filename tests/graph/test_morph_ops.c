@@ -224,10 +224,11 @@ static void test_errors(void)
     oc_check_build_error("depth", g, RILL_INVALID_ARGUMENT, "Dimensions must be equal");
     rill_graph_free(g);
 
-    c = (dl_case){{1, 2, 2, 1}, {3, 3, 1}, {1, 1}, {1, 1}, "VALID"};
+    /* 2 - 4 + 1 < 0 (TF's Dilation2D lets 2 - 3 + 1 = 0 through: an empty output) */
+    c = (dl_case){{1, 2, 2, 1}, {4, 4, 1}, {1, 1}, {1, 1}, "VALID"};
     g = rill_graph_new();
     x = rill_placeholder(g, RILL_FLOAT, rill_shape_make(4, (int64_t[]){1, 2, 2, 1}), "x");
-    f = rill_placeholder(g, RILL_FLOAT, rill_shape_make(3, (int64_t[]){3, 3, 1}), "f");
+    f = rill_placeholder(g, RILL_FLOAT, rill_shape_make(3, (int64_t[]){4, 4, 1}), "f");
     CHECK(dl_fwd(g, (rill_output[]){x, f}, &c).node == NULL);
     oc_check_build_error("negative", g, RILL_INVALID_ARGUMENT,
                          "Computed output size would be negative");

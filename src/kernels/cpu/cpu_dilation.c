@@ -55,8 +55,8 @@ static bool geometry(rill__kctx *ctx, const rill_tensor *x, const rill_tensor *f
                 .sw = s[2],
                 .rh = r[1],
                 .rw = r[2]};
-    if (!rill__window_dim(g->h, g->fh, g->sh, g->rh, same, &g->oh, &g->pt) ||
-        !rill__window_dim(g->w, g->fw, g->sw, g->rw, same, &g->ow, &g->pl)) {
+    if (!rill__window_size(g->h, g->fh, g->sh, g->rh, same, &g->oh, &g->pt) ||
+        !rill__window_size(g->w, g->fw, g->sw, g->rw, same, &g->ow, &g->pl)) {
         rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
                         "%s: Computed output size would be negative (input %s, filter %s)", op,
                         rill_shape_str(&x->shape, a, sizeof a),

@@ -38,8 +38,8 @@ static bool geometry(rill__kctx *ctx, const rill_tensor *x, geom *g)
                 .sh = st[1],
                 .sw = st[2],
                 .batch_index = bi && bi->kind == RILL__ATTR_BOOL && bi->v.b};
-    if (!rill__window_dim(g->h, g->kh, g->sh, 1, same, &g->oh, &g->pt) ||
-        !rill__window_dim(g->w, g->kw, g->sw, 1, same, &g->ow, &g->pl)) {
+    if (!rill__window_size(g->h, g->kh, g->sh, 1, same, &g->oh, &g->pt) ||
+        !rill__window_size(g->w, g->kw, g->sw, 1, same, &g->ow, &g->pl)) {
         rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
                         "%s: Computed output size would be negative (input %lldx%lld, window "
                         "%lldx%lld)",
