@@ -163,6 +163,11 @@ typedef struct rill_saver rill_saver;
  * own data shard. */
 rill_saver *rill_saver_new(rill_graph *g, const rill_output *var_list, int nvars, int max_to_keep,
                            double keep_checkpoint_every_n_hours, rill_status *s);
+/* As rill_saver_new, each var_list[i] saved under the checkpoint key names[i] (TF's Saver of a
+ * {name: variable} dict; INVALID_ARGUMENT for a key given twice). names NULL: node names. */
+rill_saver *rill_saver_new_named(rill_graph *g, const rill_output *var_list,
+                                 const char *const *names, int nvars, int max_to_keep,
+                                 double keep_checkpoint_every_n_hours, rill_status *s);
 void rill_saver_free(rill_saver *sv);
 /* Writes "<save_path>-<global_step>" (global_step < 0: save_path) as .index + .data-*, then the
  * `checkpoint` state file of save_path's directory; the prefix goes to prefix_out. TF's errors
