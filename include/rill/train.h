@@ -58,6 +58,13 @@ rill_optimizer *rill_ftrl_optimizer_new(double learning_rate, double learning_ra
 rill_optimizer *rill_proximal_adagrad_optimizer_new(double learning_rate,
                                                     double initial_accumulator_value, double l1,
                                                     double l2);
+/* TF 1.x's AdagradDAOptimizer (ApplyAdagradDA; SparseApplyAdagradDA for a gather's gradient,
+ * repeated rows summed first): slots "gradient_accumulator" ("<var>/AdagradDA", zeros) and
+ * "gradient_squared_accumulator" ("<var>/AdagradDA_1", the initial value); the updates read
+ * global_step + 1 (an int64 scalar, TF's required argument). NULL without a global step. */
+rill_optimizer *rill_adagrad_da_optimizer_new(double learning_rate, rill_output global_step,
+                                              double initial_gradient_squared_accumulator_value,
+                                              double l1, double l2);
 /* TF 1.x's ProximalGradientDescentOptimizer (ApplyProximalGradientDescent), no slots. */
 rill_optimizer *rill_proximal_gradient_descent_optimizer_new(double learning_rate, double l1,
                                                              double l2);

@@ -1980,17 +1980,28 @@ typedef struct {
  * accumulator value); "rmsprop" (a, b: decay, momentum; eps; nesterov: centered); "adadelta"
  * (a: rho; eps); "ftrl" (a: learning_rate_power, b: initial accumulator, eps: beta, c, d: l1,
  * l2, e: l2 shrinkage); "proximal_adagrad" (a: initial accumulator, c, d: l1, l2);
- * "proximal_sgd" (c, d: l1, l2). */
+ * "proximal_sgd" (c, d: l1, l2); "adagrad_da" (a: initial squared accumulator, c, d: l1, l2,
+ * step: (graph, (Op, index)) of the global step). */
 static PyObject *optimizer_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     (void)kw;
     const char *kind;
     double lr, a = 0, b = 0, eps = 0, c = 0, d = 0, e = 0;
     int nesterov = 0;
-    if (!PyArg_ParseTuple(args, "sd|dddpddd", &kind, &lr, &a, &b, &eps, &nesterov, &c, &d, &e))
+    PyObject *step = NULL; /* "adagrad_da": (graph, (Op, index)) of the global step */
+    if (!PyArg_ParseTuple(args, "sd|dddpdddO", &kind, &lr, &a, &b, &eps, &nesterov, &c, &d, &e,
+                          &step))
         return NULL;
     rill_optimizer *o = NULL;
-    if (strcmp(kind, "sgd") == 0)
+    if (strcmp(kind, "adagrad_da") == 0) {
+        PyObject *graph, *out;
+        rill_output so;
+        if (!step || !PyArg_ParseTuple(step, "O!O;step is (graph, (Op, index))", &GraphType,
+                                       &graph, &out))
+            return step ? NULL : PyErr_Format(PyExc_ValueError, "adagrad_da needs a global step");
+        if (output_of((GraphObject *)graph, out, &so) < 0) return NULL;
+        o = rill_adagrad_da_optimizer_new(lr, so, a, c, d);
+    } else if (strcmp(kind, "sgd") == 0)
         o = rill_gradient_descent_optimizer_new(lr);
     else if (strcmp(kind, "momentum") == 0)
         o = rill_momentum_optimizer_new(lr, a, nesterov);

@@ -57,6 +57,38 @@ def ema_run(tf, np, W0, C, FEEDS, save_dir=None, restore_from=None):
     return out
 
 
+DA_CASES = [
+    ("plain", "tf.train.AdagradDAOptimizer(0.3, gs)"),
+    ("l1l2", "tf.train.AdagradDAOptimizer(0.3, gs, initial_gradient_squared_accumulator_value=0.2, "
+             "l1_regularization_strength=0.05, l2_regularization_strength=0.1)"),
+]
+
+
+def da_run(tf, np, expr, sparse):
+    """5 steps of AdagradDA on a small quadratic (sparse: through a gather with a repeated
+    index); the variable after each step, the slot names, the global step."""
+    tf.reset_default_graph()
+    gs = tf.train.get_or_create_global_step()
+    w = tf.Variable([[0.5, -1.0], [2.0, 0.1], [0.3, 0.3]], dtype=tf.float32, name="w")
+    c = tf.constant([[1.0, 2.0], [-3.0, 0.05], [0.0, 1.0]])
+    if sparse:
+        rows = tf.gather(w, [2, 0, 2])
+        loss = tf.reduce_sum(tf.square(rows - tf.gather(c, [2, 0, 2])))
+    else:
+        loss = tf.reduce_sum(tf.square(w - c))
+    opt = eval(expr)
+    train = opt.minimize(loss, global_step=gs)
+    out = {"w": []}
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        for _ in range(5):
+            s.run(train)
+            out["w"].append(s.run(w).tolist())
+        out["gs"] = int(s.run(gs))
+    out["vars"] = sorted(v.op.name for v in tf.global_variables())
+    return out
+
+
 TF_SCRIPT = r"""
 import json, os, sys
 import numpy as np
@@ -68,6 +100,8 @@ out = {}
 exec(args["ema_src"])
 if mode == "ref":
     out["ema"] = ema_run(tf, np, args["W0"], args["C"], args["FEEDS"], save_dir=d)
+    out["da"] = {k + ("_sparse" if sp else ""): da_run(tf, np, e, sp)
+                 for k, e in args["da_cases"] for sp in (False, True)}
     # the checkpoint state texts
     protos = []
     for a in args["protos"]:
@@ -139,7 +173,8 @@ print(json.dumps(out))
 
 import inspect  # noqa: E402
 
-EMA_SRC = "EMA_GRAPH = %r\n" % EMA_GRAPH + inspect.getsource(ema_run)
+EMA_SRC = ("EMA_GRAPH = %r\n" % EMA_GRAPH + inspect.getsource(ema_run) +
+           inspect.getsource(da_run))
 
 PROTOS = [
     ["/abs/dir", "/abs/dir/m-2", ["/abs/dir/m-1"], [1.5, 1700000000.123456789], 3.0],
@@ -183,7 +218,7 @@ def _run_tf(args):
 def ref(tmp_path_factory):
     d = str(tmp_path_factory.mktemp("tfref"))
     out = _run_tf({"mode": "ref", "dir": d, "protos": PROTOS, "scheds": SCHEDS,
-                   "sched_steps": SCHED_STEPS})
+                   "sched_steps": SCHED_STEPS, "da_cases": DA_CASES})
     out["dir"] = d
     return out
 
@@ -234,6 +269,33 @@ def test_ema_errors_and_defaults():
         s.run(tf.global_variables_initializer())
         s.run(op)
         assert s.run(ema.average(f)) == pytest.approx(2.0)
+
+
+# --- AdagradDAOptimizer ---
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("name,expr", DA_CASES, ids=[c[0] for c in DA_CASES])
+def test_adagrad_da_same_as_tf(ref, name, expr, sparse):
+    got = da_run(tf, np, expr, sparse)
+    want = ref["da"][name + ("_sparse" if sparse else "")]
+    assert got["vars"] == want["vars"]
+    assert got["gs"] == want["gs"] == 5
+    for g, w in zip(got["w"], want["w"]):
+        np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-7)
+    if sparse:
+        assert any(o.type == "SparseApplyAdagradDA" for o in
+                   tf.get_default_graph().get_operations())
+
+
+def test_adagrad_da_errors():
+    gs = tf.train.get_or_create_global_step()
+    with pytest.raises(ValueError, match="initial_gradient_squared_accumulator_value must be "
+                                         "positive"):
+        tf.train.AdagradDAOptimizer(0.1, gs, initial_gradient_squared_accumulator_value=0.0)
+    w = tf.Variable([1.0], name="w")
+    bad = tf.Variable(0, name="bad_step")  # int32: TF's op takes an int64 step
+    with pytest.raises(Exception, match="global_step"):
+        tf.train.AdagradDAOptimizer(0.1, bad).minimize(tf.reduce_sum(w * w))
 
 
 # --- the checkpoint state file ---
