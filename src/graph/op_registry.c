@@ -29,6 +29,7 @@ extern const rill__op_def rill__ops_queue[];
 extern const rill__op_def rill__ops_random[];
 extern const rill__op_def rill__ops_image[];
 extern const rill__op_def rill__ops_adagrad_da[];
+extern const rill__op_def rill__ops_string[];
 
 /* One table a line (a new op file appends its own). */
 static const rill__op_def *const *op_tables(void)
@@ -59,6 +60,7 @@ static const rill__op_def *const *op_tables(void)
         rill__ops_random,
         rill__ops_image,
         rill__ops_adagrad_da,
+        rill__ops_string,
         NULL,
     };
     // clang-format on

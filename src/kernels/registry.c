@@ -36,6 +36,7 @@ extern const rill__kernel_def rill__cpu_kernels_random[];
 extern const rill__kernel_def rill__cpu_kernels_image[];
 extern const rill__kernel_def rill__cpu_kernels_image_codec[];
 extern const rill__kernel_def rill__cpu_kernels_adagrad_da[];
+extern const rill__kernel_def rill__cpu_kernels_string[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -101,6 +102,7 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_reduce,
         rill__cpu_kernels_shape,
         rill__cpu_kernels_adagrad_da,
+        rill__cpu_kernels_string,
         NULL,
     };
     return t;

@@ -1339,3 +1339,6 @@ from .image import read_file, write_file  # noqa: E402,F401  (tf.read_file, tf.w
 io.read_file, io.write_file = read_file, write_file  # tf.io.read_file, tf.io.write_file
 for _n in ("decode_jpeg", "encode_jpeg", "decode_png", "encode_png", "decode_image"):
     setattr(io, _n, getattr(image, _n))  # tf.io.decode_jpeg, ...
+from ._string_ops import *  # noqa: E402,F401,F403  (tf.as_string, tf.string_join, tf.strings, ...)
+from . import _string_ops as _strops  # noqa: E402
+_strops._install(__import__("sys").modules[__name__])

@@ -572,3 +572,9 @@ from ._input import (Coordinator, QueueRunner, add_queue_runner, batch,  # noqa:
                      maybe_shuffle_batch_join, shuffle_batch_join, input_producer, limit_epochs, range_input_producer, shuffle_batch,
                      slice_input_producer, start_queue_runners, string_input_producer)
 from ._local_variables import QUEUE_RUNNERS as _QUEUE_RUNNERS  # noqa: E402,F401
+
+import types as _types  # noqa: E402
+
+# tf.train.queue_runner (TF's module of the same three names)
+queue_runner = _types.SimpleNamespace(QueueRunner=QueueRunner, add_queue_runner=add_queue_runner,
+                                      start_queue_runners=start_queue_runners)
