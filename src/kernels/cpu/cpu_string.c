@@ -449,7 +449,7 @@ static void decode_raw_kernel(rill__kctx *ctx)
             rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
                             "DecodeRaw requires input strings to all be the same size, but "
                             "element %lld has size %zu != %zu",
-                            (long long)i, n, first);
+                            (long long)i, first, n); /* TF's order of the sizes */
             return;
         }
     }
