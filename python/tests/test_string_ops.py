@@ -58,6 +58,34 @@ CASES = [
     ("raw_u8", 'tf.decode_raw(tf.constant([[b"ab"], [b"cd"]]), tf.uint8)'),
 ]
 
+# decode_csv: its columns, stacked by the harness below
+CSV = '["1,2.5,x", "3,,\\"q,\\"\\"z\\"\\"\\"", ",4,"]'
+CASES += [
+    ("csv", "tf.stack([tf.as_string(c) if c.dtype != tf.string else c for c in tf.decode_csv("
+            + CSV + ", [[7], [0.5], ['d']])])"),
+    ("csv_num", "tf.decode_csv(tf.constant([['1;2'], ['3;4']]), [tf.constant([], tf.int64), "
+                "[0.0]], field_delim=';')[0]"),
+    ("csv_na", "tf.io.decode_csv(['NA,2', '5,NA'], [[-1.0], [-2.0]], na_value='NA')[1]"),
+    ("csv_noquote", "tf.decode_csv(['a\"b,c'], [[''], ['']], use_quote_delim=False)[0]"),
+    ("csv_f64", "tf.decode_csv(['0.1,12345678901'], [[0.0], tf.constant([0], tf.int64)])[0] * 1"),
+]
+ERRORS_CSV = [
+    ("csv_count", "tf.decode_csv(['1,2,3'], [[1], [2]])", "InvalidArgumentError",
+     "Expect 2 fields but have 3 in record 0"),
+    ("csv_required", "tf.decode_csv(['1,'], [[1], tf.constant([], tf.int32)])",
+     "InvalidArgumentError", "Field 1 is required but missing in record 0!"),
+    ("csv_badint", "tf.decode_csv(['1,x'], [[1], [2]])", "InvalidArgumentError",
+     "Field 1 in record 0 is not a valid int32: x"),
+    ("csv_badfloat", "tf.decode_csv(['1.5.5'], [[1.0]])", "InvalidArgumentError",
+     "Field 0 in record 0 is not a valid float: 1.5.5"),
+    ("csv_quote", "tf.decode_csv(['\"ab\"c,d'], [[''], ['']])", "InvalidArgumentError",
+     "Quote inside a string has to be escaped by another quote"),
+    ("csv_unterminated", "tf.decode_csv(['a,\"bc'], [[''], ['']])", "InvalidArgumentError",
+     "Quoted field has to end with quote followed by delim or end"),
+    ("csv_unquoted", "tf.decode_csv(['a\"b,c'], [[''], ['']])", "InvalidArgumentError",
+     "Unquoted fields cannot have quotes/CRLFs inside"),
+]
+
 # (id, expression, TF's error class name, a text TF's message contains)
 ERRORS = [
     ("to_number_bad", 'tf.string_to_number(tf.constant(["1.5x"]))', "InvalidArgumentError",
@@ -81,7 +109,7 @@ ERRORS = [
     # a build error: TF's ValueError, rill's InvalidArgumentError (as all its shape errors)
     ("join_shapes", 'tf.string_join([tf.constant(["a", "b"]), tf.constant(["a", "b", "c"])])',
      "ValueError", "must be equal, but are 2 and 3"),
-]
+] + ERRORS_CSV
 
 SCRIPT = r"""
 import json, sys

@@ -193,6 +193,46 @@ static void matching_files_shape(rill_node *n, rill_status *s)
     n->out_shapes[0] = rill_shape_vector(-1);
 }
 
+/* DecodeCSV(records, record_defaults...): one output per default (num_outputs of them), each
+ * shaped like records, of its default's dtype. */
+static void decode_csv_shape(rill_node *n, rill_status *s)
+{
+    if (!want_dtype(n, 0, RILL_STRING, "records", s)) return;
+    if (n->ninputs - 1 != n->noutputs || n->noutputs < 1) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "DecodeCSV '%s': %d record_defaults for %d outputs (num_outputs)", n->name,
+                        n->ninputs - 1, n->noutputs);
+        return;
+    }
+    const rill__attr *d = rill__node_attr(n, "field_delim");
+    if (d && d->kind == RILL__ATTR_STRING && strlen(d->v.s) != 1) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "field_delim should be only 1 char");
+        return;
+    }
+    for (int i = 1; i < n->ninputs; i++) {
+        rill_dtype t = rill__in_dtype(n, i);
+        if (t != RILL_FLOAT && t != RILL_DOUBLE && t != RILL_INT32 && t != RILL_INT64 &&
+            t != RILL_STRING) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT,
+                            "Value for attr 'OUT_TYPE' of %s is not in the list of allowed "
+                            "values: float, double, int32, int64, string",
+                            rill_dtype_name(t));
+            return;
+        }
+        rill_shape x = rill__in_shape(n, i);
+        if (x.rank > 1) {
+            char b[96];
+            rill_status_set(s, RILL_INVALID_ARGUMENT,
+                            "Shape must be at most rank 1 but is rank %d for '%s' (op: "
+                            "'DecodeCSV') with input shape %s (record_defaults %d).",
+                            x.rank, n->name, rill_shape_str(&x, b, sizeof b), i - 1);
+            return;
+        }
+        n->out_dtypes[i - 1] = t;
+        n->out_shapes[i - 1] = rill__in_shape(n, 0);
+    }
+}
+
 #define STRING_OP(NAME, NIN, SHAPE)                                                                \
     {                                                                                              \
         .name = NAME, .default_name = NAME, .min_inputs = NIN, .max_inputs = NIN, .noutputs = 1,   \
@@ -215,6 +255,12 @@ const rill__op_def rill__ops_string[] = {
     STRING_OP("DecodeBase64", 1, string_unary_shape),
     STRING_OP("DecodeRaw", 1, decode_raw_shape),
     STRING_OP("ReduceJoin", 2, reduce_join_shape),
+    {.name = "DecodeCSV",
+     .default_name = "DecodeCSV",
+     .min_inputs = 2,
+     .max_inputs = -1,
+     .noutputs = -1,
+     .shape = decode_csv_shape},
     {.name = "MatchingFiles",
      .default_name = "MatchingFiles",
      .min_inputs = 1,

@@ -563,6 +563,206 @@ static void reduce_join_kernel(rill__kctx *ctx)
     rill__kctx_set_output(ctx, 0, o);
 }
 
+/* --- DecodeCSV --- */
+
+/* The fields of one record (TF's ExtractFields): *nf set; false with ctx failed. Fields are
+ * copies in fields[] (caller frees each and the array). */
+static bool csv_fields(rill__kctx *ctx, const char *s, size_t n, char delim, bool quotes,
+                       int64_t rec, char ***fields, size_t **lens, int *nf)
+{
+    sbuf f = {0};
+    int cap = 8, k = 0;
+    char **fs = rill__malloc((size_t)cap * sizeof *fs);
+    size_t *ls = rill__malloc((size_t)cap * sizeof *ls);
+    RILL_CHECK_ALLOC(fs && ls);
+    size_t i = 0;
+    bool ok = true;
+    for (;;) {
+        f.n = 0;
+        if (quotes && i < n && s[i] == '"') {
+            i++;
+            for (;;) {
+                if (i >= n) {
+                    rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                                    "Quoted field has to end with quote followed by delim or "
+                                    "end");
+                    ok = false;
+                    break;
+                }
+                if (s[i] == '"') {
+                    if (i + 1 < n && s[i + 1] == '"') {
+                        sb_put(&f, "\"", 1);
+                        i += 2;
+                        continue;
+                    }
+                    if (i + 1 < n && s[i + 1] != delim) {
+                        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                                        "Quote inside a string has to be escaped by another quote");
+                        ok = false;
+                    }
+                    i++;
+                    break;
+                }
+                sb_put(&f, s + i, 1);
+                i++;
+            }
+        } else {
+            while (i < n && s[i] != delim) {
+                if ((quotes && s[i] == '"') || s[i] == '\n' || s[i] == '\r') {
+                    rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                                    "Unquoted fields cannot have quotes/CRLFs inside");
+                    ok = false;
+                    break;
+                }
+                sb_put(&f, s + i, 1);
+                i++;
+            }
+        }
+        if (!ok) break;
+        if (k == cap) {
+            cap *= 2;
+            fs = rill__realloc(fs, (size_t)cap * sizeof *fs);
+            ls = rill__realloc(ls, (size_t)cap * sizeof *ls);
+            RILL_CHECK_ALLOC(fs && ls);
+        }
+        fs[k] = rill__strndup(f.p ? f.p : "", f.n);
+        ls[k++] = f.n;
+        if (i >= n) break;
+        i++; /* the delimiter: another field follows (maybe empty) */
+        if (i == n) {
+            f.n = 0;
+            if (k == cap) {
+                cap *= 2;
+                fs = rill__realloc(fs, (size_t)cap * sizeof *fs);
+                ls = rill__realloc(ls, (size_t)cap * sizeof *ls);
+                RILL_CHECK_ALLOC(fs && ls);
+            }
+            fs[k] = rill__strdup("");
+            ls[k++] = 0;
+            break;
+        }
+    }
+    (void)rec;
+    rill__free(f.p);
+    if (!ok) {
+        for (int j = 0; j < k; j++) rill__free(fs[j]);
+        rill__free(fs);
+        rill__free(ls);
+        return false;
+    }
+    *fields = fs;
+    *lens = ls;
+    *nf = k;
+    return true;
+}
+
+static void decode_csv_kernel(rill__kctx *ctx)
+{
+    const rill_node *nd = ctx->node;
+    const rill_tensor *rec = ctx->inputs[0];
+    int ncol = rill_node_num_inputs(nd) - 1;
+    const rill__attr *da = rill__node_attr(nd, "field_delim"),
+                     *na = rill__node_attr(nd, "na_value");
+    char delim = da && da->kind == RILL__ATTR_STRING && da->v.s[0] ? da->v.s[0] : ',';
+    const char *na_value = na && na->kind == RILL__ATTR_STRING ? na->v.s : "";
+    bool quotes = rill__attr_bool(nd, "use_quote_delim", true);
+    for (int c = 0; c < ncol; c++) {
+        const rill_tensor *d = ctx->inputs[1 + c];
+        if (d->numel > 1) {
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                            "There should only be 1 default per field but field %d has %lld", c,
+                            (long long)d->numel);
+            return;
+        }
+    }
+    rill_tensor **outs = rill__calloc((size_t)ncol, sizeof *outs);
+    RILL_CHECK_ALLOC(outs);
+    for (int c = 0; c < ncol; c++) {
+        outs[c] = rill_tensor_new(ctx->inputs[1 + c]->dtype, rec->shape.dims, rec->shape.rank);
+        RILL_CHECK_ALLOC(outs[c]);
+    }
+    bool ok = true;
+    for (int64_t r = 0; ok && r < rec->numel; r++) {
+        size_t n;
+        const char *s = str_at(rec, r, &n);
+        char **fs = NULL;
+        size_t *ls = NULL;
+        int nf = 0;
+        if (!csv_fields(ctx, s, n, delim, quotes, r, &fs, &ls, &nf)) {
+            ok = false;
+            break;
+        }
+        if (nf != ncol) {
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                            "Expect %d fields but have %d in record %lld", ncol, nf, (long long)r);
+            ok = false;
+        }
+        for (int c = 0; ok && c < ncol; c++) {
+            const rill_tensor *d = ctx->inputs[1 + c];
+            rill_dtype t = d->dtype;
+            bool empty = ls[c] == 0 || (*na_value && strcmp(fs[c], na_value) == 0);
+            if (empty && d->numel == 0) {
+                rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                                "Field %d is required but missing in record %lld!", c,
+                                (long long)r);
+                ok = false;
+                break;
+            }
+            if (t == RILL_STRING) {
+                size_t dl = 0;
+                const char *dv = empty ? str_at(d, 0, &dl) : fs[c];
+                rill_tensor_set_string(outs[c], r, dv, empty ? dl : ls[c]);
+                continue;
+            }
+            void *dst = outs[c]->buf->data;
+            if (empty) {
+                memcpy((char *)dst + (size_t)r * rill_dtype_size(t), d->buf->data,
+                       rill_dtype_size(t));
+                continue;
+            }
+            char *end;
+            errno = 0;
+            const char *what = t == RILL_FLOAT    ? "float"
+                               : t == RILL_DOUBLE ? "double"
+                               : t == RILL_INT32  ? "int32"
+                                                  : "int64";
+            bool good;
+            if (t == RILL_FLOAT || t == RILL_DOUBLE) {
+                double v = t == RILL_FLOAT ? (double)strtof(fs[c], &end) : strtod(fs[c], &end);
+                good = *end == 0 && end != fs[c];
+                if (t == RILL_FLOAT)
+                    ((float *)dst)[r] = (float)v;
+                else
+                    ((double *)dst)[r] = v;
+            } else {
+                long long v = strtoll(fs[c], &end, 10);
+                good = *end == 0 && end != fs[c] && errno != ERANGE &&
+                       (t == RILL_INT64 || (v >= INT32_MIN && v <= INT32_MAX));
+                if (t == RILL_INT32)
+                    ((int32_t *)dst)[r] = (int32_t)v;
+                else
+                    ((int64_t *)dst)[r] = v;
+            }
+            if (!good) {
+                rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                                "Field %d in record %lld is not a valid %s: %s", c, (long long)r,
+                                what, fs[c]);
+                ok = false;
+            }
+        }
+        for (int j = 0; j < nf; j++) rill__free(fs[j]);
+        rill__free(fs);
+        rill__free(ls);
+    }
+    for (int c = 0; c < ncol; c++) {
+        if (ok)
+            rill__kctx_set_output(ctx, c, outs[c]);
+        else
+            rill_tensor_free(outs[c]);
+    }
+    rill__free(outs);
+}
+
 /* --- MatchingFiles --- */
 
 static int by_str(const void *a, const void *b)
@@ -628,6 +828,7 @@ const rill__kernel_def rill__cpu_kernels_string[] = {
     SK("DecodeBase64", decode_base64_kernel),
     SK("DecodeRaw", decode_raw_kernel),
     SK("ReduceJoin", reduce_join_kernel),
+    SK("DecodeCSV", decode_csv_kernel),
     SK("MatchingFiles", matching_files_kernel),
     {0},
 };

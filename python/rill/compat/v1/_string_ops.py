@@ -13,7 +13,7 @@ from ._ops import _g, _out, _t, _tf
 
 __all__ = ["as_string", "string_join", "string_to_number", "substr", "string_strip",
            "reduce_join", "regex_replace", "encode_base64", "decode_base64", "decode_raw",
-           "matching_files"]
+           "matching_files", "decode_csv"]
 
 
 def _s(x):
@@ -119,6 +119,30 @@ def matching_files(pattern, name=None):
     return _op("MatchingFiles", name, [_s(pattern)])
 
 
+def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, name=None,
+               na_value="", select_cols=None):
+    """The columns of CSV records (RFC 4180 quoting when use_quote_delim): one tensor per
+    record_defaults entry, of its dtype; an empty field (or na_value) takes the default, and is
+    an error for an empty default."""
+    tf = _tf()
+    if select_cols is not None:
+        raise tf.errors.UnimplementedError(
+            None, None, "decode_csv: select_cols is not supported by rill; select the columns "
+                        "of the full result instead")
+    defaults = []
+    for d in record_defaults:
+        d = d if isinstance(d, tf.Tensor) else tf.convert_to_tensor(d)
+        defaults.append(d)
+    if not defaults:
+        raise ValueError("record_defaults must not be empty")
+    op = _g()._make("DecodeCSV", name or "DecodeCSV", tuple([_s(records)] + defaults),
+                    {"field_delim": ("string", str(field_delim)),
+                     "use_quote_delim": ("bool", bool(use_quote_delim)),
+                     "na_value": ("string", str(na_value)),
+                     "num_outputs": ("int", len(defaults))})
+    return list(op.outputs)
+
+
 def _install(tf):
     """tf.strings and the tf.io names."""
     strings = _types.SimpleNamespace(
@@ -130,7 +154,7 @@ def _install(tf):
             setattr(old, k, v)
     else:
         tf.strings = strings
-    for n in ("encode_base64", "decode_base64", "decode_raw", "matching_files"):
+    for n in ("encode_base64", "decode_base64", "decode_raw", "matching_files", "decode_csv"):
         setattr(tf.io, n, globals()[n])
 
 
