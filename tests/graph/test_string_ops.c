@@ -185,6 +185,35 @@ int main(void)
         rmdir(dir);
     }
 
+    /* DecodeCSV: a quoted field with a doubled quote, an empty field taking its default */
+    static const char *const recs[] = {"1,\"a,\"\"b\"", ",x"};
+    double d0 = 7;
+    rill_tensor *dt = oc_tensor(RILL_INT32, (int64_t[]){1}, 1, &d0);
+    rill_tensor *ds = rill_tensor_new(RILL_STRING, (int64_t[]){1}, 1);
+    rill_tensor_set_string(ds, 0, "dflt", 4);
+    rill_output cin[] = {strs(g, recs, 2), rill_const(g, dt, NULL), rill_const(g, ds, NULL)};
+    rill_tensor_free(dt);
+    rill_tensor_free(ds);
+    b = op(g, "DecodeCSV", cin, 3);
+    rill_op_builder_set_int(b, "num_outputs", 2);
+    rill_node *csv = rill_op_builder_finish(b);
+    if (CHECK(csv != NULL)) {
+        rill_tensor *c0 = oc_eval(g, (rill_output){csv, 0});
+        oc_check_tensor("csv ints", c0, RILL_INT32, (int64_t[]){2}, 1, (const double[]){1, 7});
+        rill_tensor_free(c0);
+        check_strs("csv strings", g, (rill_output){csv, 1}, (const char *const[]){"a,\"b", "x"}, 2);
+    }
+    static const char *const bad3[] = {"1,2,3"};
+    rill_output cin2[] = {strs(g, bad3, 1), cin[1], cin[2]};
+    b = op(g, "DecodeCSV", cin2, 3);
+    rill_op_builder_set_int(b, "num_outputs", 2);
+    run_fails("csv count", g, fin(b), "Expect 2 fields but have 3 in record 0");
+    static const char *const badq[] = {"1,\"ab"};
+    rill_output cin3[] = {strs(g, badq, 1), cin[1], cin[2]};
+    b = op(g, "DecodeCSV", cin3, 3);
+    rill_op_builder_set_int(b, "num_outputs", 2);
+    run_fails("csv quote", g, fin(b), "Quoted field has to end with quote followed by delim");
+
     /* build errors */
     CHECK(rill_op_builder_finish(op(g, "StringStrip", &f, 1)) == NULL);
     oc_check_build_error("strip float", g, RILL_INVALID_ARGUMENT,
