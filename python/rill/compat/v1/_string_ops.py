@@ -6,7 +6,6 @@ matching_files, with their tf.strings and tf.io names.
 regex_replace uses POSIX extended regular expressions, not RE2: the common syntax agrees,
 RE2's extensions (\\d, \\w, \\s, non-greedy quantifiers, (?i)) do not, and POSIX matches
 leftmost-longest where RE2 matches leftmost-first (see cpu_string.c)."""
-import sys as _sys
 import types as _types
 
 from ._ops import _g, _out, _t, _tf
@@ -157,5 +156,3 @@ def _install(tf):
     for n in ("encode_base64", "decode_base64", "decode_raw", "matching_files", "decode_csv"):
         setattr(tf.io, n, globals()[n])
 
-
-_ = _sys

@@ -334,7 +334,6 @@ class Saver:
 def get_checkpoint_state(checkpoint_dir, latest_filename=None):
     """The CheckpointState of checkpoint_dir's "checkpoint" file (latest_filename), relative
     paths joined to checkpoint_dir; None when there is none (or it cannot be read), as TF's."""
-    import logging
     import os
     from ._train_helpers import CheckpointState
     path = os.path.join(checkpoint_dir, latest_filename or "checkpoint")
@@ -350,7 +349,6 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
         ckpt.model_checkpoint_path = os.path.join(checkpoint_dir, ckpt.model_checkpoint_path)
     ckpt.all_model_checkpoint_paths = [p if os.path.isabs(p) else os.path.join(checkpoint_dir, p)
                                        for p in ckpt.all_model_checkpoint_paths]
-    del logging
     return ckpt
 
 
