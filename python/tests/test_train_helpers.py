@@ -576,7 +576,7 @@ def test_tf_reads_rill_files(ref, tmp_path):
                     float(s.run(ns["ema"].average(ns["b"])))]
     g = tf.get_default_graph()
     assert tf.train.write_graph(g, d, "g.pb", as_text=False) == os.path.join(d, "g.pb")
-    tf.train.write_graph(g, d, "g.pbtxt")
+    tf.io.write_graph(g, d, "g.pbtxt")
     # SaverDef: its names drive save and restore by hand
     tf.reset_default_graph()
     v = tf.Variable([3.0, 4.0], name="v")

@@ -155,4 +155,5 @@ def _install(tf):
         tf.strings = strings
     for n in ("encode_base64", "decode_base64", "decode_raw", "matching_files", "decode_csv"):
         setattr(tf.io, n, globals()[n])
+    tf.io.write_graph = tf.train.write_graph  # tf.io.write_graph (_train_helpers.py)
 
