@@ -184,6 +184,9 @@ void rill_graph_push_variable_scope(rill_graph *g, const char *scope, bool reuse
 void rill_graph_pop_variable_scope(rill_graph *g);
 /* The initializer Assign of a variable (NULL when var is not a variable). */
 rill_node *rill_variable_initializer(rill_output var);
+/* Makes init (an op of var's graph) var's initializer, as tf.train.init_from_checkpoint does;
+ * false when var is not a variable. */
+bool rill_variable_set_initializer(rill_output var, rill_node *init);
 /* A group of every variable initializer, named "init" by default. */
 rill_node *rill_global_variables_initializer(rill_graph *g, const char *name);
 /* A local variable (tf.compat.v1 LOCAL_VARIABLES): per task, never saved, never shared through

@@ -58,6 +58,13 @@ rill_optimizer *rill_ftrl_optimizer_new(double learning_rate, double learning_ra
 rill_optimizer *rill_proximal_adagrad_optimizer_new(double learning_rate,
                                                     double initial_accumulator_value, double l1,
                                                     double l2);
+/* TF 1.x's AdagradDAOptimizer (ApplyAdagradDA; SparseApplyAdagradDA for a gather's gradient,
+ * repeated rows summed first): slots "gradient_accumulator" ("<var>/AdagradDA", zeros) and
+ * "gradient_squared_accumulator" ("<var>/AdagradDA_1", the initial value); the updates read
+ * global_step + 1 (an int64 scalar, TF's required argument). NULL without a global step. */
+rill_optimizer *rill_adagrad_da_optimizer_new(double learning_rate, rill_output global_step,
+                                              double initial_gradient_squared_accumulator_value,
+                                              double l1, double l2);
 /* TF 1.x's ProximalGradientDescentOptimizer (ApplyProximalGradientDescent), no slots. */
 rill_optimizer *rill_proximal_gradient_descent_optimizer_new(double learning_rate, double l1,
                                                              double l2);
@@ -163,6 +170,11 @@ typedef struct rill_saver rill_saver;
  * own data shard. */
 rill_saver *rill_saver_new(rill_graph *g, const rill_output *var_list, int nvars, int max_to_keep,
                            double keep_checkpoint_every_n_hours, rill_status *s);
+/* As rill_saver_new, each var_list[i] saved under the checkpoint key names[i] (TF's Saver of a
+ * {name: variable} dict; INVALID_ARGUMENT for a key given twice). names NULL: node names. */
+rill_saver *rill_saver_new_named(rill_graph *g, const rill_output *var_list,
+                                 const char *const *names, int nvars, int max_to_keep,
+                                 double keep_checkpoint_every_n_hours, rill_status *s);
 void rill_saver_free(rill_saver *sv);
 /* Writes "<save_path>-<global_step>" (global_step < 0: save_path) as .index + .data-*, then the
  * `checkpoint` state file of save_path's directory; the prefix goes to prefix_out. TF's errors

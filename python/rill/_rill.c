@@ -939,6 +939,20 @@ static PyObject *graph_variable_initializer(GraphObject *g, PyObject *arg)
     return op_new(g, rill_variable_initializer(v));
 }
 
+/* set_variable_initializer((Op, index), op): op becomes the variable's initializer */
+static PyObject *graph_set_variable_initializer(GraphObject *g, PyObject *args)
+{
+    PyObject *var, *op;
+    if (!PyArg_ParseTuple(args, "OO!", &var, &OpType, &op)) return NULL;
+    rill_output v;
+    if (output_of(g, var, &v) < 0) return NULL;
+    if (!rill_variable_set_initializer(v, ((OpObject *)op)->n)) {
+        PyErr_SetString(PyExc_ValueError, "not a variable");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 /* collection(key) -> [Op] */
 static PyObject *graph_collection(GraphObject *g, PyObject *arg)
 {
@@ -1007,6 +1021,8 @@ static PyMethodDef graph_methods[] = {
      METH_VARARGS, "global_variables_initializer(name=None) -> Op"},
     {"variable_initializer", (PyCFunction)graph_variable_initializer, METH_O,
      "The initializer Assign of a variable (Op, index), or None."},
+    {"set_variable_initializer", (PyCFunction)graph_set_variable_initializer, METH_VARARGS,
+     "set_variable_initializer((Op, index), op)"},
     {"collection", (PyCFunction)graph_collection, METH_O, "The ops of a named collection."},
     {"local_variable", (PyCFunction)graph_local_variable, METH_VARARGS,
      "local_variable(name, dtype, shape, initializer, device=None)"},
@@ -1964,17 +1980,28 @@ typedef struct {
  * accumulator value); "rmsprop" (a, b: decay, momentum; eps; nesterov: centered); "adadelta"
  * (a: rho; eps); "ftrl" (a: learning_rate_power, b: initial accumulator, eps: beta, c, d: l1,
  * l2, e: l2 shrinkage); "proximal_adagrad" (a: initial accumulator, c, d: l1, l2);
- * "proximal_sgd" (c, d: l1, l2). */
+ * "proximal_sgd" (c, d: l1, l2); "adagrad_da" (a: initial squared accumulator, c, d: l1, l2,
+ * step: (graph, (Op, index)) of the global step). */
 static PyObject *optimizer_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     (void)kw;
     const char *kind;
     double lr, a = 0, b = 0, eps = 0, c = 0, d = 0, e = 0;
     int nesterov = 0;
-    if (!PyArg_ParseTuple(args, "sd|dddpddd", &kind, &lr, &a, &b, &eps, &nesterov, &c, &d, &e))
+    PyObject *step = NULL; /* "adagrad_da": (graph, (Op, index)) of the global step */
+    if (!PyArg_ParseTuple(args, "sd|dddpdddO", &kind, &lr, &a, &b, &eps, &nesterov, &c, &d, &e,
+                          &step))
         return NULL;
     rill_optimizer *o = NULL;
-    if (strcmp(kind, "sgd") == 0)
+    if (strcmp(kind, "adagrad_da") == 0) {
+        PyObject *graph, *out;
+        rill_output so;
+        if (!step || !PyArg_ParseTuple(step, "O!O;step is (graph, (Op, index))", &GraphType,
+                                       &graph, &out))
+            return step ? NULL : PyErr_Format(PyExc_ValueError, "adagrad_da needs a global step");
+        if (output_of((GraphObject *)graph, out, &so) < 0) return NULL;
+        o = rill_adagrad_da_optimizer_new(lr, so, a, c, d);
+    } else if (strcmp(kind, "sgd") == 0)
         o = rill_gradient_descent_optimizer_new(lr);
     else if (strcmp(kind, "momentum") == 0)
         o = rill_momentum_optimizer_new(lr, a, nesterov);
@@ -2157,16 +2184,39 @@ typedef struct {
 static PyObject *saver_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     (void)kw;
-    PyObject *graph, *vars = Py_None;
+    PyObject *graph, *vars = Py_None, *keys = Py_None;
     int keep = 5;
     double hours = 10000;
-    if (!PyArg_ParseTuple(args, "O!|Oid", &GraphType, &graph, &vars, &keep, &hours)) return NULL;
+    if (!PyArg_ParseTuple(args, "O!|OidO", &GraphType, &graph, &vars, &keep, &hours, &keys))
+        return NULL;
     GraphObject *g = (GraphObject *)graph;
     rill_output *vl = NULL;
     int nv = 0;
     if (vars != Py_None && !(vl = outputs_of(g, vars, &nv))) return NULL;
+    /* keys: the checkpoint name of each variable (a {name: variable} var_list) */
+    const char **kv = NULL;
+    PyObject *kseq = NULL;
+    if (keys != Py_None) {
+        kseq = PySequence_Fast(keys, "keys are a sequence of str");
+        if (!kseq || PySequence_Fast_GET_SIZE(kseq) != nv) {
+            if (kseq) PyErr_SetString(PyExc_ValueError, "one key per variable");
+            Py_XDECREF(kseq);
+            PyMem_Free(vl);
+            return NULL;
+        }
+        kv = PyMem_Calloc((size_t)nv + 1, sizeof *kv);
+        for (int i = 0; kv && i < nv; i++)
+            if (!(kv[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(kseq, i)))) {
+                PyMem_Free(kv);
+                Py_DECREF(kseq);
+                PyMem_Free(vl);
+                return NULL;
+            }
+    }
     rill_status *s = rill_status_new();
-    rill_saver *sv = rill_saver_new(g->g, vl, nv, keep, hours, s);
+    rill_saver *sv = rill_saver_new_named(g->g, vl, kv, nv, keep, hours, s);
+    PyMem_Free(kv);
+    Py_XDECREF(kseq);
     PyMem_Free(vl);
     if (!sv) {
         raise_status(s);

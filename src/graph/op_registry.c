@@ -36,6 +36,8 @@ extern const rill__op_def rill__ops_permute[];
 extern const rill__op_def rill__ops_linalg[];
 extern const rill__op_def rill__ops_sparse[];
 extern const rill__op_def rill__ops_conv3d[];
+extern const rill__op_def rill__ops_adagrad_da[];
+extern const rill__op_def rill__ops_string[];
 
 /* One table a line (a new op file appends its own). */
 static const rill__op_def *const *op_tables(void)
@@ -73,6 +75,8 @@ static const rill__op_def *const *op_tables(void)
         rill__ops_linalg,
         rill__ops_sparse,
         rill__ops_conv3d,
+        rill__ops_adagrad_da,
+        rill__ops_string,
         NULL,
     };
     // clang-format on

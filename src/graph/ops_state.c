@@ -448,6 +448,13 @@ rill_node *rill_variable_initializer(rill_output var)
     return rill__is_variable(var) ? var.node->initializer : NULL;
 }
 
+bool rill_variable_set_initializer(rill_output var, rill_node *init)
+{
+    if (!rill__is_variable(var) || !init) return false;
+    var.node->initializer = init;
+    return true;
+}
+
 static rill_node *initializer_of(rill_graph *g, const char *key, const char *name)
 {
     if (!rill_graph_ok(g)) return NULL;

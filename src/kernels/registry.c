@@ -43,6 +43,8 @@ extern const rill__kernel_def rill__cpu_kernels_permute[];
 extern const rill__kernel_def rill__cpu_kernels_linalg[];
 extern const rill__kernel_def rill__cpu_kernels_sparse[];
 extern const rill__kernel_def rill__cpu_kernels_conv3d[];
+extern const rill__kernel_def rill__cpu_kernels_adagrad_da[];
+extern const rill__kernel_def rill__cpu_kernels_string[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -119,6 +121,8 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_permute,
         rill__cpu_kernels_linalg,
         rill__cpu_kernels_sparse,
+        rill__cpu_kernels_adagrad_da,
+        rill__cpu_kernels_string,
         NULL,
     };
     return t;

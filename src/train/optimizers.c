@@ -20,7 +20,8 @@ typedef enum {
     OPT_ADADELTA,
     OPT_FTRL,
     OPT_PROXIMAL_ADAGRAD,
-    OPT_PROXIMAL_SGD
+    OPT_PROXIMAL_SGD,
+    OPT_ADAGRAD_DA
 } opt_kind;
 
 struct rill_optimizer {
@@ -36,6 +37,7 @@ struct rill_optimizer {
     /* RMSProp: decay (and nesterov holds centered); Adadelta: rho in decay; Ftrl: all but
      * decay; the proximal ones: l1 and l2. */
     double decay, l1, l2, l2_shrinkage, lr_power, beta;
+    rill_output global_step; /* AdagradDA: the step its updates read (TF's global_step) */
 };
 
 static rill_optimizer *opt_new(opt_kind k)
@@ -145,6 +147,20 @@ rill_optimizer *rill_proximal_gradient_descent_optimizer_new(double learning_rat
     return o;
 }
 
+rill_optimizer *rill_adagrad_da_optimizer_new(double learning_rate, rill_output global_step,
+                                              double initial_gradient_squared_accumulator_value,
+                                              double l1, double l2)
+{
+    if (!global_step.node) return NULL;
+    rill_optimizer *o = opt_new(OPT_ADAGRAD_DA);
+    o->lr = learning_rate;
+    o->global_step = global_step;
+    o->initial_accumulator = initial_gradient_squared_accumulator_value;
+    o->l1 = l1;
+    o->l2 = l2;
+    return o;
+}
+
 void rill_optimizer_set_learning_rate_tensor(rill_optimizer *o, rill_output lr)
 {
     o->lr_tensor = lr;
@@ -177,6 +193,8 @@ const char *rill_optimizer_name(const rill_optimizer *o)
         return "ProximalAdagrad";
     case OPT_PROXIMAL_SGD:
         return "ProximalGradientDescent";
+    case OPT_ADAGRAD_DA:
+        return "AdagradDA";
     default:
         return "Adam";
     }
@@ -339,6 +357,31 @@ static rill_output apply_more(rill_optimizer *o, rill_graph *g, rill_output grad
         GRAD();
         break;
     }
+    case OPT_ADAGRAD_DA: {
+        /* TF's slots: "gradient_accumulator" (zeros) then "gradient_squared_accumulator" */
+        rill_output ga = slot(g, var, "AdagradDA", 0);
+        rill_output gg = slot(g, var, "AdagradDA_1", o->initial_accumulator);
+        if (indices.node) {
+            /* TF's _apply_sparse_duplicate_indices: the rows of a repeated index summed into
+             * one (the op itself accumulates each occurrence) */
+            rill__attr ua[] = {RILL__A_TYPE("out_idx", rill_output_dtype(indices))};
+            rill_node *u = rill__node_create(g, "Unique", NULL, &indices, 1, ua, 1);
+            rill_output ys = {u, 0}, pos = {u, 1};
+            rill_output size = {rill__node_create(g, "Size", NULL, &ys, 1, NULL, 0), 0};
+            rill_output sin[] = {grad, pos, size};
+            grad = (rill_output){rill__node_create(g, "UnsortedSegmentSum", NULL, sin, 3, NULL, 0),
+                                 0};
+            indices = ys;
+        }
+        op = "ApplyAdagradDA";
+        IN(var, ga, gg);
+        GRAD();
+        /* TF's _prepare: the step the update reads is global_step + 1 */
+        rill_output step = rill_identity(g, o->global_step, NULL);
+        step = rill_add(g, step, rill__scalar_like(g, rill_output_dtype(step), 1), NULL);
+        IN(lr, C(o->l1), C(o->l2), step);
+        break;
+    }
     default:
         op = "ApplyProximalGradientDescent";
         IN(var, lr, C(o->l1), C(o->l2));
@@ -455,6 +498,7 @@ static rill_output apply_one(rill_optimizer *o, rill_graph *g, rill_output grad,
     case OPT_FTRL:
     case OPT_PROXIMAL_ADAGRAD:
     case OPT_PROXIMAL_SGD:
+    case OPT_ADAGRAD_DA:
         return apply_more(o, g, grad, var, lr, (rill_output){NULL, 0});
     default: {
         rill_output in[] = {var,

@@ -67,14 +67,29 @@ static void cpu_of(const rill_node *var, char *out, size_t n)
     rill_device_name_str(&d, out, n);
 }
 
-static int by_name(const void *a, const void *b)
+/* A variable and the checkpoint key it is saved under. */
+typedef struct keyed_var {
+    rill_output v;
+    const char *key;
+} keyed_var;
+
+static int by_key(const void *a, const void *b)
 {
-    return strcmp(((const rill_output *)a)->node->name, ((const rill_output *)b)->node->name);
+    return strcmp(((const keyed_var *)a)->key, ((const keyed_var *)b)->key);
 }
 
 rill_saver *rill_saver_new(rill_graph *g, const rill_output *var_list, int nvars, int max_to_keep,
                            double keep_checkpoint_every_n_hours, rill_status *s)
 {
+    return rill_saver_new_named(g, var_list, NULL, nvars, max_to_keep,
+                                keep_checkpoint_every_n_hours, s);
+}
+
+rill_saver *rill_saver_new_named(rill_graph *g, const rill_output *var_list,
+                                 const char *const *keys, int nvars, int max_to_keep,
+                                 double keep_checkpoint_every_n_hours, rill_status *s)
+{
+    bool keyed = keys && var_list && nvars > 0;
     if (!rill_graph_ok(g)) {
         rill_status_copy(s, rill_graph_status(g));
         return NULL;
@@ -101,10 +116,23 @@ rill_saver *rill_saver_new(rill_graph *g, const rill_output *var_list, int nvars
             rill__free(vars);
             return NULL;
         }
-    /* In name order, as TF's Saver: the data files then match TF's byte for byte. */
-    qsort(vars, (size_t)nvars, sizeof *vars, by_name);
+    /* In key order, as TF's Saver: the data files then match TF's byte for byte. */
+    keyed_var *kv = rill__calloc((size_t)nvars, sizeof *kv);
+    RILL_CHECK_ALLOC(kv);
+    for (int i = 0; i < nvars; i++)
+        kv[i] = (keyed_var){vars[i], keyed && keys[i] ? keys[i] : vars[i].node->name};
+    qsort(kv, (size_t)nvars, sizeof *kv, by_key);
+    for (int i = 1; i < nvars; i++)
+        if (strcmp(kv[i - 1].key, kv[i].key) == 0) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT,
+                            "At least two variables have the same name: %s", kv[i].key);
+            rill__free(kv);
+            rill__free(vars);
+            return NULL;
+        }
+    for (int i = 0; i < nvars; i++) vars[i] = kv[i].v;
     /* Shards: one per task holding variables, in order of first appearance. */
-    char (*dev)[RILL_DEVICE_NAME_MAX] = rill__calloc((size_t)nvars, sizeof *dev);
+    char(*dev)[RILL_DEVICE_NAME_MAX] = rill__calloc((size_t)nvars, sizeof *dev);
     int *shard = rill__calloc((size_t)nvars, sizeof *shard);
     RILL_CHECK_ALLOC(dev);
     RILL_CHECK_ALLOC(shard);
@@ -140,7 +168,11 @@ rill_saver *rill_saver_new(rill_graph *g, const rill_output *var_list, int nvars
             if (shard[i] == k) ins[n++] = vars[i];
         rill_tensor *names = rill_tensor_new(RILL_STRING, (int64_t[]){n - 1}, 1);
         RILL_CHECK_ALLOC(names);
-        for (int i = 1; i < n; i++) rill_tensor_set_string(names, i - 1, ins[i].node->name, strlen(ins[i].node->name));
+        for (int i = 0, j = 0; i < nvars; i++)
+            if (shard[i] == k) {
+                rill_tensor_set_string(names, j, kv[i].key, strlen(kv[i].key));
+                j++;
+            }
         rill__attr a[] = {RILL__A_TENSOR("names", names), RILL__A_INT("shard", k),
                           RILL__A_INT("num_shards", nshards)};
         rill_graph_push_device(g, dev[k]);
@@ -150,7 +182,8 @@ rill_saver *rill_saver_new(rill_graph *g, const rill_output *var_list, int nvars
         entries[k + 1] = (rill_output){sn, 0};
     }
     rill__attr ma[] = {RILL__A_INT("num_shards", nshards)};
-    rill_node *merge = rill__node_create(g, "BundleMergeIndex", "merge_index", entries, nshards + 1, ma, 1);
+    rill_node *merge =
+        rill__node_create(g, "BundleMergeIndex", "merge_index", entries, nshards + 1, ma, 1);
     sv->save_op = (rill_output){merge, 0};
     /* Per shard one BundleRestoreShard reading all of its tensors, as TF's one RestoreV2 per
      * device: a missing or damaged tensor fails the step before any variable has changed. */
@@ -170,16 +203,17 @@ rill_saver *rill_saver_new(rill_graph *g, const rill_output *var_list, int nvars
         rill_tensor *names = rill_tensor_new(RILL_STRING, (int64_t[]){n}, 1);
         RILL_CHECK_ALLOC(names);
         for (int i = 0, j = 0; i < nvars; i++)
-            if (shard[i] == k)
-                rill_tensor_set_string(names, j++, vars[i].node->name, strlen(vars[i].node->name));
+            if (shard[i] == k) rill_tensor_set_string(names, j++, kv[i].key, strlen(kv[i].key));
         rill__attr ra[] = {RILL__A_TENSOR("names", names), RILL__A_INTS("dtypes", n, dts),
                            RILL__A_INTS("shapes", ns, shp), RILL__A_INT("num_outputs", n)};
         rill_graph_push_device(g, dev[k]);
-        rill_node *r = rill__node_create(g, "BundleRestoreShard", "restore_shard", &sv->filename, 1, ra, 4);
+        rill_node *r =
+            rill__node_create(g, "BundleRestoreShard", "restore_shard", &sv->filename, 1, ra, 4);
         rill_graph_pop_device(g);
         rill_tensor_free(names);
         for (int i = 0, j = 0; r && i < nvars; i++)
-            if (shard[i] == k) assigns[i] = rill_assign(g, vars[i], (rill_output){r, j++}, NULL).node;
+            if (shard[i] == k)
+                assigns[i] = rill_assign(g, vars[i], (rill_output){r, j++}, NULL).node;
     }
     rill__free(dts);
     rill__free(shp);
@@ -191,6 +225,7 @@ rill_saver *rill_saver_new(rill_graph *g, const rill_output *var_list, int nvars
     rill__free(assigns);
     rill__free(dev);
     rill__free(shard);
+    rill__free(kv);
     rill__free(vars);
     if (!rill_graph_ok(g)) {
         rill_status_copy(s, rill_graph_status(g));

@@ -1411,3 +1411,6 @@ _shp._install(__import__("sys").modules[__name__])  # tf.math.divide_no_nan, tf.
 from . import _sparse_ops  # noqa: E402  (tf.SparseTensor, tf.sparse_to_dense, tf.sparse.*, ...)
 from ._sparse_ops import *  # noqa: E402,F401,F403
 _sparse_ops._install(__import__("sys").modules[__name__])  # tf.sparse, tf.nn.*_sparse, ctc_*
+from ._string_ops import *  # noqa: E402,F401,F403  (tf.as_string, tf.string_join, tf.strings, ...)
+from . import _string_ops as _strops  # noqa: E402
+_strops._install(__import__("sys").modules[__name__])

@@ -467,21 +467,68 @@ def _restore(keys, outs):
     return dict(zip(keys, outs))
 
 
+def _keep(keep_input, enqueue_many):
+    """TF's _validate_keep_input: a scalar, or with enqueue_many a vector, bool tensor."""
+    tf = _tf()
+    keep_input = tf.convert_to_tensor(keep_input)
+    nd = keep_input.shape.ndims
+    if nd is None:
+        raise ValueError("`keep_input` dimensions must be known at graph construction.")
+    if not enqueue_many and nd == 1:
+        raise ValueError("`keep_input` cannot be a vector when `enqueue_many=False`.")
+    if nd > 1:
+        raise ValueError("`keep_input` must be 0 or 1 dimensions.")
+    return keep_input
+
+
+def _kept_rows(tensors, keep_input, enqueue_many):
+    """The rows to enqueue (always an enqueue_many): the examples keep_input keeps, in order
+    (TF: dynamic_partition for a vector keep_input, a cond around the enqueue for a scalar)."""
+    tf = _tf()
+    if not enqueue_many:
+        tensors = [tf.expand_dims(t, 0) for t in tensors]
+        keep_input = tf.reshape(keep_input, [1])
+    idx = tf.reshape(tf.where(keep_input), [-1])
+    return [tf.gather(t, idx) for t in tensors]
+
+
 def _batch(queue_cls, tensors, batch_size, num_threads, enqueue_many, shapes,
-           allow_smaller_final_batch, scope, default, **qargs):
+           allow_smaller_final_batch, scope, default, keep_input=None, join=False, **qargs):
+    """batch, shuffle_batch and their _join and maybe_ forms: one queue; per tensor list one
+    enqueue op (num_threads copies of it unless join), run by one QueueRunner."""
     tf = _tf()
     with tf.name_scope(scope if scope is not None else default):
-        keys, flat = _flatten(tensors)
-        flat = [tf.convert_to_tensor(t) for t in flat]
+        if join:
+            lists = list(tensors)
+            if not lists:
+                raise ValueError("Expected at least one tensor in batch_join().")
+        else:
+            lists = [tensors]
+        keys, _ = _flatten(lists[0])
+        flats = [[tf.convert_to_tensor(t) for t in _flatten(tl)[1]] for tl in lists]
+        types = [t.dtype for t in flats[0]]
+        for fl in flats[1:]:
+            if [t.dtype for t in fl] != types:
+                raise TypeError("Expected types to be consistent: %s vs. %s." %
+                                (", ".join(x.name for x in types),
+                                 ", ".join(t.dtype.name for t in fl)))
+        flat = flats[0]
+        if keep_input is not None:
+            keep_input = _keep(keep_input, enqueue_many)
         if shapes is None:
             shapes = [t.shape.dims[1:] if enqueue_many else t.shape.dims for t in flat]
         shapes = [_dims(s) for s in shapes]
         for s in shapes:
             if s is None or any(d is None for d in s):
                 raise ValueError(f"All shapes must be fully defined: {shapes}")
-        q = queue_cls(dtypes=[t.dtype for t in flat], shapes=shapes, **qargs)
-        enq = q.enqueue_many(flat) if enqueue_many else q.enqueue(flat)
-        add_queue_runner(QueueRunner(q, [enq] * int(num_threads)))
+        q = queue_cls(dtypes=types, shapes=shapes, **qargs)
+        enqs = []
+        for fl in flats:
+            if keep_input is not None:
+                enqs.append(q.enqueue_many(_kept_rows(fl, keep_input, enqueue_many)))
+            else:
+                enqs.append(q.enqueue_many(fl) if enqueue_many else q.enqueue(fl))
+        add_queue_runner(QueueRunner(q, enqs if join else enqs * int(num_threads)))
         cap = qargs["capacity"]
         extra = qargs.get("min_after_dequeue", 0)
         frac = tf.cast(tf.maximum(0, q.size() - extra), tf.float32) * (1.0 / (cap - extra)) \
@@ -495,13 +542,43 @@ def _batch(queue_cls, tensors, batch_size, num_threads, enqueue_many, shapes,
         return _restore(keys, out)
 
 
-def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, shapes=None,
-          dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None, name=None):
+def _no_pad(dynamic_pad):
     if dynamic_pad:
         raise ValueError("dynamic_pad=True needs a PaddingFIFOQueue, which rill does not have")
+
+
+def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, shapes=None,
+          dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None, name=None):
+    _no_pad(dynamic_pad)
     return _batch(FIFOQueue, tensors, batch_size, num_threads, enqueue_many, shapes,
                   allow_smaller_final_batch, name, "batch", capacity=capacity,
                   shared_name=shared_name, name="fifo_queue")
+
+
+def maybe_batch(tensors, keep_input, batch_size, num_threads=1, capacity=32, enqueue_many=False,
+                shapes=None, dynamic_pad=False, allow_smaller_final_batch=False,
+                shared_name=None, name=None):
+    _no_pad(dynamic_pad)
+    return _batch(FIFOQueue, tensors, batch_size, num_threads, enqueue_many, shapes,
+                  allow_smaller_final_batch, name, "batch", keep_input=keep_input,
+                  capacity=capacity, shared_name=shared_name, name="fifo_queue")
+
+
+def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False, shapes=None,
+               dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None, name=None):
+    _no_pad(dynamic_pad)
+    return _batch(FIFOQueue, tensors_list, batch_size, 1, enqueue_many, shapes,
+                  allow_smaller_final_batch, name, "batch_join", join=True, capacity=capacity,
+                  shared_name=shared_name, name="fifo_queue")
+
+
+def maybe_batch_join(tensors_list, keep_input, batch_size, capacity=32, enqueue_many=False,
+                     shapes=None, dynamic_pad=False, allow_smaller_final_batch=False,
+                     shared_name=None, name=None):
+    _no_pad(dynamic_pad)
+    return _batch(FIFOQueue, tensors_list, batch_size, 1, enqueue_many, shapes,
+                  allow_smaller_final_batch, name, "batch_join", keep_input=keep_input,
+                  join=True, capacity=capacity, shared_name=shared_name, name="fifo_queue")
 
 
 def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=1, seed=None,
@@ -511,3 +588,30 @@ def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=
                   allow_smaller_final_batch, name, "shuffle_batch", capacity=capacity,
                   min_after_dequeue=min_after_dequeue, seed=seed, shared_name=shared_name,
                   name="random_shuffle_queue")
+
+
+def maybe_shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input,
+                        num_threads=1, seed=None, enqueue_many=False, shapes=None,
+                        allow_smaller_final_batch=False, shared_name=None, name=None):
+    return _batch(RandomShuffleQueue, tensors, batch_size, num_threads, enqueue_many, shapes,
+                  allow_smaller_final_batch, name, "shuffle_batch", keep_input=keep_input,
+                  capacity=capacity, min_after_dequeue=min_after_dequeue, seed=seed,
+                  shared_name=shared_name, name="random_shuffle_queue")
+
+
+def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, seed=None,
+                       enqueue_many=False, shapes=None, allow_smaller_final_batch=False,
+                       shared_name=None, name=None):
+    return _batch(RandomShuffleQueue, tensors_list, batch_size, 1, enqueue_many, shapes,
+                  allow_smaller_final_batch, name, "shuffle_batch_join", join=True,
+                  capacity=capacity, min_after_dequeue=min_after_dequeue, seed=seed,
+                  shared_name=shared_name, name="random_shuffle_queue")
+
+
+def maybe_shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, keep_input,
+                             seed=None, enqueue_many=False, shapes=None,
+                             allow_smaller_final_batch=False, shared_name=None, name=None):
+    return _batch(RandomShuffleQueue, tensors_list, batch_size, 1, enqueue_many, shapes,
+                  allow_smaller_final_batch, name, "shuffle_batch_join", keep_input=keep_input,
+                  join=True, capacity=capacity, min_after_dequeue=min_after_dequeue, seed=seed,
+                  shared_name=shared_name, name="random_shuffle_queue")

@@ -8,18 +8,18 @@ from ... import _rill
 from .train import Optimizer, _v1
 
 __all__ = ["RMSPropOptimizer", "AdadeltaOptimizer", "FtrlOptimizer", "ProximalAdagradOptimizer",
-           "ProximalGradientDescentOptimizer"]
+           "ProximalGradientDescentOptimizer", "AdagradDAOptimizer"]
 
 
 def _init(self, kind, learning_rate, a=0.0, b=0.0, eps=0.0, flag=False, c=0.0, d=0.0, e=0.0,
-          name=None):
+          name=None, *step):
     tf = _v1()
     self._tf = tf
     self._lr_tensor = None
     if isinstance(learning_rate, (tf.Tensor, tf.Variable)):
         self._lr_tensor, learning_rate = learning_rate, 0.0
     self._opt = _rill.Optimizer(kind, float(learning_rate), float(a), float(b), float(eps),
-                                bool(flag), float(c), float(d), float(e))
+                                bool(flag), float(c), float(d), float(e), *step)
     self._name = name
 
 
@@ -77,3 +77,23 @@ class ProximalGradientDescentOptimizer(Optimizer):
                  name="ProximalGradientDescent"):
         _init(self, "proximal_sgd", learning_rate, c=l1_regularization_strength,
               d=l2_regularization_strength, name=name)
+
+
+class AdagradDAOptimizer(Optimizer):
+    """Adagrad dual averaging (ApplyAdagradDA; SparseApplyAdagradDA for a gather's gradient):
+    slots "gradient_accumulator" and "gradient_squared_accumulator" as <var>/AdagradDA and
+    <var>/AdagradDA_1; the updates read global_step + 1 (int64, as TF's op requires) when they
+    run, before minimize(global_step=...) increments it."""
+
+    def __init__(self, learning_rate, global_step, initial_gradient_squared_accumulator_value=0.1,
+                 l1_regularization_strength=0.0, l2_regularization_strength=0.0,
+                 use_locking=False, name="AdagradDA"):
+        if initial_gradient_squared_accumulator_value <= 0.0:
+            raise ValueError("initial_gradient_squared_accumulator_value must be positive: %s" %
+                             initial_gradient_squared_accumulator_value)
+        tf = _v1()
+        step = tf.convert_to_tensor(global_step)
+        _init(self, "adagrad_da", learning_rate, initial_gradient_squared_accumulator_value, 0.0,
+              0.0, False, l1_regularization_strength, l2_regularization_strength, 0.0, name,
+              (step.graph._g, step._out))
+        self._global_step = global_step

@@ -276,11 +276,36 @@ class Saver:
                  name=None, **kwargs):
         tf = _v1()
         self._graph = tf.get_default_graph()
+        keys = None
         if isinstance(var_list, dict):
+            # {checkpoint name: variable}, as TF's: each variable saved under its key
+            keys = [str(k) for k in var_list]
             var_list = list(var_list.values())
         vl = None if var_list is None else [v._out for v in var_list]
         self._saver = _rill.Saver(self._graph._g, vl, int(max_to_keep or 0),
-                                  float(keep_checkpoint_every_n_hours))
+                                  float(keep_checkpoint_every_n_hours), keys)
+        self._max_to_keep = int(max_to_keep or 0)
+        self._keep_hours = float(keep_checkpoint_every_n_hours)
+        scope = "save"
+        for op in reversed(self._graph.get_operations()):
+            if op.type == "BundleMergeIndex":
+                scope = op.name.rsplit("/", 1)[0]
+                break
+        self._scope = scope
+
+    def as_saver_def(self):
+        """A SaverDef naming rill's save graph: the prefix placeholder, the save tensor (the
+        prefix once the index is written) and the restore op."""
+        from ._train_helpers import SaverDef
+        return SaverDef(filename_tensor_name=self._scope + "/filename:0",
+                        save_tensor_name=self._scope + "/merge_index:0",
+                        restore_op_name=self._scope + "/restore_all",
+                        max_to_keep=self._max_to_keep, sharded=False,
+                        keep_checkpoint_every_n_hours=self._keep_hours, version=2)
+
+    @property
+    def saver_def(self):
+        return self.as_saver_def()
 
     def save(self, sess, save_path, global_step=None, **kwargs):
         tf = _v1()
@@ -306,22 +331,37 @@ class Saver:
         return self._saver.last_checkpoints()
 
 
-class CheckpointState:
-    def __init__(self, model_checkpoint_path, all_model_checkpoint_paths):
-        self.model_checkpoint_path = model_checkpoint_path
-        self.all_model_checkpoint_paths = list(all_model_checkpoint_paths)
-
-    def __repr__(self):
-        return f'model_checkpoint_path: "{self.model_checkpoint_path}"'
-
-
 def get_checkpoint_state(checkpoint_dir, latest_filename=None):
-    st = _rill.get_checkpoint_state(checkpoint_dir)
-    return None if st is None else CheckpointState(*st)
+    """The CheckpointState of checkpoint_dir's "checkpoint" file (latest_filename), relative
+    paths joined to checkpoint_dir; None when there is none (or it cannot be read), as TF's."""
+    import os
+    from ._train_helpers import CheckpointState
+    path = os.path.join(checkpoint_dir, latest_filename or "checkpoint")
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8")
+    except OSError:
+        return None
+    ckpt = CheckpointState._parse(text)
+    if not ckpt.model_checkpoint_path:
+        raise ValueError("Invalid checkpoint state loaded from " + checkpoint_dir)
+    if not os.path.isabs(ckpt.model_checkpoint_path):
+        ckpt.model_checkpoint_path = os.path.join(checkpoint_dir, ckpt.model_checkpoint_path)
+    ckpt.all_model_checkpoint_paths = [p if os.path.isabs(p) else os.path.join(checkpoint_dir, p)
+                                       for p in ckpt.all_model_checkpoint_paths]
+    return ckpt
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):
-    return _rill.latest_checkpoint(checkpoint_dir)
+    if latest_filename is None:
+        return _rill.latest_checkpoint(checkpoint_dir)
+    import glob
+    ckpt = get_checkpoint_state(checkpoint_dir, latest_filename)
+    if ckpt and ckpt.model_checkpoint_path:
+        p = ckpt.model_checkpoint_path
+        if glob.glob(glob.escape(p) + ".index") or glob.glob(glob.escape(p)):
+            return p
+    return None
 
 
 # --- synchronous training ---
@@ -522,9 +562,17 @@ class Supervisor:
 from .train_io import (NewCheckpointReader, list_variables, load_checkpoint,  # noqa: E402,F401
                        load_variable, summary_iterator)
 from ._optimizers import *  # noqa: E402,F401,F403  (RMSProp, Adadelta, Ftrl, Proximal*)
+from ._train_helpers import *  # noqa: E402,F401,F403  (ExponentialMovingAverage, SaverDef, ...)
 
 # --- queue-based input (_input.py): Coordinator, QueueRunner, producers, batching ---
 from ._input import (Coordinator, QueueRunner, add_queue_runner, batch,  # noqa: E402,F401
-                     input_producer, limit_epochs, range_input_producer, shuffle_batch,
+                     batch_join, maybe_batch, maybe_batch_join, maybe_shuffle_batch,
+                     maybe_shuffle_batch_join, shuffle_batch_join, input_producer, limit_epochs, range_input_producer, shuffle_batch,
                      slice_input_producer, start_queue_runners, string_input_producer)
 from ._local_variables import QUEUE_RUNNERS as _QUEUE_RUNNERS  # noqa: E402,F401
+
+import types as _types  # noqa: E402
+
+# tf.train.queue_runner (TF's module of the same three names)
+queue_runner = _types.SimpleNamespace(QueueRunner=QueueRunner, add_queue_runner=add_queue_runner,
+                                      start_queue_runners=start_queue_runners)
