@@ -9,10 +9,11 @@ import sys
 
 import numpy as np
 import pytest
+import tfref
 
 import rill.compat.v1 as tf
 
-TF215 = os.environ.get("RILL_TF_PYTHON", "/work/venv215/bin/python")
+TF215 = tfref.TF_PY
 
 # Builds every case with `tf` (rill's compat.v1 or TensorFlow's), runs it, and returns
 # {"values": {case: nested list}, "vars": [...], "ops": [...]}.
@@ -107,7 +108,7 @@ def build_and_run(tf):
 
 def _tf_reference():
     if not os.path.exists(TF215):
-        pytest.skip("no Python with TensorFlow 2.15")
+        tfref.skip("no Python with TensorFlow 2.15")
     script = (CASES + "\nimport json, sys\nimport tensorflow.compat.v1 as tf\n"
               "tf.disable_eager_execution()\nprint(json.dumps(build_and_run(tf)))\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -116,7 +117,7 @@ def _tf_reference():
         r = subprocess.run([TF215, "-c", script], capture_output=True, text=True, env=env,
                            timeout=180)
     except subprocess.TimeoutExpired:
-        pytest.skip("TensorFlow took too long to start")
+        tfref.skip("TensorFlow took too long to start")
     if r.returncode != 0:
         pytest.fail("the TensorFlow reference failed: " +
                     "\n".join(l for l in r.stderr.splitlines() if "Error" in l)[-3000:])

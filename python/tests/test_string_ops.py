@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+import tfref
 
 import rill.compat.v1 as tf
 
@@ -151,17 +152,17 @@ def _enc(v):
 def ref():
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    py = "/work/venv215/bin/python"
+    py = tfref.TF_PY
     if not os.path.exists(py):
         py = sys.executable
     try:
         r = subprocess.run([py, "-c", SCRIPT, json.dumps([CASES, ERRORS])], env=env,
                            capture_output=True, text=True, timeout=180)
     except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"no TensorFlow to compare with: {e}")
+        tfref.skip(f"no TensorFlow to compare with: {e}")
     if r.returncode != 0:
         if "No module named 'tensorflow'" in r.stderr:
-            pytest.skip("no TensorFlow to compare with")
+            tfref.skip("no TensorFlow to compare with")
         raise AssertionError(r.stderr[-3000:])
     return json.loads(r.stdout.strip().splitlines()[-1])
 

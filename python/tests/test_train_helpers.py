@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pytest
+import tfref
 
 import rill.compat.v1 as tf
 
@@ -197,7 +198,7 @@ SCHED_STEPS = [0, 1, 4, 5, 9, 10, 11, 17, 20, 33, 40, 55, 100]
 def _run_tf(args):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    py = "/work/venv215/bin/python"
+    py = tfref.TF_PY
     if not os.path.exists(py):
         py = sys.executable
     args = dict(args, ema_src=EMA_SRC, W0=W0, C=C, FEEDS=FEEDS)
@@ -205,10 +206,10 @@ def _run_tf(args):
         r = subprocess.run([py, "-c", "EMA_GRAPH = None\n" + TF_SCRIPT, json.dumps(args)],
                            env=env, capture_output=True, text=True, timeout=180)
     except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"no TensorFlow to compare with: {e}")
+        tfref.skip(f"no TensorFlow to compare with: {e}")
     if r.returncode != 0:
         if "No module named 'tensorflow'" in r.stderr:
-            pytest.skip("no TensorFlow to compare with")
+            tfref.skip("no TensorFlow to compare with")
         raise AssertionError(r.stderr[-3000:])
     return json.loads(r.stdout.strip().splitlines()[-1])
 
