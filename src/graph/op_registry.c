@@ -16,6 +16,7 @@ extern const rill__op_def rill__ops_data_flow[];
 extern const rill__op_def rill__ops_io[];
 extern const rill__op_def rill__ops_slice[];
 extern const rill__op_def rill__ops_dataset[];
+extern const rill__op_def rill__ops_dataset2[];
 extern const rill__op_def rill__ops_reduce[];
 extern const rill__op_def rill__ops_shape[];
 extern const rill__op_def rill__ops_elementwise[];
@@ -57,6 +58,7 @@ static const rill__op_def *const *op_tables(void)
         rill__ops_queue,
         rill__ops_random,
         rill__ops_image,
+        rill__ops_dataset2,
         NULL,
     };
     // clang-format on

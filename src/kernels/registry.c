@@ -21,6 +21,7 @@ extern const rill__kernel_def rill__cpu_kernels_fused[];
 extern const rill__kernel_def rill__cpu_kernels_select[];
 extern const rill__kernel_def rill__cpu_kernels_conv[];
 extern const rill__kernel_def rill__cpu_kernels_dataset[];
+extern const rill__kernel_def rill__cpu_kernels_dataset2[];
 extern const rill__kernel_def rill__cpu_kernels_reduce[];
 extern const rill__kernel_def rill__cpu_kernels_shape[];
 extern const rill__kernel_def rill__cpu_kernels_elementwise[];
@@ -99,6 +100,7 @@ static const rill__kernel_def *const *tables(void)
 #endif
         rill__cpu_kernels_reduce,
         rill__cpu_kernels_shape,
+        rill__cpu_kernels_dataset2,
         NULL,
     };
     return t;
