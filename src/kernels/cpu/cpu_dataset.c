@@ -1014,7 +1014,9 @@ static dit *filter_make(dset *b, dctx *c)
     return it ? &it->base : NULL;
 }
 
-static const dset_vt map_vt = {map_make, rill__ds_over_free, rill__ds_card_in0};
+/* TF 1.x's map does not preserve the cardinality (preserve_cardinality false: unknown) */
+static const dset_vt map_vt = {map_make, rill__ds_over_free, NULL};
+static const dset_vt map_card_vt = {map_make, rill__ds_over_free, rill__ds_card_in0};
 static const dset_vt filter_vt = {filter_make, rill__ds_over_free, NULL};
 
 static void map_kernel(rill__kctx *ctx)
@@ -1029,7 +1031,11 @@ static void map_kernel(rill__kctx *ctx)
     d->fn = f;
     rill__ds_take_captures(ctx, d, f);
     bool filter = strcmp(ctx->node->op->name, "FilterDataset") == 0;
-    rill__ds_dset_register(&d->base, filter ? &filter_vt : &map_vt);
+    rill__ds_dset_register(&d->base,
+                           filter ? &filter_vt
+                           : rill__attr_bool(rill__ds_user_node(ctx), "preserve_cardinality", false)
+                               ? &map_card_vt
+                               : &map_vt);
     rill__ds_set_handle(ctx, &d->base);
 }
 

@@ -277,22 +277,12 @@ static dit *unbatch_make(dset *b, dctx *c)
     return &it->base;
 }
 
-/* a: the input's static batch size (-1: unknown), as TF's */
-static int64_t unbatch_card(dset *b)
-{
-    over_ds *d = (over_ds *)b;
-    int64_t n = rill__ds_card(d->in[0]);
-    if (n == RILL_DS_INFINITE || n == RILL_DS_UNKNOWN) return n;
-    return d->a > 0 ? n * d->a : RILL_DS_UNKNOWN;
-}
-
-static const dset_vt unbatch_vt = {unbatch_make, rill__ds_over_free, unbatch_card};
+static const dset_vt unbatch_vt = {unbatch_make, rill__ds_over_free, NULL};
 
 static void unbatch_kernel(rill__kctx *ctx)
 {
     over_ds *d = rill__ds_over_new(ctx, 1);
     if (!d) return;
-    d->a = rill__attr_int(rill__ds_user_node(ctx), "batch_size", -1);
     rill__ds_dset_register(&d->base, &unbatch_vt);
     rill__ds_set_handle(ctx, &d->base);
 }

@@ -543,16 +543,12 @@ class Dataset:
 
     def unbatch(self):
         tf = _v1()
-        shapes, batch = [], None
+        shapes = []
         for s in self._shapes:
             if s.ndims == 0:
                 raise ValueError("Cannot unbatch an input with scalar components.")
             shapes.append(tf.TensorShape(None) if s.ndims is None else tf.TensorShape(s._dims[1:]))
-            d = None if s.ndims is None else s._dims[0]
-            batch = d if batch is None else (batch if d is None or d == batch else -1)
-        b = -1 if batch is None or batch == -1 else batch
-        return self._unary("UnbatchDataset", [], shapes=shapes,
-                           attrs={"batch_size": ("int", b)})
+        return self._unary("UnbatchDataset", [], shapes=shapes)
 
     def shard(self, num_shards, index):
         return self._unary("ShardDataset", [_const64(num_shards, "num_shards"),
