@@ -149,6 +149,20 @@ vals = [r.cardinality(), r.repeat().cardinality(), r.repeat(3).take(5).cardinali
 ds = tf.data.Dataset.from_tensor_slices(np.array([0, 5, 1, 7, 2], np.int64)).map(
     lambda i: tf.gather(np.arange(3.0, dtype=np.float32) * 2, i)).ignore_errors()
 """,
+    "random_seeded": """
+ds = tf.data.Dataset.random(seed=4).take(5)
+vals = [tf.data.Dataset.random(seed=1).cardinality()]
+""",
+    "random_graph_seed": """
+tf.set_random_seed(7)
+ds = tf.data.Dataset.zip((tf.data.Dataset.random(), tf.data.Dataset.random(seed=3))).take(3)
+""",
+    "rebatch": """
+ds = tf.data.Dataset.range(10).batch(4).rebatch(3)
+""",
+    "rebatch_drop": """
+ds = tf.data.Dataset.range(11).batch(4, drop_remainder=True).rebatch(3, drop_remainder=True)
+""",
     "map_legacy": """
 ds = tf.data.Dataset.range(6).map_with_legacy_function(lambda x: x * 3) \\
     .filter_with_legacy_function(lambda x: x % 2 == 0)
@@ -370,3 +384,60 @@ def test_specs_and_options():
     assert got.threading.private_threadpool_size == 2
     assert got.experimental_deterministic is False
     assert tf.data.INFINITE_CARDINALITY == -1 and tf.data.UNKNOWN_CARDINALITY == -2
+
+
+def test_list_files_as_tf(tmp_path):
+    for n in ["b.txt", "a.txt", "c.dat", "d.txt", "a2.txt"]:
+        (tmp_path / n).write_text(n)
+    pattern = str(tmp_path / "*.txt")
+    src = f"""
+import json
+ds = tf.data.Dataset.list_files({pattern!r}, shuffle=False)
+nxt = tf.data.make_one_shot_iterator(ds).get_next()
+out = []
+with tf.Session() as s:
+    while True:
+        try:
+            out.append(s.run(nxt).decode())
+        except tf.errors.OutOfRangeError:
+            break
+err = None
+ds = tf.data.Dataset.list_files({str(tmp_path / "*.none")!r})
+with tf.Session() as s:
+    try:
+        s.run(tf.data.make_initializable_iterator(ds).initializer)
+    except tf.errors.InvalidArgumentError as e:
+        err = [x for x in e.message.splitlines() if "assertion failed" in x][0].strip()
+print(json.dumps([out, err]))
+"""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    if not os.path.exists(TF_PYTHON):
+        pytest.skip("no TensorFlow interpreter")
+    t = subprocess.run([TF_PYTHON, "-c", "import tensorflow.compat.v1 as tf\n"
+                        "tf.disable_v2_behavior()\n" + src], capture_output=True, text=True,
+                       env=env, timeout=120)
+    r = subprocess.run([sys.executable, "-c", "import rill.compat.v1 as tf\n" + src],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    theirs = json.loads(t.stdout.strip().splitlines()[-1])
+    ours = json.loads(r.stdout.strip().splitlines()[-1])
+    assert ours[0] == theirs[0] and len(ours[0]) == 4
+    assert theirs[1] == ours[1], (ours[1], theirs[1])
+
+
+def test_list_files_shuffled_and_seeded(tmp_path):
+    names = sorted(str(tmp_path / f"f{i}") for i in range(20))
+    for n in names:
+        open(n, "w").close()
+
+    def once(seed):
+        tf.reset_default_graph()
+        ds = tf.data.Dataset.list_files(str(tmp_path / "f*"), seed=seed).repeat(2)
+        nxt = tf.data.make_one_shot_iterator(ds).get_next()
+        with tf.Session() as s:
+            return [v.decode() for v in drain(nxt, s)]
+
+    a = once(3)
+    assert sorted(a[:20]) == names and sorted(a[20:]) == names and a[:20] != names
+    assert a == once(3) and a != once(4)

@@ -128,6 +128,26 @@ static void cardinality_shape(rill_node *n, rill_status *s)
     n->out_shapes[0] = rill_shape_scalar();
 }
 
+static void random_shape(rill_node *n, rill_status *s)
+{
+    (void)s;
+    rill__ds_handle_out(n);
+}
+
+/* pattern: a string scalar or vector; the matching files, a string vector */
+static void matching_files_shape(rill_node *n, rill_status *s)
+{
+    if (rill__in_dtype(n, 0) != RILL_STRING || rill__in_shape(n, 0).rank > 1) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Input pattern tensor must be scalar or vector, but had shape: %s",
+                        rill__in_shape(n, 0).rank > 1 ? "rank > 1" : "not a string");
+        return;
+    }
+    int64_t unk = -1;
+    n->out_dtypes[0] = RILL_STRING;
+    n->out_shapes[0] = rill_shape_make(1, &unk);
+}
+
 #define DATASET(nm, lo, hi, fn)                                                                    \
     {                                                                                              \
         .name = nm, .default_name = nm, .min_inputs = lo, .max_inputs = hi, .noutputs = 1,         \
@@ -169,5 +189,13 @@ const rill__op_def rill__ops_dataset2[] = {
      .noutputs = 1,
      .stateful = true,
      .shape = cardinality_shape},
+    DATASET("RandomDataset", 0, 0, random_shape),
+    {.name = "MatchingFiles",
+     .default_name = "MatchingFiles",
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .noutputs = 1,
+     .stateful = true,
+     .shape = matching_files_shape},
     {0},
 };

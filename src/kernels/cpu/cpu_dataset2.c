@@ -17,6 +17,10 @@
  *     file (filename + ".rill-cache", written to a temporary name and renamed when complete);
  *     later iterators read that. A complete file is read by any later dataset of that name. */
 #include "cpu_dataset.h"
+#include "philox.h"
+
+#include <glob.h>
+#include <stdlib.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -1526,6 +1530,123 @@ static void cache_kernel(rill__kctx *ctx)
     rill__ds_set_handle(ctx, &d->o.base);
 }
 
+/* ------------------------------------------------------------------- random ---- */
+
+/* TF's RandomDataset: the uint32s of Philox(seed, seed2) one by one, as int64s; endless. */
+typedef struct rand_ds {
+    dset base;
+    uint64_t seed, seed2;
+} rand_ds;
+
+typedef struct rand_it {
+    dit base;
+    philox p;
+    single s;
+} rand_it;
+
+static bool rand_next(dit *b, dctx *c, rill_tensor **out, bool *end)
+{
+    (void)c;
+    rand_it *it = (rand_it *)b;
+    out[0] = rill_tensor_scalar_int64((int64_t)single_next(&it->s));
+    RILL_CHECK_ALLOC(out[0]);
+    *end = false;
+    return true;
+}
+
+static const dit_vt rand_it_vt = {rand_next, rill__ds_plain_it_free};
+
+static dit *rand_make(dset *b, dctx *c)
+{
+    (void)c;
+    rand_ds *d = (rand_ds *)b;
+    rand_it *it = rill__calloc(1, sizeof *it);
+    RILL_CHECK_ALLOC(it);
+    it->base = (dit){&rand_it_vt, 1};
+    philox_init(&it->p, d->seed, d->seed2);
+    it->s = (single){&it->p, {0}, 4};
+    return &it->base;
+}
+
+static int64_t rand_card(dset *b)
+{
+    (void)b;
+    return RILL_DS_INFINITE;
+}
+
+static const dset_vt rand_vt = {rand_make, rill__ds_plain_ds_free, rand_card};
+
+static void random_kernel(rill__kctx *ctx)
+{
+    rand_ds *d = rill__calloc(1, sizeof *d);
+    RILL_CHECK_ALLOC(d);
+    d->seed = (uint64_t)ctx->node->seed;
+    d->seed2 = (uint64_t)ctx->node->seed2;
+    if (d->seed == 0 && d->seed2 == 0) { /* TF's RandomSeeds: (0, 0) draws both */
+        d->seed = rill__random_seed();
+        d->seed2 = rill__random_seed();
+    }
+    rill__ds_dset_register(&d->base, &rand_vt);
+    rill__ds_set_handle(ctx, &d->base);
+}
+
+/* ----------------------------------------------------------- matching files ---- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* TF's MatchingFiles: every pattern's matches, sorted. With require_match (list_files), none is
+ * TF's failed assertion. */
+static void matching_files_kernel(rill__kctx *ctx)
+{
+    const rill_tensor *pt = ctx->inputs[0];
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    for (int64_t i = 0; i < pt->numel; i++) {
+        size_t len;
+        const char *p = rill_tensor_get_string(pt, i, &len);
+        char *pat = rill__asprintf("%.*s", (int)len, p);
+        glob_t g;
+        int rc = glob(pat, GLOB_NOSORT, NULL, &g);
+        rill__free(pat);
+        if (rc == 0)
+            for (size_t k = 0; k < g.gl_pathc; k++) {
+                if (n == cap) {
+                    cap = cap ? 2 * cap : 16;
+                    names = rill__realloc(names, cap * sizeof *names);
+                    RILL_CHECK_ALLOC(names);
+                }
+                names[n++] = rill__strdup(g.gl_pathv[k]);
+            }
+        if (rc == 0 || rc == GLOB_NOMATCH) globfree(&g);
+    }
+    if (n) qsort(names, n, sizeof *names, cmp_str);
+    if (!n && rill__attr_bool(rill__ds_user_node(ctx), "require_match", false)) {
+        char pats[512] = "";
+        size_t at = 0;
+        for (int64_t i = 0; i < pt->numel && at + 1 < sizeof pats; i++) {
+            size_t len;
+            const char *p = rill_tensor_get_string(pt, i, &len);
+            at +=
+                (size_t)snprintf(pats + at, sizeof pats - at, "%s%.*s", i ? ", " : "", (int)len, p);
+        }
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "assertion failed: [No files matched pattern: %s]", pats);
+        return;
+    }
+    int64_t dim = (int64_t)n;
+    rill_tensor *o = rill_tensor_new(RILL_STRING, &dim, 1);
+    RILL_CHECK_ALLOC(o);
+    for (size_t k = 0; k < n; k++) {
+        rill_tensor_set_string(o, (int64_t)k, names[k], strlen(names[k]));
+        rill__free(names[k]);
+    }
+    rill__free(names);
+    rill__kctx_set_output(ctx, 0, o);
+}
+
 /* ------------------------------------------------------------------ kernels ---- */
 
 #define K(op_, fn_)                                                                                \
@@ -1555,5 +1676,7 @@ const rill__kernel_def rill__cpu_kernels_dataset2[] = {
     KF("ReduceDataset", reduce_kernel),
     K("DatasetToSingleElement", single_kernel),
     K("DatasetCardinality", cardinality_kernel),
+    K("RandomDataset", random_kernel),
+    K("MatchingFiles", matching_files_kernel),
     {0},
 };

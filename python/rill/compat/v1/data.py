@@ -806,6 +806,42 @@ class Dataset:
         return self._nest([t if isinstance(t, DatasetSpec) else TensorSpec(s, t)
                            for t, s in zip(self._types, self._shapes)])
 
+    @staticmethod
+    def random(seed=None, rerandomize_each_iteration=None):
+        if rerandomize_each_iteration:
+            raise ValueError("rerandomize_each_iteration=True is not supported by rill's "
+                             "Dataset.random (TF 1 supports it only for repeat-based epochs)")
+        tf = _v1()
+        from ._random_ops import _seed_attrs
+        op = tf.get_default_graph()._make("RandomDataset", "RandomDataset", (),
+                                          _seed_attrs(seed))
+        return Dataset(op.outputs[0], None, [_int64], [tf.TensorShape([])])
+
+    @staticmethod
+    def list_files(file_pattern, shuffle=None, seed=None):
+        tf = _v1()
+        with tf.name_scope("list_files"):
+            if shuffle is None:
+                shuffle = True
+            if not isinstance(file_pattern, tf.Tensor):
+                file_pattern = tf.convert_to_tensor(file_pattern, name="file_pattern")
+            matching = tf.get_default_graph()._make(
+                "MatchingFiles", "MatchingFiles", [file_pattern],
+                {"require_match": ("bool", True)}).outputs[0]
+            ds = Dataset.from_tensor_slices(matching)
+            if shuffle:
+                n = tf.maximum(tf.cast(tf.size(matching), _int64), tf.constant(1, _int64))
+                ds = ds.shuffle(n, seed=seed)
+            return ds
+
+    def rebatch(self, batch_size, drop_remainder=False):
+        if isinstance(batch_size, (list, tuple)) or (
+                isinstance(batch_size, _np.ndarray) and batch_size.ndim > 0):
+            raise ValueError("rill's rebatch takes one batch_size (a list of batch sizes is not "
+                             "supported)")
+        # TF: "functionally equivalent to unbatch().batch(N)"
+        return self.unbatch().batch(batch_size, drop_remainder)
+
     # -- TF 1.x properties --
 
     @property
