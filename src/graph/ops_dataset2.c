@@ -148,6 +148,27 @@ static void matching_files_shape(rill_node *n, rill_status *s)
     n->out_shapes[0] = rill_shape_make(1, &unk);
 }
 
+/* filenames (a string scalar or vector), then the readers' scalars */
+static void reader_shape(rill_node *n, rill_status *s)
+{
+    bool fixed = n->ninputs == 6;
+    static const char *const tl[] = {"compression_type", "buffer_size"};
+    static const rill_dtype tlt[] = {RILL_STRING, RILL_INT64};
+    static const char *const fl[] = {"header_bytes", "record_bytes", "footer_bytes", "buffer_size",
+                                     "compression_type"};
+    static const rill_dtype flt[] = {RILL_INT64, RILL_INT64, RILL_INT64, RILL_INT64, RILL_STRING};
+    if (rill__in_dtype(n, 0) != RILL_STRING || rill__in_shape(n, 0).rank > 1) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "`filenames` of '%s' must be a string scalar or vector", n->name);
+        return;
+    }
+    for (int i = 1; i < n->ninputs; i++)
+        if (!rill__ds_check_scalar(n, i, fixed ? flt[i - 1] : tlt[i - 1],
+                                   fixed ? fl[i - 1] : tl[i - 1], s))
+            return;
+    rill__ds_handle_out(n);
+}
+
 #define DATASET(nm, lo, hi, fn)                                                                    \
     {                                                                                              \
         .name = nm, .default_name = nm, .min_inputs = lo, .max_inputs = hi, .noutputs = 1,         \
@@ -190,6 +211,9 @@ const rill__op_def rill__ops_dataset2[] = {
      .stateful = true,
      .shape = cardinality_shape},
     DATASET("RandomDataset", 0, 0, random_shape),
+    DATASET("TextLineDataset", 3, 3, reader_shape),
+    DATASET("TFRecordDataset", 3, 3, reader_shape),
+    DATASET("FixedLengthRecordDatasetV2", 6, 6, reader_shape),
     {.name = "MatchingFiles",
      .default_name = "MatchingFiles",
      .min_inputs = 1,

@@ -131,4 +131,7 @@ void rill__ds_take_captures(rill__kctx *ctx, over_ds *d, const fn_obj *f);
 bool rill__ds_fn_call(fn_obj *f, dctx *c, rill_tensor *const *cap, rill_tensor *const *in, int nin,
                       rill_tensor **out);
 
+/* cpu_dataset_io.c: TextLineDataset, FixedLengthRecordDatasetV2, TFRecordDataset */
+void rill__ds_reader_kernel(rill__kctx *ctx);
+
 #endif

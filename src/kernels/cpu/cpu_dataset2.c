@@ -1678,5 +1678,8 @@ const rill__kernel_def rill__cpu_kernels_dataset2[] = {
     K("DatasetCardinality", cardinality_kernel),
     K("RandomDataset", random_kernel),
     K("MatchingFiles", matching_files_kernel),
+    K("TextLineDataset", rill__ds_reader_kernel),
+    K("TFRecordDataset", rill__ds_reader_kernel),
+    K("FixedLengthRecordDatasetV2", rill__ds_reader_kernel),
     {0},
 };

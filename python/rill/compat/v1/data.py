@@ -16,7 +16,8 @@ from .dtypes import as_dtype as _as_dtype, int64 as _int64, bool as _bool
 
 __all__ = ["Dataset", "Iterator", "make_one_shot_iterator", "make_initializable_iterator",
            "Options", "ThreadingOptions", "DatasetSpec", "AUTOTUNE", "INFINITE_CARDINALITY",
-           "UNKNOWN_CARDINALITY"]
+           "UNKNOWN_CARDINALITY", "TextLineDataset", "TFRecordDataset",
+           "FixedLengthRecordDataset"]
 
 AUTOTUNE = -1
 INFINITE_CARDINALITY = -1
@@ -1027,3 +1028,103 @@ class experimental:  # noqa: N801  (tf.data.experimental)
     @staticmethod
     def scan(initial_state, scan_func):
         return lambda dataset: dataset.scan(initial_state, scan_func)
+
+
+# --- file readers (kernels in src/kernels/cpu/cpu_dataset_io.c) ---
+
+def _filenames(filenames):
+    tf = _v1()
+    from .dtypes import string
+    with tf.name_scope("filenames"):
+        if not isinstance(filenames, tf.Tensor):
+            filenames = tf.convert_to_tensor(filenames, dtype=string, name="filenames")
+    if filenames.dtype != string:
+        raise TypeError("The `filenames` argument must contain `tf.string` elements. Got a "
+                        f"dataset of `{filenames.dtype!r}` elements.")
+    if filenames.shape.ndims not in (None, 0, 1):
+        raise TypeError("The `filenames` argument must contain `tf.string` elements of shape "
+                        f"[] (i.e. scalars). Got a dataset of element shape {filenames.shape}.")
+    return filenames
+
+
+def _comp(compression_type):
+    tf = _v1()
+    if isinstance(compression_type, tf.Tensor):
+        return compression_type
+    return tf.constant("" if compression_type is None else str(compression_type),
+                       name="compression_type")
+
+
+class _Reader(Dataset):
+    def _build(self, make, filenames, num_parallel_reads):
+        """One op over all the files (TF's flat_map over them), or TF's deterministic parallel
+        interleave of num_parallel_reads files, one record each in turn."""
+        tf = _v1()
+        filenames = _filenames(filenames)
+        if num_parallel_reads is None:
+            variant = make(filenames)
+        else:
+            import os
+            n = num_parallel_reads
+            if not isinstance(n, tf.Tensor) and int(n) == AUTOTUNE:
+                n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+            files = Dataset.from_tensor_slices(tf.reshape(filenames, [-1]))
+            variant = files.interleave(
+                lambda f: Dataset(make(f), None, [_string()], [tf.TensorShape([])]),
+                cycle_length=n, block_length=1)._variant
+        Dataset.__init__(self, variant, None, [_string()], [tf.TensorShape([])])
+
+
+def _string():
+    from .dtypes import string
+    return string
+
+
+class TextLineDataset(_Reader):
+    """tf.data.TextLineDataset: the lines of text files."""
+
+    def __init__(self, filenames, compression_type=None, buffer_size=None,
+                 num_parallel_reads=None):
+        tf = _v1()
+
+        def make(f):
+            return tf.get_default_graph()._make(
+                "TextLineDataset", "TextLineDataset",
+                [f, _comp(compression_type),
+                 _const64(256 * 1024 if buffer_size is None else buffer_size, "buffer_size")]
+            ).outputs[0]
+        self._build(make, filenames, num_parallel_reads)
+
+
+class TFRecordDataset(_Reader):
+    """tf.data.TFRecordDataset: the records of TFRecord files (TF's framing and CRC32C)."""
+
+    def __init__(self, filenames, compression_type=None, buffer_size=None,
+                 num_parallel_reads=None):
+        tf = _v1()
+
+        def make(f):
+            return tf.get_default_graph()._make(
+                "TFRecordDataset", "TFRecordDataset",
+                [f, _comp(compression_type),
+                 _const64(256 * 1024 if buffer_size is None else buffer_size, "buffer_size")]
+            ).outputs[0]
+        self._build(make, filenames, num_parallel_reads)
+
+
+class FixedLengthRecordDataset(_Reader):
+    """tf.data.FixedLengthRecordDataset: fixed-length records of binary files."""
+
+    def __init__(self, filenames, record_bytes, header_bytes=None, footer_bytes=None,
+                 buffer_size=None, compression_type=None, num_parallel_reads=None):
+        tf = _v1()
+
+        def make(f):
+            return tf.get_default_graph()._make(
+                "FixedLengthRecordDatasetV2", "FixedLengthRecordDataset",
+                [f, _const64(0 if header_bytes is None else header_bytes, "header_bytes"),
+                 _const64(record_bytes, "record_bytes"),
+                 _const64(0 if footer_bytes is None else footer_bytes, "footer_bytes"),
+                 _const64(256 * 1024 if buffer_size is None else buffer_size, "buffer_size"),
+                 _comp(compression_type)]).outputs[0]
+        self._build(make, filenames, num_parallel_reads)
