@@ -441,3 +441,94 @@ def test_list_files_shuffled_and_seeded(tmp_path):
     a = once(3)
     assert sorted(a[:20]) == names and sorted(a[20:]) == names and a[:20] != names
     assert a == once(3) and a != once(4)
+
+
+READERS = r"""
+import json, os, sys
+d = sys.argv[1]
+progs = {
+    "tfrecord": lambda: tf.data.TFRecordDataset([d + "/a.tfrecord", d + "/b.tfrecord"]),
+    "tfrecord_gzip": lambda: tf.data.TFRecordDataset(d + "/a.gz.tfrecord", "GZIP"),
+    "tfrecord_zlib": lambda: tf.data.TFRecordDataset(d + "/a.zlib.tfrecord", compression_type="ZLIB"),
+    "tfrecord_parallel": lambda: tf.data.TFRecordDataset(
+        [d + "/a.tfrecord", d + "/b.tfrecord"], num_parallel_reads=2),
+    "text": lambda: tf.data.TextLineDataset([d + "/t1.txt", d + "/t2.txt"]),
+    "text_gzip": lambda: tf.data.TextLineDataset(d + "/t.txt.gz", compression_type="GZIP"),
+    "fixed": lambda: tf.data.FixedLengthRecordDataset(d + "/f.bin", 3, header_bytes=2,
+                                                      footer_bytes=1),
+    "fixed_bad": lambda: tf.data.FixedLengthRecordDataset(d + "/f.bin", 4),
+    "truncated": lambda: tf.data.TFRecordDataset(d + "/trunc.tfrecord"),
+    "corrupt": lambda: tf.data.TFRecordDataset(d + "/corrupt.tfrecord"),
+    "missing": lambda: tf.data.TFRecordDataset(d + "/nope.tfrecord"),
+}
+out = {}
+for name, make in progs.items():
+    tf.reset_default_graph()
+    nxt = tf.data.make_one_shot_iterator(make()).get_next()
+    seq, err = [], None
+    with tf.Session() as s:
+        while True:
+            try:
+                seq.append(s.run(nxt).decode("latin-1"))
+            except tf.errors.OutOfRangeError:
+                break
+            except tf.errors.OpError as e:
+                m = e.message.splitlines()
+                err = [type(e).__name__] + [x for x in m if x.strip() and "Graph execution" not in x
+                                            and "node" not in x and "Detected" not in x
+                                            and 'File "' not in x and "Node:" not in x][:1]
+                break
+    out[name] = [seq, err]
+print(json.dumps(out))
+"""
+
+
+def test_readers_as_tf(tmp_path):
+    if not os.path.exists(TF_PYTHON):
+        pytest.skip("no TensorFlow interpreter")
+    import gzip
+    d = str(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    write = r"""
+import sys
+import tensorflow as tf
+d = sys.argv[1]
+for name, opt, recs in [("a", None, [b"", b"x", b"hello" * 50]), ("b", None, [b"b0", b"b1", b"b2"]),
+                        ("a.gz", "GZIP", [b"g%d" % i for i in range(40)]),
+                        ("a.zlib", "ZLIB", [b"z%d" % i * i for i in range(30)])]:
+    with tf.io.TFRecordWriter(d + "/" + name + ".tfrecord", opt) as w:
+        for r in recs:
+            w.write(r)
+"""
+    w = subprocess.run([TF_PYTHON, "-c", write, d], capture_output=True, text=True, env=env,
+                       timeout=120)
+    if w.returncode != 0:
+        pytest.skip("TensorFlow did not run: " + w.stderr[-300:])
+    raw = (tmp_path / "b.tfrecord").read_bytes()
+    (tmp_path / "trunc.tfrecord").write_bytes(raw[:-3])
+    bad = bytearray(raw)
+    bad[13] ^= 1  # the first record's data
+    (tmp_path / "corrupt.tfrecord").write_bytes(bytes(bad))
+    (tmp_path / "t1.txt").write_bytes(b"one\r\ntwo\n\nfour")
+    (tmp_path / "t2.txt").write_bytes(b"five\n")
+    with gzip.open(tmp_path / "t.txt.gz", "wb") as f:
+        f.write(b"".join(b"line %d\n" % i for i in range(100)))
+    (tmp_path / "f.bin").write_bytes(b"HH" + b"abcdefghijkl" + b"F")
+    t = subprocess.run([TF_PYTHON, "-c", "import tensorflow.compat.v1 as tf\n"
+                        "tf.disable_v2_behavior()\n" + READERS, d], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert t.returncode == 0, t.stderr[-2000:]
+    r = subprocess.run([sys.executable, "-c", "import rill.compat.v1 as tf\n" + READERS, d],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    theirs = json.loads(t.stdout.strip().splitlines()[-1])
+    ours = json.loads(r.stdout.strip().splitlines()[-1])
+    for name in theirs:
+        assert ours[name][0] == theirs[name][0], name
+        if theirs[name][1] is None:
+            assert ours[name][1] is None, (name, ours[name][1])
+        else:
+            assert ours[name][1][0] == theirs[name][1][0], (name, ours[name], theirs[name])
+            assert theirs[name][1][1].strip().startswith(ours[name][1][1].strip()[:40]), (
+                name, ours[name], theirs[name])

@@ -207,8 +207,8 @@ static int next_record(file_it *it, dctx *c, rill_tensor **out)
         return -1;
     }
     if (rill__crc32c_mask(rill__crc32c(0, it->line, (size_t)len)) !=
-        le32((unsigned char *)it->line + len)) {
-        rill_status_set(c->s, RILL_DATA_LOSS, "corrupted record at %lld", (long long)at);
+        le32((unsigned char *)it->line + len)) { /* TF names the data's offset */
+        rill_status_set(c->s, RILL_DATA_LOSS, "corrupted record at %lld", (long long)(at + 12));
         return -1;
     }
     it->off += 12 + (int64_t)len + 4;
