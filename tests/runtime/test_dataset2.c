@@ -4,7 +4,8 @@
  * returns a dataset; window -> flat_map(batch) -> padded_batch; concatenate, shard, unique and a
  * file cache read back by a later dataset; reduce, single element and cardinality; TF's Philox
  * stream of RandomDataset; choose_from_datasets' selector error; a map function's captured
- * tensor fed at initialisation. */
+ * tensor fed at initialisation; TextLine and FixedLengthRecord files (TF's lines and records;
+ * test_data2.py checks TFRecord files TF wrote). */
 #include <rill/rill.h>
 
 #include "test.h"
@@ -315,8 +316,104 @@ out:
     rill_status_free(s);
 }
 
+static rill_output str_const(rill_graph *g, const char *v)
+{
+    rill_tensor *t = rill_tensor_scalar_string(v);
+    rill_output o = rill_const(g, t, NULL);
+    rill_tensor_free(t);
+    return o;
+}
+
+/* The string elements of ds, joined by '|' into buf; -1 on an error (s set). */
+static int drain_strings(rill_graph *g, rill_output ds, char *buf, size_t cap, rill_status *s)
+{
+    rill_output it = opn(g, "OneShotIterator", &ds, 1);
+    rill_op_builder *b = rill_op_builder_new(g, "IteratorGetNext", NULL);
+    rill_op_builder_add_input(b, it);
+    int64_t t = RILL_STRING, sv = 0, one = 1;
+    rill_op_builder_set_ints(b, "output_types", &t, 1);
+    rill_tensor *st = rill_tensor_from_data(RILL_INT64, &one, 1, &sv);
+    rill_op_builder_set_tensor(b, "output_shapes", st);
+    rill_tensor_free(st);
+    rill_op_builder_set_int(b, "num_outputs", 1);
+    rill_node *next = rill_op_builder_finish(b);
+    if (!CHECK(rill_graph_ok(g))) return -1;
+    rill_session *sess = rill_session_new(g, NULL, s);
+    rill_output f = rill_node_output(next, 0);
+    int n = 0;
+    buf[0] = 0;
+    for (;;) {
+        rill_tensor *e;
+        rill_code c = rill_session_run(sess, NULL, NULL, 0, &f, &e, 1, NULL, 0, s);
+        if (c == RILL_OUT_OF_RANGE) break;
+        if (c != RILL_OK) {
+            n = -1;
+            break;
+        }
+        size_t len, at = strlen(buf);
+        const char *p = rill_tensor_get_string(e, 0, &len);
+        snprintf(buf + at, cap - at, "%s%.*s", n ? "|" : "", (int)len, p);
+        n++;
+        rill_tensor_free(e);
+    }
+    rill_session_free(sess);
+    return n;
+}
+
+static void test_readers(void)
+{
+    rill_status *s = rill_status_new();
+    char dir[] = "/tmp/rill_rd_XXXXXX";
+    if (!CHECK(mkdtemp(dir) != NULL)) return;
+    char t1[64], t2[64], fb[64];
+    snprintf(t1, sizeof t1, "%s/t1.txt", dir);
+    snprintf(t2, sizeof t2, "%s/t2.txt", dir);
+    snprintf(fb, sizeof fb, "%s/f.bin", dir);
+    FILE *f = fopen(t1, "wb");
+    fputs("one\r\ntwo\n\nfour", f);
+    fclose(f);
+    f = fopen(t2, "wb");
+    fputs("five\n", f);
+    fclose(f);
+    f = fopen(fb, "wb");
+    fputs("HHabcdefghijklF", f);
+    fclose(f);
+    char buf[256];
+    rill_graph *g = rill_graph_new();
+    const char *const files[] = {t1, t2};
+    rill_tensor *ft = names(files, 2);
+    rill_output tin[3] = {rill_const(g, ft, NULL), str_const(g, ""), i64(g, 1024)};
+    rill_tensor_free(ft);
+    CHECK_EQ_INT(drain_strings(g, opn(g, "TextLineDataset", tin, 3), buf, sizeof buf, s), 5);
+    CHECK(strcmp(buf, "one|two||four|five") == 0);
+    rill_graph_free(g);
+    for (int bad = 0; bad < 2; bad++) {
+        g = rill_graph_new();
+        rill_tensor *fn = rill_tensor_scalar_string(fb);
+        rill_output fin[6] = {rill_const(g, fn, NULL), i64(g, bad ? 0 : 2), i64(g, bad ? 4 : 3),
+                              i64(g, bad ? 0 : 1),     i64(g, 1024),        str_const(g, "")};
+        rill_tensor_free(fn);
+        int n = drain_strings(g, opn(g, "FixedLengthRecordDatasetV2", fin, 6), buf, sizeof buf, s);
+        if (bad) {
+            CHECK_EQ_INT(n, -1);
+            CHECK_STR_CONTAINS(rill_status_message(s), "has body length 15 bytes, which is not an "
+                                                       "exact multiple of the record length (4");
+        } else {
+            CHECK_EQ_INT(n, 4);
+            CHECK(strcmp(buf, "abc|def|ghi|jkl") == 0);
+        }
+        rill_graph_free(g);
+    }
+    remove(t1);
+    remove(t2);
+    remove(fb);
+    rmdir(dir);
+    rill_status_free(s);
+}
+
 int main(void)
 {
+    test_readers();
     test_interleave();
     test_window_padded_batch();
     test_concat_shard_unique_cache();
