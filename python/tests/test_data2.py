@@ -163,6 +163,26 @@ ds = tf.data.Dataset.range(10).batch(4).rebatch(3)
     "rebatch_drop": """
 ds = tf.data.Dataset.range(11).batch(4, drop_remainder=True).rebatch(3, drop_remainder=True)
 """,
+    "group_by_window": """
+ds = tf.data.Dataset.range(17).group_by_window(lambda x: x % 3, lambda k, w: w.batch(4),
+                                               window_size=4)
+""",
+    "group_by_window_size_func": """
+ds = tf.data.Dataset.range(10).group_by_window(
+    lambda x: x % 2, lambda k, w: w.map(lambda v: v + 100 * k), window_size_func=lambda k: k + 2)
+""",
+    "group_by_window_tuple": """
+ds = tf.data.Dataset.from_tensor_slices((np.arange(9), np.arange(9) * 1.5)).group_by_window(
+    lambda a, b: a // 4, lambda k, w: w.batch(3), window_size=3)
+""",
+    "bucket_by_sequence_length": """
+w = tf.data.Dataset.range(12).window(5, 2).flat_map(lambda w: w.batch(5))
+ds = w.bucket_by_sequence_length(lambda x: tf.shape(x)[0], [3, 5], [2, 2, 3])
+""",
+    "bucket_no_padding": """
+w = tf.data.Dataset.range(14).window(4, 1, drop_remainder=True).flat_map(lambda w: w.batch(4))
+ds = w.bucket_by_sequence_length(lambda x: tf.shape(x)[0], [4], [3, 4], no_padding=True)
+""",
     "map_legacy": """
 ds = tf.data.Dataset.range(6).map_with_legacy_function(lambda x: x * 3) \\
     .filter_with_legacy_function(lambda x: x % 2 == 0)
@@ -230,7 +250,7 @@ def both():
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
     t = _run(TF_PYTHON, "import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()", env)
     if t.returncode != 0:
-        pytest.skip("TensorFlow did not run: " + t.stderr[-500:])
+        pytest.skip("TensorFlow did not run: " + t.stderr[-3000:])
     r = _run(sys.executable, "import rill.compat.v1 as tf", dict(os.environ))
     assert r.returncode == 0, r.stderr
     return (json.loads(r.stdout.strip().splitlines()[-1]),

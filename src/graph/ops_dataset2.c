@@ -128,6 +128,12 @@ static void cardinality_shape(rill_node *n, rill_status *s)
     n->out_shapes[0] = rill_shape_scalar();
 }
 
+/* input 0 a dataset, the rest captured tensors */
+static void unary_first_shape(rill_node *n, rill_status *s)
+{
+    if (rill__ds_check_scalar(n, 0, RILL_INT64, "input_dataset", s)) rill__ds_handle_out(n);
+}
+
 static void random_shape(rill_node *n, rill_status *s)
 {
     (void)s;
@@ -211,6 +217,7 @@ const rill__op_def rill__ops_dataset2[] = {
      .stateful = true,
      .shape = cardinality_shape},
     DATASET("RandomDataset", 0, 0, random_shape),
+    DATASET("GroupByWindowDataset", 1, -1, unary_first_shape),
     DATASET("TextLineDataset", 3, 3, reader_shape),
     DATASET("TFRecordDataset", 3, 3, reader_shape),
     DATASET("FixedLengthRecordDatasetV2", 6, 6, reader_shape),

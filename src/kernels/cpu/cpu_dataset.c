@@ -853,6 +853,20 @@ fn_obj *rill__ds_node_fn(rill__kctx *ctx)
         atomic_fetch_add(&f->refs, 1);
         return f;
     }
+    fn_obj *f = rill__ds_fn_new(ctx, "f");
+    if (!f) return NULL;
+    *ctx->state = f;
+    atomic_fetch_add(&f->refs, 1);
+    return f;
+}
+
+/* The node's function named by attrs <prefix>_args, <prefix>_outputs (and <prefix>_captures). */
+fn_obj *rill__ds_fn_new(rill__kctx *ctx, const char *prefix)
+{
+    char an[64], on[64], cn[64];
+    snprintf(an, sizeof an, "%s_args", prefix);
+    snprintf(on, sizeof on, "%s_outputs", prefix);
+    snprintf(cn, sizeof cn, "%s_captures", prefix);
     const rill_node *n = rill__ds_user_node(ctx);
     fn_obj *f = rill__calloc(1, sizeof *f);
     RILL_CHECK_ALLOC(f);
@@ -861,18 +875,18 @@ fn_obj *rill__ds_node_fn(rill__kctx *ctx)
     f->g = n->graph;
     f->rm = ctx->rm;
     f->op = rill__asprintf("%s '%s'", n->op->name, n->name);
-    if (!fn_outputs(ctx, n, f->g, "f_args", &f->args, &f->nargs) ||
-        !fn_outputs(ctx, n, f->g, "f_outputs", &f->outs, &f->nouts)) {
+    if (!fn_outputs(ctx, n, f->g, an, &f->args, &f->nargs) ||
+        !fn_outputs(ctx, n, f->g, on, &f->outs, &f->nouts)) {
         rill__ds_fn_unref(f);
         return NULL;
     }
-    const rill__attr *ca = rill__node_attr(n, "f_captures");
+    const rill__attr *ca = rill__node_attr(n, cn);
     if (ca && ca->kind == RILL__ATTR_TENSOR && rill_tensor_dtype(ca->v.tensor) == RILL_STRING &&
         rill_tensor_num_elements(ca->v.tensor) > 0) {
         /* the captured tensors are fed after the arguments: args holds both */
         rill_output *caps;
         int ncaps;
-        if (!fn_outputs(ctx, n, f->g, "f_captures", &caps, &ncaps)) {
+        if (!fn_outputs(ctx, n, f->g, cn, &caps, &ncaps)) {
             rill__free(caps);
             rill__ds_fn_unref(f);
             return NULL;
@@ -898,8 +912,6 @@ fn_obj *rill__ds_node_fn(rill__kctx *ctx)
         rill__ds_fn_unref(f);
         return NULL;
     }
-    *ctx->state = f;
-    atomic_fetch_add(&f->refs, 1);
     return f;
 }
 

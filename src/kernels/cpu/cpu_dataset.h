@@ -126,7 +126,8 @@ bool rill__ds_in_next(over_it *it, int i, dctx *c, rill_tensor **out, bool *end)
 void rill__ds_fn_unref(fn_obj *f);
 void rill__ds_fn_state_free(void *p);
 const rill_node *rill__ds_user_node(const rill__kctx *ctx);
-fn_obj *rill__ds_node_fn(rill__kctx *ctx);
+fn_obj *rill__ds_node_fn(rill__kctx *ctx);                    /* f_*, cached in the node's state */
+fn_obj *rill__ds_fn_new(rill__kctx *ctx, const char *prefix); /* <prefix>_args, ... */
 void rill__ds_take_captures(rill__kctx *ctx, over_ds *d, const fn_obj *f);
 bool rill__ds_fn_call(fn_obj *f, dctx *c, rill_tensor *const *cap, rill_tensor *const *in, int nin,
                       rill_tensor **out);

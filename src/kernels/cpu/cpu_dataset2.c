@@ -812,11 +812,12 @@ static void cardinality_kernel(rill__kctx *ctx)
 
 /* ------------------------------------------------------------------- window ---- */
 
-/* A dataset of tensors (a window's component). */
+/* A dataset of n elements of ncomp tensors (a window's component, group_by_window's group). */
 typedef struct list_ds {
     dset base;
     rill_tensor **t;
     int64_t n;
+    int ncomp;
 } list_ds;
 
 typedef struct list_it {
@@ -829,8 +830,11 @@ static bool list_next(dit *b, dctx *c, rill_tensor **out, bool *end)
 {
     (void)c;
     list_it *it = (list_it *)b;
+    int nc = it->d->ncomp;
     *end = it->i >= it->d->n;
-    if (!*end) out[0] = rill_tensor_ref(it->d->t[it->i++]);
+    if (*end) return true;
+    for (int k = 0; k < nc; k++) out[k] = rill_tensor_ref(it->d->t[it->i * nc + k]);
+    it->i++;
     return true;
 }
 
@@ -848,7 +852,7 @@ static dit *list_make(dset *b, dctx *c)
     (void)c;
     list_it *it = rill__calloc(1, sizeof *it);
     RILL_CHECK_ALLOC(it);
-    it->base = (dit){&list_it_vt, 1};
+    it->base = (dit){&list_it_vt, ((list_ds *)b)->ncomp};
     it->d = (list_ds *)b;
     atomic_fetch_add(&b->refs, 1);
     return &it->base;
@@ -857,7 +861,7 @@ static dit *list_make(dset *b, dctx *c)
 static void list_free(dset *b)
 {
     list_ds *d = (list_ds *)b;
-    rill__ds_free_elems(d->t, (int)d->n);
+    rill__ds_free_elems(d->t, (int)(d->n * d->ncomp));
     rill__free(d->t);
     rill__free(d);
 }
@@ -911,6 +915,7 @@ static bool win_next(dit *b, dctx *c, rill_tensor **out, bool *end)
         l->t = rill__calloc((size_t)n, sizeof *l->t);
         RILL_CHECK_ALLOC(l->t);
         l->n = n;
+        l->ncomp = 1;
         for (int64_t i = 0; i < n; i++) l->t[i] = rill_tensor_ref(it->buf[i * d->stride * nc + k]);
         rill__ds_dset_register(&l->base, &list_vt);
         out[k] = rill__ds_handle_tensor(&l->base);
@@ -1530,6 +1535,275 @@ static void cache_kernel(rill__kctx *ctx)
     rill__ds_set_handle(ctx, &d->o.base);
 }
 
+/* ---------------------------------------------------------- group_by_window ---- */
+
+/* TF's GroupByWindowDataset: each element goes to the group of key_func's key (int64); a group
+ * of window_size_func(key) elements is flushed through reduce_func(key, dataset of them), whose
+ * dataset's elements are the output; at the input's end the groups left are flushed in
+ * ascending key order (TF's std::map). */
+typedef struct gbw_fns {
+    fn_obj *key, *reduce, *wsize;
+} gbw_fns;
+
+static void gbw_fns_free(void *p)
+{
+    gbw_fns *f = p;
+    rill__ds_fn_unref(f->key);
+    rill__ds_fn_unref(f->reduce);
+    rill__ds_fn_unref(f->wsize);
+    rill__free(f);
+}
+
+typedef struct gbw_ds {
+    over_ds o;
+    fn_obj *key, *reduce, *wsize;
+    rill_tensor **cap; /* key's, reduce's, then wsize's captures */
+    int ncap;
+    int ncomp; /* of reduce_func's datasets */
+} gbw_ds;
+
+typedef struct group {
+    int64_t key, size;
+    rill_tensor **t; /* n elements of ncomp */
+    int64_t n, cap;
+} group;
+
+typedef struct gbw_it {
+    over_it o;
+    group *g; /* sorted by key */
+    int64_t ng, capg;
+    int64_t *wkeys, *wsizes; /* the window sizes known */
+    int64_t nw, capw;
+    dit *cur;
+    bool end_input;
+} gbw_it;
+
+static void gbw_ds_free(dset *b)
+{
+    gbw_ds *d = (gbw_ds *)b;
+    rill__ds_fn_unref(d->key);
+    rill__ds_fn_unref(d->reduce);
+    rill__ds_fn_unref(d->wsize);
+    rill__ds_free_elems(d->cap, d->ncap);
+    rill__free(d->cap);
+    rill__ds_over_free(b);
+}
+
+static void gbw_it_free(dit *b)
+{
+    gbw_it *it = (gbw_it *)b;
+    int nc = it->o.in[0] ? it->o.in[0]->ncomp : 0;
+    for (int64_t i = 0; i < it->ng; i++) {
+        rill__ds_free_elems(it->g[i].t, (int)(it->g[i].n * nc));
+        rill__free(it->g[i].t);
+    }
+    rill__free(it->g);
+    rill__free(it->wkeys);
+    rill__free(it->wsizes);
+    rill__ds_dit_free(it->cur);
+    rill__ds_over_it_free(b);
+}
+
+/* A scalar int64 result of f, or false with c->s set (TF's message). */
+static bool scalar_i64(fn_obj *f, dctx *c, rill_tensor *const *cap, rill_tensor *const *in, int nin,
+                       const char *what, int64_t *v)
+{
+    rill_tensor *r = NULL;
+    if (!rill__ds_fn_call(f, c, cap, in, nin, &r)) return false;
+    bool ok = r->dtype == RILL_INT64 && r->numel == 1;
+    if (ok) *v = rill_tensor_get_int64(r, 0);
+    rill_tensor_free(r);
+    if (!ok) rill_status_set(c->s, RILL_INVALID_ARGUMENT, "`%s` must return a scalar int64.", what);
+    return ok;
+}
+
+/* Group i becomes the current iterator: reduce_func(key, its dataset); the group is dropped. */
+static bool gbw_flush(gbw_it *it, dctx *c, int64_t i)
+{
+    gbw_ds *d = (gbw_ds *)it->o.d;
+    group g = it->g[i];
+    memmove(it->g + i, it->g + i + 1, (size_t)(it->ng - i - 1) * sizeof *it->g);
+    it->ng--;
+    list_ds *l = rill__calloc(1, sizeof *l);
+    RILL_CHECK_ALLOC(l);
+    l->t = g.t;
+    l->n = g.n;
+    l->ncomp = it->o.in[0]->ncomp;
+    rill__ds_dset_register(&l->base, &list_vt);
+    rill_tensor *args[2] = {rill_tensor_scalar_int64(g.key), rill__ds_handle_tensor(&l->base)};
+    RILL_CHECK_ALLOC(args[0]);
+    rill_tensor *h = NULL;
+    bool ok = rill__ds_fn_call(d->reduce, c, d->cap + d->key->ncaps, args, 2, &h);
+    rill__ds_free_elems(args, 2);
+    if (!ok) return false;
+    dset *ds = rill__ds_lookup(h);
+    rill_tensor_free(h);
+    if (!ds) return set_err(c, RILL_INVALID_ARGUMENT, "`reduce_func` must return a dataset");
+    it->cur = rill__ds_dset_make(ds, c);
+    rill__ds_dset_unref(ds);
+    if (!it->cur) return false;
+    if (it->cur->ncomp != d->ncomp) {
+        rill__ds_dit_free(it->cur);
+        it->cur = NULL;
+        return set_err(c, RILL_INVALID_ARGUMENT,
+                       "`reduce_func` returned a dataset of another component count");
+    }
+    return true;
+}
+
+/* The element el (nc tensors, taken) into its group; *full: the group's index when it filled. */
+static bool gbw_add(gbw_it *it, dctx *c, rill_tensor **el, int nc, int64_t *full)
+{
+    gbw_ds *d = (gbw_ds *)it->o.d;
+    int64_t key;
+    *full = -1;
+    if (!scalar_i64(d->key, c, d->cap, el, nc, "key_func", &key)) return false;
+    int64_t w = 0;
+    int64_t k = 0;
+    for (; k < it->nw && it->wkeys[k] != key; k++) {
+    }
+    if (k < it->nw) {
+        w = it->wsizes[k];
+    } else {
+        rill_tensor *kt = rill_tensor_scalar_int64(key);
+        RILL_CHECK_ALLOC(kt);
+        bool ok = scalar_i64(d->wsize, c, d->cap + d->key->ncaps + d->reduce->ncaps, &kt, 1,
+                             "window_size_func", &w);
+        rill_tensor_free(kt);
+        if (!ok) return false;
+        if (w <= 0) {
+            rill_status_set(c->s, RILL_INVALID_ARGUMENT,
+                            "Window size must be greater than zero, but got %lld.", (long long)w);
+            return false;
+        }
+        if (it->nw == it->capw) {
+            it->capw = it->capw ? 2 * it->capw : 8;
+            it->wkeys = rill__realloc(it->wkeys, (size_t)it->capw * sizeof *it->wkeys);
+            it->wsizes = rill__realloc(it->wsizes, (size_t)it->capw * sizeof *it->wsizes);
+            RILL_CHECK_ALLOC(it->wkeys);
+            RILL_CHECK_ALLOC(it->wsizes);
+        }
+        it->wkeys[it->nw] = key;
+        it->wsizes[it->nw++] = w;
+    }
+    int64_t i = 0;
+    while (i < it->ng && it->g[i].key < key) i++;
+    if (i == it->ng || it->g[i].key != key) {
+        if (it->ng == it->capg) {
+            it->capg = it->capg ? 2 * it->capg : 8;
+            it->g = rill__realloc(it->g, (size_t)it->capg * sizeof *it->g);
+            RILL_CHECK_ALLOC(it->g);
+        }
+        memmove(it->g + i + 1, it->g + i, (size_t)(it->ng - i) * sizeof *it->g);
+        it->g[i] = (group){key, w, NULL, 0, 0};
+        it->ng++;
+    }
+    group *g = &it->g[i];
+    if (g->n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 4;
+        g->t = rill__realloc(g->t, (size_t)(g->cap * nc) * sizeof *g->t);
+        RILL_CHECK_ALLOC(g->t);
+    }
+    memcpy(g->t + g->n * nc, el, (size_t)nc * sizeof *el);
+    g->n++;
+    if (g->n == g->size) *full = i;
+    return true;
+}
+
+static bool gbw_next(dit *b, dctx *c, rill_tensor **out, bool *end)
+{
+    gbw_it *it = (gbw_it *)b;
+    int nc = it->o.in[0]->ncomp;
+    rill_tensor *el[64], **e = nc <= 64 ? el : rill__calloc((size_t)nc, sizeof *e);
+    RILL_CHECK_ALLOC(e);
+    bool ok = true;
+    do {
+        if (it->cur) {
+            bool ge = false;
+            if (!(ok = it->cur->vt->next(it->cur, c, out, &ge))) break;
+            if (!ge) {
+                *end = false;
+                break;
+            }
+            rill__ds_dit_free(it->cur);
+            it->cur = NULL;
+        }
+        while (!it->end_input) {
+            if (!(ok = rill__ds_in_next(&it->o, 0, c, e, &it->end_input))) break;
+            if (it->end_input) break;
+            int64_t full;
+            if (!(ok = gbw_add(it, c, e, nc, &full))) {
+                rill__ds_free_elems(e, nc);
+                break;
+            }
+            if (full >= 0) {
+                ok = gbw_flush(it, c, full);
+                break;
+            }
+        }
+        if (!ok) break;
+        if (it->end_input && !it->cur && it->ng > 0 && !(ok = gbw_flush(it, c, 0))) break;
+        *end = true;
+    } while (it->cur || !it->end_input);
+    if (e != el) rill__free(e);
+    return ok;
+}
+
+static const dit_vt gbw_it_vt = {gbw_next, gbw_it_free};
+
+static dit *gbw_make(dset *b, dctx *c)
+{
+    gbw_ds *d = (gbw_ds *)b;
+    gbw_it *it = (gbw_it *)rill__ds_over_it_new(&d->o, &gbw_it_vt, c, sizeof(gbw_it));
+    if (!it) return NULL;
+    it->o.base.ncomp = d->ncomp;
+    return &it->o.base;
+}
+
+static const dset_vt gbw_vt = {gbw_make, gbw_ds_free, NULL};
+
+static void group_by_window_kernel(rill__kctx *ctx)
+{
+    gbw_fns *fs = *ctx->state;
+    if (!fs) {
+        fs = rill__calloc(1, sizeof *fs);
+        RILL_CHECK_ALLOC(fs);
+        fs->key = rill__ds_fn_new(ctx, "key");
+        fs->reduce = fs->key ? rill__ds_fn_new(ctx, "reduce") : NULL;
+        fs->wsize = fs->reduce ? rill__ds_fn_new(ctx, "wsize") : NULL;
+        if (!fs->wsize) {
+            gbw_fns_free(fs);
+            return;
+        }
+        *ctx->state = fs;
+    }
+    int ncap = fs->key->ncaps + fs->reduce->ncaps + fs->wsize->ncaps;
+    int64_t nc = rill__attr_int(rill__ds_user_node(ctx), "n_components", -1);
+    if (nc < 1 || ctx->node->ninputs != 1 + ncap || fs->key->nouts != 1 || fs->reduce->nouts != 1 ||
+        fs->wsize->nouts != 1) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "GroupByWindowDataset needs n_components and functions of one result "
+                        "each, and takes the input dataset then the %d captured tensors",
+                        ncap);
+        return;
+    }
+    gbw_ds *d = (gbw_ds *)rill__ds_over_new_sized(ctx, 1, sizeof(gbw_ds));
+    if (!d) return;
+    d->key = fs->key;
+    d->reduce = fs->reduce;
+    d->wsize = fs->wsize;
+    atomic_fetch_add(&d->key->refs, 1);
+    atomic_fetch_add(&d->reduce->refs, 1);
+    atomic_fetch_add(&d->wsize->refs, 1);
+    d->ncomp = (int)nc;
+    d->ncap = ncap;
+    d->cap = rill__calloc((size_t)(ncap ? ncap : 1), sizeof *d->cap);
+    RILL_CHECK_ALLOC(d->cap);
+    for (int i = 0; i < ncap; i++) d->cap[i] = rill_tensor_ref(ctx->inputs[1 + i]);
+    rill__ds_dset_register(&d->o.base, &gbw_vt);
+    rill__ds_set_handle(ctx, &d->o.base);
+}
+
 /* ------------------------------------------------------------------- random ---- */
 
 /* TF's RandomDataset: the uint32s of Philox(seed, seed2) one by one, as int64s; endless. */
@@ -1678,6 +1952,11 @@ const rill__kernel_def rill__cpu_kernels_dataset2[] = {
     K("DatasetCardinality", cardinality_kernel),
     K("RandomDataset", random_kernel),
     K("MatchingFiles", matching_files_kernel),
+    {.op = "GroupByWindowDataset",
+     .device_type = "CPU",
+     .dtype = RILL_DT_INVALID,
+     .fn = group_by_window_kernel,
+     .state_free = gbw_fns_free},
     K("TextLineDataset", rill__ds_reader_kernel),
     K("TFRecordDataset", rill__ds_reader_kernel),
     K("FixedLengthRecordDatasetV2", rill__ds_reader_kernel),

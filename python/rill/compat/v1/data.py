@@ -458,7 +458,8 @@ class Dataset:
         tf = _v1()
         bs = _const64(batch_size, "batch_size")
         dr = tf.constant(bool(drop_remainder), dtype=_bool, name="drop_remainder")
-        lead = int(batch_size) if drop_remainder else None
+        lead = int(batch_size) if drop_remainder and not isinstance(
+            batch_size, (tf.Tensor, tf.Variable)) else None
         shapes = [tf.TensorShape(None) if s.ndims is None else tf.TensorShape([lead] + s._dims)
                   for s in self._shapes]
         return self._unary("BatchDatasetV2", [bs, dr], shapes=shapes)
@@ -842,6 +843,94 @@ class Dataset:
                              "supported)")
         # TF: "functionally equivalent to unbatch().batch(N)"
         return self.unbatch().batch(batch_size, drop_remainder)
+
+    def group_by_window(self, key_func, reduce_func, window_size=None, window_size_func=None):
+        tf = _v1()
+        if (window_size is not None) == (window_size_func is not None):
+            if window_size is None:
+                raise ValueError("Either the `window_size` argument or the `window_size_func` "
+                                 "argument must be specified.")
+            raise ValueError("Either the `window_size` argument or the `window_size_func` "
+                             "argument must be specified, but not both.")
+        if window_size is not None:
+            size = window_size
+
+            def window_size_func(_):
+                return _const64(size, "window_size")
+
+        def renamed(attrs, prefix):
+            caps = attrs.pop("_captures")
+            out = {}
+            for k, v in attrs.items():
+                out[k.replace("f_", prefix + "_", 1)] = v
+            return out, caps
+
+        ka, kouts, _, _ = self._trace(key_func, "key_func")
+        if len(kouts) != 1 or kouts[0].dtype != _int64 or kouts[0].shape.ndims not in (None, 0):
+            raise ValueError("`key_func` must return a single tf.int64 scalar tensor. Got "
+                             f"type={[o.dtype for o in kouts]} and shape="
+                             f"{[o.shape for o in kouts]}.")
+        spec = DatasetSpec._make(self._structure, self._types, self._shapes)
+        ra, _, _, r = self._trace(reduce_func, "reduce_func", [_int64, spec],
+                                  [tf.TensorShape([]), tf.TensorShape([])], (None, None))
+        if not isinstance(r, Dataset):
+            raise TypeError(f"`reduce_func` must return a `Dataset` object. Got {type(r)!r}.")
+        wa, wouts, _, _ = self._trace(window_size_func, "window_size_func", [_int64],
+                                      [tf.TensorShape([])], None)
+        if len(wouts) != 1 or wouts[0].dtype != _int64 or wouts[0].shape.ndims not in (None, 0):
+            raise ValueError("`window_size_func` must return a single tf.int64 scalar tensor.")
+        attrs, caps = {}, []
+        for a, p in ((ka, "key"), (ra, "reduce"), (wa, "wsize")):
+            at, c = renamed(a, p)
+            attrs.update(at)
+            caps += c
+        attrs["n_components"] = ("int", len(r._types))
+        attrs["_captures"] = caps
+        return self._unary("GroupByWindowDataset", [], r._types, r._shapes,
+                           _SCALAR if r._structure is None else r._structure, attrs)
+
+    def bucket_by_sequence_length(self, element_length_func, bucket_boundaries,
+                                  bucket_batch_sizes, padded_shapes=None, padding_values=None,
+                                  pad_to_bucket_boundary=False, no_padding=False,
+                                  drop_remainder=False):
+        tf = _v1()
+        if len(bucket_batch_sizes) != len(bucket_boundaries) + 1:
+            raise ValueError(f"`len(bucket_batch_sizes)` must equal `len(bucket_boundaries) + 1`"
+                             f" but `len(bucket_batch_sizes)={len(bucket_batch_sizes)}` and "
+                             f"`len(bucket_boundaries)={len(bucket_boundaries)}`.")
+        if pad_to_bucket_boundary:
+            raise ValueError("rill's bucket_by_sequence_length does not support "
+                             "pad_to_bucket_boundary=True")
+        sizes = [int(b) for b in bucket_batch_sizes]
+        bounds = [int(b) for b in bucket_boundaries]
+        lo = [_np.iinfo(_np.int32).min] + bounds
+        hi = bounds + [_np.iinfo(_np.int32).max]
+
+        def element_to_bucket_id(*args):
+            # TF: the first bucket i with lo[i] <= length < hi[i]
+            n = tf.cast(element_length_func(*args), _int64)
+            bucket = tf.constant(len(lo), _int64)
+            for i in reversed(range(len(lo))):
+                inside = tf.logical_and(tf.less_equal(tf.constant(lo[i], _int64), n),
+                                        tf.less(n, tf.constant(hi[i], _int64)))
+                bucket = tf.where(inside, tf.constant(i, _int64), bucket)
+            return bucket
+
+        def window_size_fn(bucket_id):
+            return tf.gather(tf.constant(sizes, _int64), bucket_id)
+
+        def batching_fn(bucket_id, grouped):
+            batch_size = window_size_fn(bucket_id)
+            if no_padding:
+                return grouped.batch(batch_size, drop_remainder=drop_remainder)
+            shapes = padded_shapes
+            if shapes is None:
+                shapes = grouped.output_shapes
+            return grouped.padded_batch(batch_size, shapes, padding_values,
+                                        drop_remainder=drop_remainder)
+
+        return self.group_by_window(element_to_bucket_id, batching_fn,
+                                    window_size_func=window_size_fn)
 
     # -- TF 1.x properties --
 
