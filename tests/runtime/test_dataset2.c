@@ -411,8 +411,50 @@ static void test_readers(void)
     rill_status_free(s);
 }
 
+/* group_by_window(key x // 3, window 2, reduce w.batch(2)) over range(7), as TF:
+ * [0 1] [3 4], then at the end the groups left by key: [2] [5] [6] */
+static void test_group_by_window(void)
+{
+    rill_status *s = rill_status_new();
+    rill_graph *g = rill_graph_new();
+    rill_output x = rill_placeholder(g, RILL_INT64, rill_shape_scalar(), "k/x");
+    rill_output kin[2] = {x, i64(g, 3)};
+    rill_identity(g, opn(g, "FloorDiv", kin, 2), "k/out");
+    rill_output w = rill_placeholder(g, RILL_INT64, rill_shape_scalar(), "r/w");
+    rill_placeholder(g, RILL_INT64, rill_shape_scalar(), "r/k");
+    rill_output bin[3] = {w, i64(g, 2), rill_const_scalar(g, RILL_BOOL, 0, NULL)};
+    rill_identity(g, opn(g, "BatchDatasetV2", bin, 3), "r/out");
+    rill_placeholder(g, RILL_INT64, rill_shape_scalar(), "w/k");
+    rill_identity(g, i64(g, 2), "w/out");
+    rill_output r = range(g, 0, 7);
+    rill_op_builder *b = rill_op_builder_new(g, "GroupByWindowDataset", NULL);
+    rill_op_builder_add_input(b, r);
+    static const char *const attrs[][2] = {{"key_args", "k/x"},
+                                           {"key_outputs", "k/out"},
+                                           {"reduce_outputs", "r/out"},
+                                           {"wsize_args", "w/k"},
+                                           {"wsize_outputs", "w/out"}};
+    for (int i = 0; i < 5; i++) {
+        rill_tensor *t = names(&attrs[i][1], 1);
+        rill_op_builder_set_tensor(b, attrs[i][0], t);
+        rill_tensor_free(t);
+    }
+    static const char *const rargs[] = {"r/k", "r/w"};
+    rill_tensor *t = names(rargs, 2);
+    rill_op_builder_set_tensor(b, "reduce_args", t);
+    rill_tensor_free(t);
+    rill_op_builder_set_int(b, "n_components", 1);
+    rill_output ds = rill_node_output(rill_op_builder_finish(b), 0);
+    int64_t v[16];
+    static const int64_t want[] = {0, 1, 3, 4, 2, 5, 6};
+    check_seq(v, drain(g, ds, 1, v, 16, s), want, 7);
+    rill_graph_free(g);
+    rill_status_free(s);
+}
+
 int main(void)
 {
+    test_group_by_window();
     test_readers();
     test_interleave();
     test_window_padded_batch();
