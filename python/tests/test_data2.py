@@ -183,6 +183,25 @@ ds = w.bucket_by_sequence_length(lambda x: tf.shape(x)[0], [3, 5], [2, 2, 3])
 w = tf.data.Dataset.range(14).window(4, 1, drop_remainder=True).flat_map(lambda w: w.batch(4))
 ds = w.bucket_by_sequence_length(lambda x: tf.shape(x)[0], [4], [3, 4], no_padding=True)
 """,
+    "sample_from_datasets": """
+ds = tf.data.Dataset.sample_from_datasets(
+    [tf.data.Dataset.range(0, 100), tf.data.Dataset.range(100, 200),
+     tf.data.Dataset.range(200, 300)], [0.5, 0.2, 0.3], seed=5).take(40)
+""",
+    "sample_uniform_exhaust": """
+ds = tf.data.Dataset.sample_from_datasets([tf.data.Dataset.range(0, 5),
+                                           tf.data.Dataset.range(100, 103)], seed=1)
+""",
+    "sample_stop_on_empty_zero_weight": """
+ds = tf.data.Dataset.sample_from_datasets(
+    [tf.data.Dataset.range(0, 5), tf.data.Dataset.range(100, 103), tf.data.Dataset.range(9, 10)],
+    [0.3, 0.7, 0.0], seed=2, stop_on_empty_dataset=True)
+""",
+    "sample_weights_dataset": """
+w = tf.data.Dataset.from_tensors(np.array([0.9, 0.1], np.float32)).repeat()
+ds = tf.data.Dataset.sample_from_datasets([tf.data.Dataset.range(0, 30),
+                                           tf.data.Dataset.range(100, 130)], w, seed=7).take(25)
+""",
     "map_legacy": """
 ds = tf.data.Dataset.range(6).map_with_legacy_function(lambda x: x * 3) \\
     .filter_with_legacy_function(lambda x: x % 2 == 0)

@@ -175,6 +175,26 @@ static void reader_shape(rill_node *n, rill_status *s)
     rill__ds_handle_out(n);
 }
 
+/* logits [batch, classes], num_samples, seed [2]: int64 [batch, num_samples] */
+static void stateless_multinomial_shape(rill_node *n, rill_status *s)
+{
+    rill_shape l = rill__in_shape(n, 0), sd = rill__in_shape(n, 2);
+    if (l.rank >= 0 && l.rank != 2) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "Shape must be rank 2 but is rank %d for '{{node %s}} = "
+                        "StatelessMultinomial'",
+                        l.rank, n->name);
+        return;
+    }
+    if (sd.rank >= 0 && (sd.rank != 1 || (sd.dims[0] >= 0 && sd.dims[0] != 2))) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "seed must have shape [2] for '%s'", n->name);
+        return;
+    }
+    int64_t d[2] = {l.rank == 2 ? l.dims[0] : -1, -1};
+    n->out_dtypes[0] = RILL_INT64;
+    n->out_shapes[0] = rill_shape_make(2, d);
+}
+
 #define DATASET(nm, lo, hi, fn)                                                                    \
     {                                                                                              \
         .name = nm, .default_name = nm, .min_inputs = lo, .max_inputs = hi, .noutputs = 1,         \
@@ -221,6 +241,12 @@ const rill__op_def rill__ops_dataset2[] = {
     DATASET("TextLineDataset", 3, 3, reader_shape),
     DATASET("TFRecordDataset", 3, 3, reader_shape),
     DATASET("FixedLengthRecordDatasetV2", 6, 6, reader_shape),
+    {.name = "StatelessMultinomial",
+     .default_name = "StatelessMultinomial",
+     .min_inputs = 3,
+     .max_inputs = 3,
+     .noutputs = 1,
+     .shape = stateless_multinomial_shape},
     {.name = "MatchingFiles",
      .default_name = "MatchingFiles",
      .min_inputs = 1,

@@ -19,7 +19,9 @@
 #include "cpu_dataset.h"
 #include "philox.h"
 
+#include <float.h>
 #include <glob.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include <stdio.h>
@@ -1864,6 +1866,90 @@ static void random_kernel(rill__kctx *ctx)
     rill__ds_set_handle(ctx, &d->base);
 }
 
+/* ---------------------------------------------- stateless multinomial (sample) ---- */
+
+/* TF's StatelessMultinomial (CPU, one shard), as sample_from_datasets draws its selector: the key
+ * and counter derived from the seed pair by one Philox block (TF's GenerateKey), then per row
+ * one double per sample (two uint32s, TF's Uint64ToDouble) times the row's total, found in the
+ * cumulative exp(logits - max) over the finite logits (upper bound). */
+static double u64_to_double(uint32_t x0, uint32_t x1)
+{
+    uint64_t v = ((uint64_t)(x0 & 0xfffffu) << 32 | x1) | ((uint64_t)1023 << 52);
+    double d;
+    memcpy(&d, &v, sizeof d);
+    return d - 1.0;
+}
+
+static void stateless_multinomial_kernel(rill__kctx *ctx)
+{
+    const rill_tensor *lg = ctx->inputs[0], *ns = ctx->inputs[1], *sd = ctx->inputs[2];
+    if (lg->shape.rank != 2 || (lg->dtype != RILL_FLOAT && lg->dtype != RILL_DOUBLE)) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "logits should be a matrix of floats");
+        return;
+    }
+    if (sd->numel != 2 || sd->dtype != RILL_INT64) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "seed must have shape [2], not %lld elements",
+                        (long long)sd->numel);
+        return;
+    }
+    int64_t n = ns->dtype == RILL_INT32 ? *(const int32_t *)rill_tensor_data(ns)
+                                        : rill_tensor_get_int64(ns, 0);
+    int64_t rows = lg->shape.dims[0], k = lg->shape.dims[1];
+    if (n < 0) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "num_samples should be nonnegative, got %lld",
+                        (long long)n);
+        return;
+    }
+    if (k <= 0) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "num_classes should be positive, got %lld",
+                        (long long)k);
+        return;
+    }
+    uint64_t s0 = (uint64_t)rill_tensor_get_int64(sd, 0),
+             s1 = (uint64_t)rill_tensor_get_int64(sd, 1);
+    philox p = {{0x3ec8f720u, 0x02461e29u},
+                {(uint32_t)s0, (uint32_t)(s0 >> 32), (uint32_t)s1, (uint32_t)(s1 >> 32)}};
+    uint32_t mix[4];
+    philox_next(&p, mix);
+    p = (philox){{mix[0], mix[1]}, {0, 0, mix[2], mix[3]}};
+    single sg = {&p, {0}, 4};
+    int64_t dims[2] = {rows, n};
+    rill_tensor *o = rill_tensor_new(RILL_INT64, dims, 2);
+    RILL_CHECK_ALLOC(o);
+    int64_t *out = rill_tensor_data(o);
+    double *cdf = rill__malloc((size_t)k * sizeof *cdf);
+    RILL_CHECK_ALLOC(cdf);
+    for (int64_t b = 0; b < rows; b++) {
+        double mx = -DBL_MAX;
+        for (int64_t j = 0; j < k; j++) {
+            double v = lg->dtype == RILL_FLOAT ? ((const float *)rill_tensor_data(lg))[b * k + j]
+                                               : ((const double *)rill_tensor_data(lg))[b * k + j];
+            cdf[j] = v;
+            if (isfinite(v) && v > mx) mx = v;
+        }
+        double total = 0;
+        for (int64_t j = 0; j < k; j++) {
+            if (isfinite(cdf[j])) total += exp(cdf[j] - mx);
+            cdf[j] = total;
+        }
+        for (int64_t j = 0; j < n; j++) {
+            uint32_t x0 = single_next(&sg), x1 = single_next(&sg);
+            double find = u64_to_double(x0, x1) * total;
+            int64_t lo = 0, hi = k; /* the first cdf > find */
+            while (lo < hi) {
+                int64_t m = (lo + hi) / 2;
+                if (cdf[m] > find)
+                    hi = m;
+                else
+                    lo = m + 1;
+            }
+            out[b * n + j] = lo;
+        }
+    }
+    rill__free(cdf);
+    rill__kctx_set_output(ctx, 0, o);
+}
+
 /* ----------------------------------------------------------- matching files ---- */
 
 static int cmp_str(const void *a, const void *b)
@@ -1952,6 +2038,7 @@ const rill__kernel_def rill__cpu_kernels_dataset2[] = {
     K("DatasetCardinality", cardinality_kernel),
     K("RandomDataset", random_kernel),
     K("MatchingFiles", matching_files_kernel),
+    K("StatelessMultinomial", stateless_multinomial_kernel),
     {.op = "GroupByWindowDataset",
      .device_type = "CPU",
      .dtype = RILL_DT_INVALID,

@@ -932,6 +932,61 @@ class Dataset:
         return self.group_by_window(element_to_bucket_id, batching_fn,
                                     window_size_func=window_size_fn)
 
+    @staticmethod
+    def sample_from_datasets(datasets, weights=None, seed=None, stop_on_empty_dataset=False,
+                             rerandomize_each_iteration=None):
+        """TF's composition: a selector of stateless multinomial draws keyed by pairs of
+        Dataset.random(seed), through choose_from_datasets' DirectedInterleave."""
+        tf = _v1()
+        datasets = list(datasets)
+        if not datasets:
+            raise ValueError("Invalid `datasets`. `datasets` should not be empty.")
+
+        def multinomial(logits, seed_pair):
+            return tf.squeeze(tf.get_default_graph()._make(
+                "StatelessMultinomial", "StatelessMultinomial",
+                [logits, tf.constant(1, name="num_samples"), seed_pair],
+                {"T": ("type", logits.dtype.enum), "Tseed": ("type", _int64.enum),
+                 "output_dtype": ("type", _int64.enum)}).outputs[0], axis=[0, 1])
+
+        if isinstance(weights, Dataset):
+            logits_ds = weights.map(lambda *p: tf.log(tf.stack(list(p)) if len(p) > 1 else p[0],
+                                                      name="logits"))
+            selector = Dataset.zip((logits_ds, Dataset.random(
+                seed, rerandomize_each_iteration).batch(2))).map(
+                    lambda l, s: multinomial(tf.expand_dims(l, 0) if l.shape.ndims == 1 else l,
+                                             s))
+        else:
+            if weights is None:
+                logits = tf.constant([[1.0] * len(datasets)], name="logits")
+            else:
+                if isinstance(weights, tf.Tensor):
+                    if not weights.shape.is_compatible_with([len(datasets)]):
+                        raise ValueError(f"Invalid `weights`. The shape of `weights` should be "
+                                         f"compatible with `[len(datasets)]` but is "
+                                         f"{weights.shape}.")
+                else:
+                    if len(datasets) != len(weights):
+                        raise ValueError(f"Invalid `weights`. `weights` should have the same "
+                                         f"length as `datasets` but got `len(weights)="
+                                         f"{len(weights)}` vs. `len(datasets)={len(datasets)}`.")
+                    kept = [(d, w) for d, w in zip(datasets, weights) if w > 0]
+                    datasets, weights = ([d for d, _ in kept], [w for _, w in kept]) if kept \
+                        else ([datasets[0].take(0)], [1.0])
+                    weights = tf.convert_to_tensor(
+                        _np.asarray(weights, dtype=_np.asarray(weights).dtype
+                                    if _np.asarray(weights).dtype == _np.float64
+                                    else _np.float32), name="weights")
+                if weights.dtype.name not in ("float32", "float64"):
+                    raise TypeError(f"Invalid `weights`. `weights` type must be either "
+                                    f"`tf.float32` or `tf.float64` but is {weights.dtype}.")
+                logits = tf.expand_dims(tf.log(weights, name="logits"), 0)
+            if len(datasets) == 1:
+                return datasets[0]
+            selector = Dataset.random(seed, rerandomize_each_iteration).batch(2).map(
+                lambda s: multinomial(logits, s))
+        return Dataset.choose_from_datasets(datasets, selector, stop_on_empty_dataset)
+
     # -- TF 1.x properties --
 
     @property
