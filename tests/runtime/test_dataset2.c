@@ -452,8 +452,38 @@ static void test_group_by_window(void)
     rill_status_free(s);
 }
 
+/* StatelessMultinomial (sample_from_datasets' selector) against TF 2.15's
+ * tf.raw_ops.StatelessMultinomial(logits, 8, seed=[3, 4]) */
+static void test_stateless_multinomial(void)
+{
+    rill_status *s = rill_status_new();
+    rill_graph *g = rill_graph_new();
+    float lv[6] = {0, 1, 2, 2, 0, -1};
+    int64_t ld[2] = {2, 3}, sv[2] = {3, 4}, two = 2;
+    rill_output lo = rill_const_floats(g, lv, ld, 2, NULL);
+    rill_tensor *st = rill_tensor_from_data(RILL_INT64, &two, 1, sv);
+    rill_output in[3] = {lo, rill_const_scalar(g, RILL_INT32, 8, NULL), rill_const(g, st, NULL)};
+    rill_tensor_free(st);
+    rill_output m = opn(g, "StatelessMultinomial", in, 3);
+    if (!CHECK(rill_graph_ok(g))) goto out;
+    rill_session *sess = rill_session_new(g, NULL, s);
+    rill_tensor *v;
+    if (CHECK_EQ_INT(rill_session_run(sess, NULL, NULL, 0, &m, &v, 1, NULL, 0, s), RILL_OK)) {
+        static const int64_t want[] = {2, 2, 1, 2, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        const int64_t *p = rill_tensor_data(v);
+        CHECK_EQ_INT(rill_tensor_num_elements(v), 16);
+        for (int i = 0; i < 16; i++) CHECK_EQ_INT(p[i], want[i]);
+        rill_tensor_free(v);
+    }
+    rill_session_free(sess);
+out:
+    rill_graph_free(g);
+    rill_status_free(s);
+}
+
 int main(void)
 {
+    test_stateless_multinomial();
     test_group_by_window();
     test_readers();
     test_interleave();
