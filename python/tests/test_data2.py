@@ -373,6 +373,10 @@ def test_errors_as_tf():
         tf.data.Dataset.range(3).with_options({})
     with pytest.raises(RuntimeError, match="only supported in eager mode"):
         tf.data.Dataset.range(3).as_numpy_iterator()
+    with pytest.raises(RuntimeError, match="Python-style iteration in eager mode"):
+        iter(tf.data.Dataset.range(3))
+    with pytest.raises(RuntimeError, match="Python-style iteration in eager mode"):
+        tf.data.NumpyIterator(tf.data.Dataset.range(3))
     with pytest.raises(TypeError, match="new state must match"):
         tf.data.Dataset.range(3).scan(np.int64(0), lambda s, x: (tf.cast(s, tf.float32), x))
     with pytest.raises(AttributeError):
@@ -458,7 +462,8 @@ d = sys.argv[1]
 progs = {
     "tfrecord": lambda: tf.data.TFRecordDataset([d + "/a.tfrecord", d + "/b.tfrecord"]),
     "tfrecord_gzip": lambda: tf.data.TFRecordDataset(d + "/a.gz.tfrecord", "GZIP"),
-    "tfrecord_zlib": lambda: tf.data.TFRecordDataset(d + "/a.zlib.tfrecord", compression_type="ZLIB"),
+    "tfrecord_zlib": lambda: tf.data.TFRecordDataset(d + "/a.zlib.tfrecord",
+                                                     compression_type="ZLIB"),
     "tfrecord_parallel": lambda: tf.data.TFRecordDataset(
         [d + "/a.tfrecord", d + "/b.tfrecord"], num_parallel_reads=2),
     "text": lambda: tf.data.TextLineDataset([d + "/t1.txt", d + "/t2.txt"]),

@@ -15,7 +15,8 @@ from . import errors  # noqa: F401
 from .dtypes import as_dtype as _as_dtype, int64 as _int64, bool as _bool
 
 __all__ = ["Dataset", "Iterator", "make_one_shot_iterator", "make_initializable_iterator",
-           "Options", "ThreadingOptions", "DatasetSpec", "AUTOTUNE", "INFINITE_CARDINALITY",
+           "Options", "ThreadingOptions", "NumpyIterator", "DatasetSpec", "AUTOTUNE",
+           "INFINITE_CARDINALITY",
            "UNKNOWN_CARDINALITY", "TextLineDataset", "TFRecordDataset",
            "FixedLengthRecordDataset"]
 
@@ -264,7 +265,8 @@ class ThreadingOptions(_OptionsBase):
 
 class _OptimizationOptions(_OptionsBase):
     _FIELDS = {k: None for k in ("apply_default_optimizations", "filter_fusion",
-                                 "filter_parallelization", "inject_prefetch", "map_and_batch_fusion",
+                                 "filter_parallelization", "inject_prefetch",
+                                 "map_and_batch_fusion",
                                  "map_and_filter_fusion", "map_fusion", "map_parallelization",
                                  "noop_elimination", "parallel_batch", "shuffle_and_repeat_fusion",
                                  "warm_start")}
@@ -654,12 +656,11 @@ class Dataset:
     def get_single_element(self):
         tf = _v1()
         spec = [v for s in self._shapes for v in _shape_spec(s)]
+        attrs = {"output_types": ("ints", [_flat_dtype(t).enum for t in self._types]),
+                 "output_shapes": ("tensor", (_np.array(spec, dtype=_np.int64), 9)),
+                 "num_outputs": ("int", len(self._types))}
         op = tf.get_default_graph()._make("DatasetToSingleElement", "DatasetToSingleElement",
-                                          [self._variant], {
-                                              "output_types": ("ints", [_flat_dtype(t).enum
-                                                                        for t in self._types]),
-                                              "output_shapes": ("tensor", (_np.array(spec, dtype=_np.int64), 9)),
-                                              "num_outputs": ("int", len(self._types))})
+                                          [self._variant], attrs)
         return self._nest(_wrap_outputs(op.outputs, self._types))
 
     def window(self, size, shift=None, stride=1, drop_remainder=False):
@@ -798,6 +799,10 @@ class Dataset:
 
     def map_with_legacy_function(self, map_func, num_parallel_calls=None, deterministic=None):
         return self.map(map_func)
+
+    def __iter__(self):
+        raise RuntimeError("`tf.data.Dataset` only supports Python-style iteration in eager mode "
+                           "or within tf.function.")
 
     def as_numpy_iterator(self):
         raise RuntimeError("`tf.data.Dataset.as_numpy_iterator()` is only supported in eager "
@@ -1035,6 +1040,20 @@ _SCALAR = object()  # a map's result that is one tensor
 
 
 DatasetV1 = Dataset
+
+
+class NumpyIterator:
+    """tf.data.NumpyIterator: iterates a dataset as numpy values, which TF does in eager mode
+    only; in graph mode (rill's) making one raises TF's RuntimeError, as iter(dataset) does."""
+
+    def __init__(self, dataset):
+        self._iterator = iter(dataset)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._iterator)
 
 
 class Iterator:
