@@ -195,12 +195,19 @@ def test_shuffle_permutation_and_seed():
 
 
 def test_map_error_names_the_op():
-    outer = tf.placeholder(tf.float32, [], name="outer")
-    ds = tf.data.Dataset.from_tensor_slices(np.ones(3, np.float32)).map(lambda v: v + outer)
+    ds = tf.data.Dataset.from_tensor_slices(np.array([5, 1], np.int64)).map(
+        lambda i: tf.gather(np.arange(3.0, dtype=np.float32), i))
     nxt = tf.data.make_one_shot_iterator(ds).get_next()
     with tf.Session() as s:
         with pytest.raises(tf.errors.InvalidArgumentError, match="MapDataset"):
             s.run(nxt)
+
+
+def test_one_shot_refuses_a_captured_placeholder():
+    outer = tf.placeholder(tf.float32, [], name="outer")
+    ds = tf.data.Dataset.from_tensor_slices(np.ones(3, np.float32)).map(lambda v: v + outer)
+    with pytest.raises(ValueError, match=r"Cannot capture a placeholder \(name:outer"):
+        tf.data.make_one_shot_iterator(ds)
 
 
 def test_training_from_dataset():

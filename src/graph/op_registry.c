@@ -16,6 +16,7 @@ extern const rill__op_def rill__ops_data_flow[];
 extern const rill__op_def rill__ops_io[];
 extern const rill__op_def rill__ops_slice[];
 extern const rill__op_def rill__ops_dataset[];
+extern const rill__op_def rill__ops_dataset2[];
 extern const rill__op_def rill__ops_reduce[];
 extern const rill__op_def rill__ops_shape[];
 extern const rill__op_def rill__ops_elementwise[];
@@ -77,6 +78,7 @@ static const rill__op_def *const *op_tables(void)
         rill__ops_conv3d,
         rill__ops_adagrad_da,
         rill__ops_string,
+        rill__ops_dataset2,
         NULL,
     };
     // clang-format on

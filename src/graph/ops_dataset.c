@@ -14,11 +14,11 @@
  * MapDataset and FilterDataset name their function: f_args (string tensor) the placeholders of
  * the body, f_outputs (string tensor) its "node:index" outputs. The body is a subgraph of the
  * same graph that no fetch of the outer program reaches (the graph is its function library). */
-#include "graph_internal.h"
+#include "ops_dataset.h"
 
 #include <string.h>
 
-static bool check_scalar(rill_node *n, int i, rill_dtype want, const char *what, rill_status *s)
+bool rill__ds_check_scalar(rill_node *n, int i, rill_dtype want, const char *what, rill_status *s)
 {
     rill_dtype t = rill__in_dtype(n, i);
     if (t != want) {
@@ -40,7 +40,7 @@ static bool check_scalar(rill_node *n, int i, rill_dtype want, const char *what,
     return true;
 }
 
-static void handle_out(rill_node *n)
+void rill__ds_handle_out(rill_node *n)
 {
     n->out_dtypes[0] = RILL_INT64;
     n->out_shapes[0] = rill_shape_scalar();
@@ -50,10 +50,10 @@ static void handle_out(rill_node *n)
 static void unary_shape(rill_node *n, rill_status *s, const char *const *args,
                         const rill_dtype *types, int nargs)
 {
-    if (!check_scalar(n, 0, RILL_INT64, "input_dataset", s)) return;
+    if (!rill__ds_check_scalar(n, 0, RILL_INT64, "input_dataset", s)) return;
     for (int i = 0; i < nargs; i++)
-        if (!check_scalar(n, i + 1, types[i], args[i], s)) return;
-    handle_out(n);
+        if (!rill__ds_check_scalar(n, i + 1, types[i], args[i], s)) return;
+    rill__ds_handle_out(n);
 }
 
 static void tensor_slice_shape(rill_node *n, rill_status *s)
@@ -79,31 +79,32 @@ static void tensor_slice_shape(rill_node *n, rill_status *s)
             d0 = sh.dims[0];
         }
     }
-    handle_out(n);
+    rill__ds_handle_out(n);
 }
 
 static void tensor_ds_shape(rill_node *n, rill_status *s)
 {
     (void)s;
-    handle_out(n);
+    rill__ds_handle_out(n);
 }
 
 static void range_shape(rill_node *n, rill_status *s)
 {
-    if (!check_scalar(n, 0, RILL_INT64, "start", s) || !check_scalar(n, 1, RILL_INT64, "stop", s) ||
-        !check_scalar(n, 2, RILL_INT64, "step", s))
+    if (!rill__ds_check_scalar(n, 0, RILL_INT64, "start", s) ||
+        !rill__ds_check_scalar(n, 1, RILL_INT64, "stop", s) ||
+        !rill__ds_check_scalar(n, 2, RILL_INT64, "step", s))
         return;
-    handle_out(n);
+    rill__ds_handle_out(n);
 }
 
 static void zip_shape(rill_node *n, rill_status *s)
 {
     for (int i = 0; i < n->ninputs; i++)
-        if (!check_scalar(n, i, RILL_INT64, "input_datasets", s)) return;
-    handle_out(n);
+        if (!rill__ds_check_scalar(n, i, RILL_INT64, "input_datasets", s)) return;
+    rill__ds_handle_out(n);
 }
 
-static bool check_fn(rill_node *n, rill_status *s)
+bool rill__ds_check_fn(rill_node *n, rill_status *s)
 {
     const rill__attr *a = rill__node_attr(n, "f_args"), *o = rill__node_attr(n, "f_outputs");
     if (!a || a->kind != RILL__ATTR_TENSOR || rill_tensor_dtype(a->v.tensor) != RILL_STRING || !o ||
@@ -119,8 +120,9 @@ static bool check_fn(rill_node *n, rill_status *s)
 
 static void map_shape(rill_node *n, rill_status *s)
 {
-    if (!check_scalar(n, 0, RILL_INT64, "input_dataset", s) || !check_fn(n, s)) return;
-    handle_out(n);
+    if (!rill__ds_check_scalar(n, 0, RILL_INT64, "input_dataset", s) || !rill__ds_check_fn(n, s))
+        return;
+    rill__ds_handle_out(n);
 }
 
 static void batch_shape(rill_node *n, rill_status *s)
@@ -160,28 +162,33 @@ static void iterator_shape(rill_node *n, rill_status *s)
 
 static void one_shot_shape(rill_node *n, rill_status *s)
 {
-    if (!check_scalar(n, 0, RILL_INT64, "dataset", s)) return;
+    if (!rill__ds_check_scalar(n, 0, RILL_INT64, "dataset", s)) return;
     iterator_shape(n, s);
 }
 
 static void make_iterator_shape(rill_node *n, rill_status *s)
 {
-    if (!check_scalar(n, 0, RILL_INT64, "dataset", s)) return;
-    check_scalar(n, 1, RILL_STRING, "iterator", s);
+    if (!rill__ds_check_scalar(n, 0, RILL_INT64, "dataset", s)) return;
+    rill__ds_check_scalar(n, 1, RILL_STRING, "iterator", s);
 }
 
 /* The element's components from output_types and output_shapes (see the file comment). */
 static void get_next_shape(rill_node *n, rill_status *s)
 {
-    if (!check_scalar(n, 0, RILL_STRING, "iterator", s)) return;
+    if (!rill__ds_check_scalar(n, 0, RILL_STRING, "iterator", s)) return;
+    rill__ds_element_outputs(n, s);
+}
+
+void rill__ds_element_outputs(rill_node *n, rill_status *s)
+{
     const rill__attr *t = rill__node_attr(n, "output_types");
     const rill__attr *sh = rill__node_attr(n, "output_shapes");
     int k = t && t->kind == RILL__ATTR_INTS ? t->v.ints.n : -1;
     if (k <= 0 || k != n->noutputs) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
-                        "IteratorGetNext '%s' needs output_types (%d) with one dtype per output "
+                        "%s '%s' needs output_types (%d) with one dtype per output "
                         "(num_outputs %d), at least one",
-                        n->name, k, n->noutputs);
+                        n->op->name, n->name, k, n->noutputs);
         return;
     }
     const rill_tensor *st = sh && sh->kind == RILL__ATTR_TENSOR ? sh->v.tensor : NULL;
@@ -190,7 +197,7 @@ static void get_next_shape(rill_node *n, rill_status *s)
     for (int i = 0; i < k; i++) {
         rill_dtype dt = (rill_dtype)t->v.ints.v[i];
         if (!rill_dtype_is_valid(dt)) {
-            rill_status_set(s, RILL_INVALID_ARGUMENT, "IteratorGetNext '%s': bad dtype %d", n->name,
+            rill_status_set(s, RILL_INVALID_ARGUMENT, "%s '%s': bad dtype %d", n->op->name, n->name,
                             (int)dt);
             return;
         }
@@ -200,7 +207,7 @@ static void get_next_shape(rill_node *n, rill_status *s)
         if (at >= sn || sv[at] > RILL_MAX_DIMS || sv[at] < -1 ||
             at + 1 + (sv[at] > 0 ? sv[at] : 0) > sn) {
             rill_status_set(s, RILL_INVALID_ARGUMENT,
-                            "IteratorGetNext '%s': output_shapes does not describe %d shapes",
+                            "%s '%s': output_shapes does not describe %d shapes", n->op->name,
                             n->name, k);
             return;
         }
@@ -221,8 +228,8 @@ const rill__op_def rill__ops_dataset[] = {
     DATASET("TensorDataset", 1, -1, tensor_ds_shape),
     DATASET("RangeDataset", 3, 3, range_shape),
     DATASET("ZipDataset", 1, -1, zip_shape),
-    DATASET("MapDataset", 1, 1, map_shape),
-    DATASET("FilterDataset", 1, 1, map_shape),
+    DATASET("MapDataset", 1, -1, map_shape),
+    DATASET("FilterDataset", 1, -1, map_shape),
     DATASET("BatchDatasetV2", 3, 3, batch_shape),
     DATASET("ShuffleDataset", 2, 2, shuffle_shape),
     DATASET("RepeatDataset", 2, 2, count_shape),

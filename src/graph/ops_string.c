@@ -1,7 +1,6 @@
 /* ops_string.c - TF's string ops: StringJoin, AsString, StringToNumber, Substr, StringStrip,
- * RegexReplace, EncodeBase64, DecodeBase64, DecodeRaw, ReduceJoin, and MatchingFiles (the
- * files matching glob patterns, for tf.train.match_filenames_once), with TF's attrs, defaults
- * and texts. Kernels: src/kernels/cpu/cpu_string.c (host only: strings live in host memory).
+ * RegexReplace, EncodeBase64, DecodeBase64, DecodeRaw, DecodeCSV and ReduceJoin, with TF's
+ * attrs, defaults and texts (MatchingFiles is tf.data's: ops_dataset2.c). Kernels: src/kernels/cpu/cpu_string.c (host only: strings live in host memory).
  * None has a gradient (TF's are NotDifferentiable or take strings). */
 #include "graph_internal.h"
 
@@ -185,14 +184,6 @@ static void reduce_join_shape(rill_node *n, rill_status *s)
     n->out_shapes[0] = out;
 }
 
-static void matching_files_shape(rill_node *n, rill_status *s)
-{
-    if (!want_dtype(n, 0, RILL_STRING, "pattern", s)) return;
-    if (rill__in_shape(n, 0).rank > 1 && !rill__check_rank(n, 0, 1, false, s)) return;
-    n->out_dtypes[0] = RILL_STRING;
-    n->out_shapes[0] = rill_shape_vector(-1);
-}
-
 /* DecodeCSV(records, record_defaults...): one output per default (num_outputs of them), each
  * shaped like records, of its default's dtype. */
 static void decode_csv_shape(rill_node *n, rill_status *s)
@@ -261,12 +252,5 @@ const rill__op_def rill__ops_string[] = {
      .max_inputs = -1,
      .noutputs = -1,
      .shape = decode_csv_shape},
-    {.name = "MatchingFiles",
-     .default_name = "MatchingFiles",
-     .min_inputs = 1,
-     .max_inputs = 1,
-     .noutputs = 1,
-     .stateful = true,
-     .shape = matching_files_shape},
     {0},
 };

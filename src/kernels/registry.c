@@ -21,6 +21,7 @@ extern const rill__kernel_def rill__cpu_kernels_fused[];
 extern const rill__kernel_def rill__cpu_kernels_select[];
 extern const rill__kernel_def rill__cpu_kernels_conv[];
 extern const rill__kernel_def rill__cpu_kernels_dataset[];
+extern const rill__kernel_def rill__cpu_kernels_dataset2[];
 extern const rill__kernel_def rill__cpu_kernels_reduce[];
 extern const rill__kernel_def rill__cpu_kernels_shape[];
 extern const rill__kernel_def rill__cpu_kernels_elementwise[];
@@ -123,6 +124,7 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_sparse,
         rill__cpu_kernels_adagrad_da,
         rill__cpu_kernels_string,
+        rill__cpu_kernels_dataset2,
         NULL,
     };
     return t;

@@ -29,7 +29,7 @@
  *     reshuffle_each_iteration each iterator of one dataset (each epoch under Repeat) gets the
  *     next seed of the dataset's sequence; a re-initialised iterator (a new dataset) starts the
  *     sequence again. The order is not TF's (TF uses Philox); the seeds' determinism is. */
-#include "cpu_kernels.h"
+#include "cpu_dataset.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -37,46 +37,11 @@
 
 /* ------------------------------------------------------------------ the objects --- */
 
-typedef struct dctx {
-    rill_status *s;  /* errors go here */
-    double deadline; /* 0: none */
-    int64_t timeout_ms;
-    const atomic_uint *cancel;
-    unsigned cancel_gen;
-    const char *iterator; /* for messages */
-} dctx;
-
-typedef struct dset dset;
-typedef struct dit dit;
-
-typedef struct dset_vt {
-    dit *(*make)(dset *d, dctx *c); /* NULL with c->s set on failure */
-    void (*free)(dset *d);          /* the kind's own fields */
-} dset_vt;
-
-struct dset {
-    atomic_int refs;
-    const dset_vt *vt;
-    int64_t handle;    /* what the handle tensor points at */
-    dset *prev, *next; /* the registry of live datasets */
-};
-
-typedef struct dit_vt {
-    /* Fills out[] with the next element (new references) or sets *end. False: error in c->s. */
-    bool (*next)(dit *it, dctx *c, rill_tensor **out, bool *end);
-    void (*free)(dit *it);
-} dit_vt;
-
-struct dit {
-    const dit_vt *vt;
-    int ncomp;
-};
-
 static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
 static dset *live;
 static int64_t live_ids;
 
-static void dset_unref(dset *d)
+void rill__ds_dset_unref(dset *d)
 {
     if (!d || atomic_fetch_sub(&d->refs, 1) != 1) return;
     pthread_mutex_lock(&live_mu);
@@ -91,10 +56,10 @@ static void dset_unref(dset *d)
 
 static void dset_release(void *p)
 {
-    dset_unref(p);
+    rill__ds_dset_unref(p);
 }
 
-static void dset_register(dset *d, const dset_vt *vt)
+void rill__ds_dset_register(dset *d, const dset_vt *vt)
 {
     atomic_init(&d->refs, 1);
     d->vt = vt;
@@ -106,18 +71,23 @@ static void dset_register(dset *d, const dset_vt *vt)
     pthread_mutex_unlock(&live_mu);
 }
 
-/* Output 0 of ctx becomes d's handle (the tensor takes the caller's reference). */
-static void set_handle(rill__kctx *ctx, dset *d)
+rill_tensor *rill__ds_handle_tensor(dset *d)
 {
     rill_tensor *t = rill_tensor_new_borrowed(RILL_INT64, NULL, 0, &d->handle, dset_release, d);
     RILL_CHECK_ALLOC(t);
-    rill__kctx_set_output(ctx, 0, t);
+    return t;
 }
 
-/* The dataset behind input i (a new reference), or NULL with ctx failed. */
-static dset *input_dset(rill__kctx *ctx, int i)
+/* Output 0 of ctx becomes d's handle (the tensor takes the caller's reference). */
+void rill__ds_set_handle(rill__kctx *ctx, dset *d)
 {
-    const rill_tensor *t = ctx->inputs[i];
+    rill__kctx_set_output(ctx, 0, rill__ds_handle_tensor(d));
+}
+
+/* The dataset whose handle t is (by its buffer's address: a fed or forged int64 is none). */
+dset *rill__ds_lookup(const rill_tensor *t)
+{
+    if (!t || t->dtype != RILL_INT64 || t->numel != 1) return NULL;
     const void *p = rill_tensor_data(t);
     dset *found = NULL;
     pthread_mutex_lock(&live_mu);
@@ -128,6 +98,13 @@ static dset *input_dset(rill__kctx *ctx, int i)
             break;
         }
     pthread_mutex_unlock(&live_mu);
+    return found;
+}
+
+/* The dataset behind input i (a new reference), or NULL with ctx failed. */
+dset *rill__ds_input_dset(rill__kctx *ctx, int i)
+{
+    dset *found = rill__ds_lookup(ctx->inputs[i]);
     if (!found)
         rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
                         "input %d of %s is not a dataset (a dataset handle comes from a dataset "
@@ -136,12 +113,12 @@ static dset *input_dset(rill__kctx *ctx, int i)
     return found;
 }
 
-static int64_t in_i64(const rill__kctx *ctx, int i)
+int64_t rill__ds_in_i64(const rill__kctx *ctx, int i)
 {
     return rill_tensor_get_int64(ctx->inputs[i], 0);
 }
 
-static void free_elems(rill_tensor **e, int n)
+void rill__ds_free_elems(rill_tensor **e, int n)
 {
     for (int i = 0; i < n; i++) {
         rill_tensor_free(e[i]);
@@ -149,7 +126,7 @@ static void free_elems(rill_tensor **e, int n)
     }
 }
 
-static void dctx_of(rill__kctx *ctx, dctx *c, rill_status *s, const char *iterator)
+void rill__ds_dctx_of(rill__kctx *ctx, dctx *c, rill_status *s, const char *iterator)
 {
     *c = (dctx){s, ctx->deadline, ctx->timeout_ms, ctx->cancel, ctx->cancel_gen, iterator};
 }
@@ -173,13 +150,13 @@ typedef struct comps_it {
 static void comps_free(dset *b)
 {
     comps_ds *d = (comps_ds *)b;
-    free_elems(d->t, d->n);
+    rill__ds_free_elems(d->t, d->n);
     rill__free(d->t);
     rill__free(d);
 }
 
 /* Row i of t (rank >= 1): a view of its buffer, or a copy for strings. */
-static rill_tensor *slice_row(const rill_tensor *t, int64_t i)
+rill_tensor *rill__ds_slice_row(const rill_tensor *t, int64_t i)
 {
     rill_shape s = rill_shape_make(t->shape.rank - 1, t->shape.dims + 1);
     int64_t per = rill_shape_num_elements(&s);
@@ -206,7 +183,7 @@ static bool comps_next(dit *b, dctx *c, rill_tensor **out, bool *end)
         return true;
     }
     for (int k = 0; k < d->n; k++)
-        out[k] = d->slices ? slice_row(d->t[k], it->i) : rill_tensor_ref(d->t[k]);
+        out[k] = d->slices ? rill__ds_slice_row(d->t[k], it->i) : rill_tensor_ref(d->t[k]);
     it->i++;
     *end = false;
     return true;
@@ -215,7 +192,7 @@ static bool comps_next(dit *b, dctx *c, rill_tensor **out, bool *end)
 static void comps_it_free(dit *b)
 {
     comps_it *it = (comps_it *)b;
-    dset_unref(&it->d->base);
+    rill__ds_dset_unref(&it->d->base);
     rill__free(it);
 }
 
@@ -232,7 +209,12 @@ static dit *comps_make(dset *b, dctx *c)
     return &it->base;
 }
 
-static const dset_vt comps_vt = {comps_make, comps_free};
+static int64_t comps_card(dset *b)
+{
+    return ((comps_ds *)b)->len;
+}
+
+static const dset_vt comps_vt = {comps_make, comps_free, comps_card};
 
 static void comps_kernel(rill__kctx *ctx)
 {
@@ -265,8 +247,8 @@ static void comps_kernel(rill__kctx *ctx)
     d->t = rill__calloc((size_t)n, sizeof *d->t);
     RILL_CHECK_ALLOC(d->t);
     for (int i = 0; i < n; i++) d->t[i] = rill_tensor_ref(ctx->inputs[i]);
-    dset_register(&d->base, &comps_vt);
-    set_handle(ctx, &d->base);
+    rill__ds_dset_register(&d->base, &comps_vt);
+    rill__ds_set_handle(ctx, &d->base);
 }
 
 /* ------------------------------------------------------------------- range ---- */
@@ -296,12 +278,12 @@ static bool range_next(dit *b, dctx *c, rill_tensor **out, bool *end)
     return true;
 }
 
-static void plain_it_free(dit *b)
+void rill__ds_plain_it_free(dit *b)
 {
     rill__free(b);
 }
 
-static const dit_vt range_it_vt = {range_next, plain_it_free};
+static const dit_vt range_it_vt = {range_next, rill__ds_plain_it_free};
 
 static dit *range_make(dset *b, dctx *c)
 {
@@ -313,68 +295,66 @@ static dit *range_make(dset *b, dctx *c)
     return &it->base;
 }
 
-static void plain_ds_free(dset *b)
+void rill__ds_plain_ds_free(dset *b)
 {
     rill__free(b);
 }
 
-static const dset_vt range_vt = {range_make, plain_ds_free};
+static int64_t range_card(dset *b)
+{
+    range_ds *d = (range_ds *)b;
+    /* as TF: the count of start + k * step before stop */
+    if (d->step > 0) return d->stop > d->start ? (d->stop - d->start - 1) / d->step + 1 : 0;
+    return d->start > d->stop ? (d->start - d->stop - 1) / -d->step + 1 : 0;
+}
+
+static const dset_vt range_vt = {range_make, rill__ds_plain_ds_free, range_card};
 
 static void range_kernel(rill__kctx *ctx)
 {
-    int64_t step = in_i64(ctx, 2);
+    int64_t step = rill__ds_in_i64(ctx, 2);
     if (step == 0) {
         rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "step must be a non-zero integer.");
         return;
     }
     range_ds *d = rill__calloc(1, sizeof *d);
     RILL_CHECK_ALLOC(d);
-    d->start = in_i64(ctx, 0);
-    d->stop = in_i64(ctx, 1);
+    d->start = rill__ds_in_i64(ctx, 0);
+    d->stop = rill__ds_in_i64(ctx, 1);
     d->step = step;
-    dset_register(&d->base, &range_vt);
-    set_handle(ctx, &d->base);
+    rill__ds_dset_register(&d->base, &range_vt);
+    rill__ds_set_handle(ctx, &d->base);
 }
 
 /* ---------------------------------------------------- one input (and zip) ---- */
 
-/* The kinds over input datasets share one shape: their inputs and their scalars. */
-typedef struct fn_obj fn_obj;
-
-typedef struct over_ds {
-    dset base;
-    dset **in;
-    int nin;
-    int64_t a, b;        /* batch: size, drop; shuffle: buffer; repeat/take/skip: count */
-    int64_t seed, seed2; /* shuffle */
-    bool reshuffle;
-    atomic_llong epoch; /* shuffle: iterators made so far */
-    fn_obj *fn;         /* map, filter */
-    const char *name;   /* the node's name (its graph's string), for messages */
-} over_ds;
-
-static void fn_unref(fn_obj *f);
-
-static void over_free(dset *b)
+void rill__ds_over_free(dset *b)
 {
     over_ds *d = (over_ds *)b;
-    for (int i = 0; i < d->nin; i++) dset_unref(d->in[i]);
+    for (int i = 0; i < d->nin; i++) rill__ds_dset_unref(d->in[i]);
     rill__free(d->in);
-    if (d->fn) fn_unref(d->fn);
+    if (d->fn) rill__ds_fn_unref(d->fn);
+    rill__ds_free_elems(d->cap, d->ncap);
+    rill__free(d->cap);
     rill__free(d);
 }
 
-static over_ds *over_new(rill__kctx *ctx, int nin)
+over_ds *rill__ds_over_new(rill__kctx *ctx, int nin)
 {
-    over_ds *d = rill__calloc(1, sizeof *d);
+    return rill__ds_over_new_sized(ctx, nin, 0);
+}
+
+over_ds *rill__ds_over_new_sized(rill__kctx *ctx, int nin, size_t size)
+{
+    over_ds *d = rill__calloc(1, size > sizeof *d ? size : sizeof *d);
     RILL_CHECK_ALLOC(d);
     d->in = rill__calloc((size_t)nin, sizeof *d->in);
     RILL_CHECK_ALLOC(d->in);
     for (int i = 0; i < nin; i++) {
-        d->in[i] = input_dset(ctx, i);
+        d->in[i] = rill__ds_input_dset(ctx, i);
         if (!d->in[i]) {
             d->nin = i;
-            over_free(&d->base);
+            rill__ds_over_free(&d->base);
             return NULL;
         }
     }
@@ -383,46 +363,41 @@ static over_ds *over_new(rill__kctx *ctx, int nin)
     return d;
 }
 
-static dit *dset_make(dset *d, dctx *c)
+int64_t rill__ds_card(dset *d)
+{
+    return d->vt->card ? d->vt->card(d) : RILL_DS_UNKNOWN;
+}
+
+/* The input's (map, shuffle, prefetch, cache: one element per element). */
+int64_t rill__ds_card_in0(dset *b)
+{
+    return rill__ds_card(((over_ds *)b)->in[0]);
+}
+
+dit *rill__ds_dset_make(dset *d, dctx *c)
 {
     return d->vt->make(d, c);
 }
 
-static void dit_free(dit *it)
+void rill__ds_dit_free(dit *it)
 {
     if (it) it->vt->free(it);
 }
 
-/* An iterator over one or more inputs' iterators. */
-typedef struct over_it {
-    dit base;
-    over_ds *d;
-    dit **in;
-    int nin;
-    int64_t count; /* take/skip/repeat: done so far */
-    bool started;  /* skip: skipped; repeat: this epoch gave an element */
-    bool done;
-    /* shuffle */
-    rill__rng rng;
-    rill_tensor **buf; /* shuffle: cap * ncomp; batch: a batch's elements (scratch) */
-    int64_t nbuf, cap, alloc;
-    bool in_end;
-} over_it;
-
-static void over_it_free(dit *b)
+void rill__ds_over_it_free(dit *b)
 {
     over_it *it = (over_it *)b;
-    for (int i = 0; i < it->nin; i++) dit_free(it->in[i]);
+    for (int i = 0; i < it->nin; i++) rill__ds_dit_free(it->in[i]);
     rill__free(it->in);
-    if (it->buf) free_elems(it->buf, (int)(it->nbuf * it->base.ncomp));
+    if (it->buf) rill__ds_free_elems(it->buf, (int)(it->nbuf * it->base.ncomp));
     rill__free(it->buf);
-    dset_unref(&it->d->base);
+    rill__ds_dset_unref(&it->d->base);
     rill__free(it);
 }
 
-static over_it *over_it_new(over_ds *d, const dit_vt *vt, dctx *c, int ncomp_in0_mult)
+over_it *rill__ds_over_it_new(over_ds *d, const dit_vt *vt, dctx *c, size_t size)
 {
-    over_it *it = rill__calloc(1, sizeof *it);
+    over_it *it = rill__calloc(1, size > sizeof *it ? size : sizeof *it);
     RILL_CHECK_ALLOC(it);
     it->d = d;
     atomic_fetch_add(&d->base.refs, 1);
@@ -431,22 +406,21 @@ static over_it *over_it_new(over_ds *d, const dit_vt *vt, dctx *c, int ncomp_in0
     it->base.vt = vt;
     int ncomp = 0;
     for (int i = 0; i < d->nin; i++) {
-        it->in[i] = dset_make(d->in[i], c);
+        it->in[i] = rill__ds_dset_make(d->in[i], c);
         if (!it->in[i]) {
             it->base.vt = vt;
             it->nin = i;
-            over_it_free(&it->base);
+            rill__ds_over_it_free(&it->base);
             return NULL;
         }
         ncomp += it->in[i]->ncomp;
         it->nin = i + 1;
     }
-    (void)ncomp_in0_mult;
     it->base.ncomp = ncomp;
     return it;
 }
 
-static bool in_next(over_it *it, int i, dctx *c, rill_tensor **out, bool *end)
+bool rill__ds_in_next(over_it *it, int i, dctx *c, rill_tensor **out, bool *end)
 {
     return it->in[i]->vt->next(it->in[i], c, out, end);
 }
@@ -458,12 +432,12 @@ static bool zip_next(dit *b, dctx *c, rill_tensor **out, bool *end)
     int at = 0;
     for (int i = 0; i < it->nin; i++) {
         bool e = false;
-        if (!in_next(it, i, c, out + at, &e)) {
-            free_elems(out, at);
+        if (!rill__ds_in_next(it, i, c, out + at, &e)) {
+            rill__ds_free_elems(out, at);
             return false;
         }
         if (e) {
-            free_elems(out, at);
+            rill__ds_free_elems(out, at);
             *end = true;
             return true;
         }
@@ -473,22 +447,34 @@ static bool zip_next(dit *b, dctx *c, rill_tensor **out, bool *end)
     return true;
 }
 
-static const dit_vt zip_it_vt = {zip_next, over_it_free};
+static const dit_vt zip_it_vt = {zip_next, rill__ds_over_it_free};
 
 static dit *zip_make(dset *b, dctx *c)
 {
-    over_it *it = over_it_new((over_ds *)b, &zip_it_vt, c, 1);
+    over_it *it = rill__ds_over_it_new((over_ds *)b, &zip_it_vt, c, 0);
     return it ? &it->base : NULL;
 }
 
-static const dset_vt zip_vt = {zip_make, over_free};
+static int64_t zip_card(dset *b)
+{
+    over_ds *d = (over_ds *)b;
+    int64_t r = RILL_DS_INFINITE;
+    for (int i = 0; i < d->nin; i++) {
+        int64_t n = rill__ds_card(d->in[i]);
+        if (n == RILL_DS_UNKNOWN) return n;
+        if (n != RILL_DS_INFINITE && (r == RILL_DS_INFINITE || n < r)) r = n;
+    }
+    return r;
+}
+
+static const dset_vt zip_vt = {zip_make, rill__ds_over_free, zip_card};
 
 static void zip_kernel(rill__kctx *ctx)
 {
-    over_ds *d = over_new(ctx, ctx->node->ninputs);
+    over_ds *d = rill__ds_over_new(ctx, ctx->node->ninputs);
     if (!d) return;
-    dset_register(&d->base, &zip_vt);
-    set_handle(ctx, &d->base);
+    rill__ds_dset_register(&d->base, &zip_vt);
+    rill__ds_set_handle(ctx, &d->base);
 }
 
 /* take, skip */
@@ -499,7 +485,7 @@ static bool take_next(dit *b, dctx *c, rill_tensor **out, bool *end)
         *end = true;
         return true;
     }
-    if (!in_next(it, 0, c, out, end)) return false;
+    if (!rill__ds_in_next(it, 0, c, out, end)) return false;
     if (!*end) it->count++;
     return true;
 }
@@ -508,31 +494,50 @@ static bool skip_next(dit *b, dctx *c, rill_tensor **out, bool *end)
 {
     over_it *it = (over_it *)b;
     while (it->d->a < 0 || it->count < it->d->a) {
-        if (!in_next(it, 0, c, out, end)) return false;
+        if (!rill__ds_in_next(it, 0, c, out, end)) return false;
         if (*end) return true;
-        free_elems(out, b->ncomp);
+        rill__ds_free_elems(out, b->ncomp);
         it->count++;
     }
-    return in_next(it, 0, c, out, end);
+    return rill__ds_in_next(it, 0, c, out, end);
 }
 
-static const dit_vt take_it_vt = {take_next, over_it_free};
-static const dit_vt skip_it_vt = {skip_next, over_it_free};
+static const dit_vt take_it_vt = {take_next, rill__ds_over_it_free};
+static const dit_vt skip_it_vt = {skip_next, rill__ds_over_it_free};
 
 static dit *take_make(dset *b, dctx *c)
 {
-    over_it *it = over_it_new((over_ds *)b, &take_it_vt, c, 1);
+    over_it *it = rill__ds_over_it_new((over_ds *)b, &take_it_vt, c, 0);
     return it ? &it->base : NULL;
 }
 
 static dit *skip_make(dset *b, dctx *c)
 {
-    over_it *it = over_it_new((over_ds *)b, &skip_it_vt, c, 1);
+    over_it *it = rill__ds_over_it_new((over_ds *)b, &skip_it_vt, c, 0);
     return it ? &it->base : NULL;
 }
 
-static const dset_vt take_vt = {take_make, over_free};
-static const dset_vt skip_vt = {skip_make, over_free};
+static int64_t take_card(dset *b)
+{
+    over_ds *d = (over_ds *)b;
+    int64_t n = rill__ds_card(d->in[0]);
+    if (n == RILL_DS_UNKNOWN) return n;
+    if (d->a < 0) return n;
+    if (n == RILL_DS_INFINITE) return d->a;
+    return n < d->a ? n : d->a;
+}
+
+static int64_t skip_card(dset *b)
+{
+    over_ds *d = (over_ds *)b;
+    int64_t n = rill__ds_card(d->in[0]);
+    if (n == RILL_DS_UNKNOWN || n == RILL_DS_INFINITE) return n;
+    if (d->a < 0) return 0;
+    return n > d->a ? n - d->a : 0;
+}
+
+static const dset_vt take_vt = {take_make, rill__ds_over_free, take_card};
+static const dset_vt skip_vt = {skip_make, rill__ds_over_free, skip_card};
 
 /* repeat: a new input iterator per epoch; an epoch that gives nothing ends it (as TF: an
  * endless repeat of an empty dataset is empty). */
@@ -545,7 +550,7 @@ static bool repeat_next(dit *b, dctx *c, rill_tensor **out, bool *end)
             *end = true;
             return true;
         }
-        if (!in_next(it, 0, c, out, end)) return false;
+        if (!rill__ds_in_next(it, 0, c, out, end)) return false;
         if (!*end) {
             it->started = true;
             return true;
@@ -556,8 +561,8 @@ static bool repeat_next(dit *b, dctx *c, rill_tensor **out, bool *end)
             continue;
         }
         it->started = false;
-        dit_free(it->in[0]);
-        it->in[0] = dset_make(it->d->in[0], c);
+        rill__ds_dit_free(it->in[0]);
+        it->in[0] = rill__ds_dset_make(it->d->in[0], c);
         if (!it->in[0]) {
             it->nin = 0;
             it->done = true;
@@ -566,27 +571,36 @@ static bool repeat_next(dit *b, dctx *c, rill_tensor **out, bool *end)
     }
 }
 
-static const dit_vt repeat_it_vt = {repeat_next, over_it_free};
+static const dit_vt repeat_it_vt = {repeat_next, rill__ds_over_it_free};
 
 static dit *repeat_make(dset *b, dctx *c)
 {
-    over_it *it = over_it_new((over_ds *)b, &repeat_it_vt, c, 1);
+    over_it *it = rill__ds_over_it_new((over_ds *)b, &repeat_it_vt, c, 0);
     return it ? &it->base : NULL;
 }
 
-static const dset_vt repeat_vt = {repeat_make, over_free};
+static int64_t repeat_card(dset *b)
+{
+    over_ds *d = (over_ds *)b;
+    int64_t n = rill__ds_card(d->in[0]);
+    if (n == RILL_DS_UNKNOWN || n == RILL_DS_INFINITE) return n;
+    if (d->a < 0) return n == 0 ? 0 : RILL_DS_INFINITE;
+    return n * d->a;
+}
+
+static const dset_vt repeat_vt = {repeat_make, rill__ds_over_free, repeat_card};
 
 static void count_kernel(rill__kctx *ctx)
 {
     const char *op = ctx->node->op->name;
-    over_ds *d = over_new(ctx, 1);
+    over_ds *d = rill__ds_over_new(ctx, 1);
     if (!d) return;
-    d->a = in_i64(ctx, 1);
+    d->a = rill__ds_in_i64(ctx, 1);
     if (d->a < -1) d->a = -1;
-    dset_register(&d->base, strcmp(op, "TakeDataset") == 0   ? &take_vt
-                            : strcmp(op, "SkipDataset") == 0 ? &skip_vt
-                                                             : &repeat_vt);
-    set_handle(ctx, &d->base);
+    rill__ds_dset_register(&d->base, strcmp(op, "TakeDataset") == 0   ? &take_vt
+                                     : strcmp(op, "SkipDataset") == 0 ? &skip_vt
+                                                                      : &repeat_vt);
+    rill__ds_set_handle(ctx, &d->base);
 }
 
 /* ------------------------------------------------------------------- batch ---- */
@@ -607,7 +621,7 @@ static bool batch_next(dit *b, dctx *c, rill_tensor **out, bool *end)
     bool ok = true;
     while (n < bs) {
         bool e = false;
-        if (!in_next(it, 0, c, el + n * nc, &e)) {
+        if (!rill__ds_in_next(it, 0, c, el + n * nc, &e)) {
             ok = false;
             break;
         }
@@ -618,7 +632,7 @@ static bool batch_next(dit *b, dctx *c, rill_tensor **out, bool *end)
         n++;
     }
     if (!ok || n == 0 || (n < bs && it->d->b)) {
-        free_elems(el, (int)(n * nc));
+        rill__ds_free_elems(el, (int)(n * nc));
         *end = ok;
         return ok;
     }
@@ -669,16 +683,16 @@ static bool batch_next(dit *b, dctx *c, rill_tensor **out, bool *end)
             rill_tensor_free(out[k]);
             out[k] = NULL;
         }
-    free_elems(el, (int)(n * nc));
+    rill__ds_free_elems(el, (int)(n * nc));
     *end = false;
     return ok;
 }
 
-static const dit_vt batch_it_vt = {batch_next, over_it_free};
+static const dit_vt batch_it_vt = {batch_next, rill__ds_over_it_free};
 
 static dit *batch_make(dset *b, dctx *c)
 {
-    over_it *it = over_it_new((over_ds *)b, &batch_it_vt, c, 1);
+    over_it *it = rill__ds_over_it_new((over_ds *)b, &batch_it_vt, c, 0);
     if (!it) return NULL;
     /* buf: batch_next's scratch for one batch's elements (nbuf stays 0: none are held) */
     it->buf = rill__calloc((size_t)(((over_ds *)b)->a * it->base.ncomp), sizeof *it->buf);
@@ -686,21 +700,29 @@ static dit *batch_make(dset *b, dctx *c)
     return &it->base;
 }
 
-static const dset_vt batch_vt = {batch_make, over_free};
+int64_t rill__ds_batch_card(dset *b)
+{
+    over_ds *d = (over_ds *)b;
+    int64_t n = rill__ds_card(d->in[0]);
+    if (n == RILL_DS_UNKNOWN || n == RILL_DS_INFINITE) return n;
+    return n / d->a + (n % d->a == 0 || d->b ? 0 : 1);
+}
+
+static const dset_vt batch_vt = {batch_make, rill__ds_over_free, rill__ds_batch_card};
 
 static void batch_kernel(rill__kctx *ctx)
 {
-    int64_t bs = in_i64(ctx, 1);
+    int64_t bs = rill__ds_in_i64(ctx, 1);
     if (bs <= 0) {
         rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "Batch size must be greater than zero.");
         return;
     }
-    over_ds *d = over_new(ctx, 1);
+    over_ds *d = rill__ds_over_new(ctx, 1);
     if (!d) return;
     d->a = bs;
     d->b = *(const bool *)rill_tensor_data(ctx->inputs[2]);
-    dset_register(&d->base, &batch_vt);
-    set_handle(ctx, &d->base);
+    rill__ds_dset_register(&d->base, &batch_vt);
+    rill__ds_set_handle(ctx, &d->base);
 }
 
 /* ----------------------------------------------------------------- shuffle ---- */
@@ -716,7 +738,7 @@ static bool shuffle_next(dit *b, dctx *c, rill_tensor **out, bool *end)
             RILL_CHECK_ALLOC(it->buf);
             it->alloc = grow;
         }
-        if (!in_next(it, 0, c, it->buf + it->nbuf * nc, &it->in_end)) return false;
+        if (!rill__ds_in_next(it, 0, c, it->buf + it->nbuf * nc, &it->in_end)) return false;
         if (!it->in_end) it->nbuf++;
     }
     if (it->nbuf == 0) {
@@ -731,12 +753,12 @@ static bool shuffle_next(dit *b, dctx *c, rill_tensor **out, bool *end)
     return true;
 }
 
-static const dit_vt shuffle_it_vt = {shuffle_next, over_it_free};
+static const dit_vt shuffle_it_vt = {shuffle_next, rill__ds_over_it_free};
 
 static dit *shuffle_make(dset *b, dctx *c)
 {
     over_ds *d = (over_ds *)b;
-    over_it *it = over_it_new(d, &shuffle_it_vt, c, 1);
+    over_it *it = rill__ds_over_it_new(d, &shuffle_it_vt, c, 0);
     if (!it) return NULL;
     int64_t epoch = d->reshuffle ? atomic_fetch_add(&d->epoch, 1) : 0;
     uint64_t seed = (uint64_t)d->seed * 0x9E3779B97F4A7C15ull ^ (uint64_t)d->seed2;
@@ -749,16 +771,16 @@ static dit *shuffle_make(dset *b, dctx *c)
     return &it->base;
 }
 
-static const dset_vt shuffle_vt = {shuffle_make, over_free};
+static const dset_vt shuffle_vt = {shuffle_make, rill__ds_over_free, rill__ds_card_in0};
 
 static void shuffle_kernel(rill__kctx *ctx)
 {
-    int64_t bs = in_i64(ctx, 1);
+    int64_t bs = rill__ds_in_i64(ctx, 1);
     if (bs <= 0) {
         rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "buffer_size must be greater than zero.");
         return;
     }
-    over_ds *d = over_new(ctx, 1);
+    over_ds *d = rill__ds_over_new(ctx, 1);
     if (!d) return;
     d->a = bs;
     d->seed = ctx->node->seed;
@@ -766,26 +788,13 @@ static void shuffle_kernel(rill__kctx *ctx)
     if (d->seed == 0 && d->seed2 == 0) d->seed = (int64_t)rill__random_seed();
     d->reshuffle = rill__attr_bool(ctx->node, "reshuffle_each_iteration", true);
     atomic_init(&d->epoch, 0);
-    dset_register(&d->base, &shuffle_vt);
-    set_handle(ctx, &d->base);
+    rill__ds_dset_register(&d->base, &shuffle_vt);
+    rill__ds_set_handle(ctx, &d->base);
 }
 
 /* ---------------------------------------------------------------- functions ---- */
 
-/* A function of MapDataset or FilterDataset: its body's placeholders and outputs in the user's
- * graph, and the session that runs it (made on first call; its plan cached there). */
-struct fn_obj {
-    atomic_int refs;
-    pthread_mutex_t mu; /* making sess */
-    rill_graph *g;
-    rill_output *args, *outs;
-    int nargs, nouts;
-    void *runner; /* the runtime's handle (rill__function_runner) */
-    rill__resource_mgr *rm;
-    char *op; /* "map" or "filter" and the node: "MapDataset 'map/MapDataset'" */
-};
-
-static void fn_unref(fn_obj *f)
+void rill__ds_fn_unref(fn_obj *f)
 {
     if (!f || atomic_fetch_sub(&f->refs, 1) != 1) return;
     const rill__function_runner *fr = rill__function_runner_get();
@@ -797,12 +806,12 @@ static void fn_unref(fn_obj *f)
     rill__free(f);
 }
 
-static void fn_state_free(void *p)
+void rill__ds_fn_state_free(void *p)
 {
-    fn_unref(p);
+    rill__ds_fn_unref(p);
 }
 
-static const rill_node *user_node(const rill__kctx *ctx)
+const rill_node *rill__ds_user_node(const rill__kctx *ctx)
 {
     return ctx->node->origin ? ctx->node->origin : ctx->node;
 }
@@ -837,14 +846,28 @@ static bool fn_outputs(rill__kctx *ctx, const rill_node *n, rill_graph *g, const
 }
 
 /* The node's function (kept in its per-session state: one per node and session). */
-static fn_obj *node_fn(rill__kctx *ctx)
+fn_obj *rill__ds_node_fn(rill__kctx *ctx)
 {
     if (*ctx->state) {
         fn_obj *f = *ctx->state;
         atomic_fetch_add(&f->refs, 1);
         return f;
     }
-    const rill_node *n = user_node(ctx);
+    fn_obj *f = rill__ds_fn_new(ctx, "f");
+    if (!f) return NULL;
+    *ctx->state = f;
+    atomic_fetch_add(&f->refs, 1);
+    return f;
+}
+
+/* The node's function named by attrs <prefix>_args, <prefix>_outputs (and <prefix>_captures). */
+fn_obj *rill__ds_fn_new(rill__kctx *ctx, const char *prefix)
+{
+    char an[64], on[64], cn[64];
+    snprintf(an, sizeof an, "%s_args", prefix);
+    snprintf(on, sizeof on, "%s_outputs", prefix);
+    snprintf(cn, sizeof cn, "%s_captures", prefix);
+    const rill_node *n = rill__ds_user_node(ctx);
     fn_obj *f = rill__calloc(1, sizeof *f);
     RILL_CHECK_ALLOC(f);
     atomic_init(&f->refs, 1);
@@ -852,9 +875,32 @@ static fn_obj *node_fn(rill__kctx *ctx)
     f->g = n->graph;
     f->rm = ctx->rm;
     f->op = rill__asprintf("%s '%s'", n->op->name, n->name);
-    if (!fn_outputs(ctx, n, f->g, "f_args", &f->args, &f->nargs) ||
-        !fn_outputs(ctx, n, f->g, "f_outputs", &f->outs, &f->nouts)) {
-        fn_unref(f);
+    if (!fn_outputs(ctx, n, f->g, an, &f->args, &f->nargs) ||
+        !fn_outputs(ctx, n, f->g, on, &f->outs, &f->nouts)) {
+        rill__ds_fn_unref(f);
+        return NULL;
+    }
+    const rill__attr *ca = rill__node_attr(n, cn);
+    if (ca && ca->kind == RILL__ATTR_TENSOR && rill_tensor_dtype(ca->v.tensor) == RILL_STRING &&
+        rill_tensor_num_elements(ca->v.tensor) > 0) {
+        /* the captured tensors are fed after the arguments: args holds both */
+        rill_output *caps;
+        int ncaps;
+        if (!fn_outputs(ctx, n, f->g, cn, &caps, &ncaps)) {
+            rill__free(caps);
+            rill__ds_fn_unref(f);
+            return NULL;
+        }
+        f->args = rill__realloc(f->args, (size_t)(f->nargs + ncaps) * sizeof *f->args);
+        RILL_CHECK_ALLOC(f->args);
+        memcpy(f->args + f->nargs, caps, (size_t)ncaps * sizeof *caps);
+        rill__free(caps);
+        f->ncaps = ncaps;
+    }
+    if (ctx->node->ninputs < f->ncaps + 1) {
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT, "%s captures %d tensors but has %d inputs",
+                        f->op, f->ncaps, ctx->node->ninputs);
+        rill__ds_fn_unref(f);
         return NULL;
     }
     if (strcmp(n->op->name, "FilterDataset") == 0 &&
@@ -863,16 +909,27 @@ static fn_obj *node_fn(rill__kctx *ctx)
                         "`predicate` return type must be convertible to a scalar boolean tensor. "
                         "(%s returns %d values)",
                         f->op, f->nouts);
-        fn_unref(f);
+        rill__ds_fn_unref(f);
         return NULL;
     }
-    *ctx->state = f;
-    atomic_fetch_add(&f->refs, 1);
     return f;
 }
 
-/* Runs f on in (nargs tensors, borrowed); out gets nouts new references. */
-static bool fn_call(fn_obj *f, dctx *c, rill_tensor *const *in, int nin, rill_tensor **out)
+/* The node's last f->ncaps inputs, the function's captured values, held by d. */
+void rill__ds_take_captures(rill__kctx *ctx, over_ds *d, const fn_obj *f)
+{
+    if (!f->ncaps) return;
+    d->cap = rill__calloc((size_t)f->ncaps, sizeof *d->cap);
+    RILL_CHECK_ALLOC(d->cap);
+    d->ncap = f->ncaps;
+    int first = ctx->node->ninputs - f->ncaps;
+    for (int i = 0; i < f->ncaps; i++) d->cap[i] = rill_tensor_ref(ctx->inputs[first + i]);
+}
+
+/* Runs f on in (nargs tensors, borrowed) and the captured values cap (f->ncaps); out gets nouts
+ * new references. */
+bool rill__ds_fn_call(fn_obj *f, dctx *c, rill_tensor *const *cap, rill_tensor *const *in, int nin,
+                      rill_tensor **out)
 {
     if (nin != f->nargs) {
         rill_status_set(c->s, RILL_INVALID_ARGUMENT,
@@ -890,9 +947,18 @@ static bool fn_call(fn_obj *f, dctx *c, rill_tensor *const *in, int nin, rill_te
     void *h = f->runner;
     pthread_mutex_unlock(&f->mu);
     if (!h) return false;
+    rill_tensor *feed[64], **fe = (rill_tensor **)in;
+    int nfeed = nin + f->ncaps;
+    if (f->ncaps) {
+        fe = nfeed <= 64 ? feed : rill__calloc((size_t)nfeed, sizeof *fe);
+        RILL_CHECK_ALLOC(fe);
+        memcpy(fe, in, (size_t)nin * sizeof *fe);
+        memcpy(fe + nin, cap, (size_t)f->ncaps * sizeof *fe);
+    }
     rill_status *s = rill_status_new();
     rill_code code =
-        fr->run(h, c->deadline, c->timeout_ms, f->args, in, nin, f->outs, out, f->nouts, s);
+        fr->run(h, c->deadline, c->timeout_ms, f->args, fe, nfeed, f->outs, out, f->nouts, s);
+    if (fe != in && fe != feed) rill__free(fe);
     if (code != RILL_OK)
         rill_status_set(c->s, code, "%s (in the function of %s)", rill_status_message(s), f->op);
     rill_status_free(s);
@@ -906,10 +972,10 @@ static bool map_next(dit *b, dctx *c, rill_tensor **out, bool *end)
     int nin = it->in[0]->ncomp;
     rill_tensor *el[64], **e = nin <= 64 ? el : rill__calloc((size_t)nin, sizeof *e);
     RILL_CHECK_ALLOC(e);
-    bool ok = in_next(it, 0, c, e, end);
+    bool ok = rill__ds_in_next(it, 0, c, e, end);
     if (ok && !*end) {
-        ok = fn_call(f, c, e, nin, out);
-        free_elems(e, nin);
+        ok = rill__ds_fn_call(f, c, it->d->cap, e, nin, out);
+        rill__ds_free_elems(e, nin);
     }
     if (e != el) rill__free(e);
     return ok;
@@ -921,34 +987,34 @@ static bool filter_next(dit *b, dctx *c, rill_tensor **out, bool *end)
     fn_obj *f = it->d->fn;
     int nc = b->ncomp;
     for (;;) {
-        if (!in_next(it, 0, c, out, end)) return false;
+        if (!rill__ds_in_next(it, 0, c, out, end)) return false;
         if (*end) return true;
         rill_tensor *keep = NULL;
-        if (!fn_call(f, c, out, nc, &keep)) {
-            free_elems(out, nc);
+        if (!rill__ds_fn_call(f, c, it->d->cap, out, nc, &keep)) {
+            rill__ds_free_elems(out, nc);
             return false;
         }
         bool k = keep->numel == 1 && *(const bool *)rill_tensor_data(keep);
         bool scalar = keep->numel == 1;
         rill_tensor_free(keep);
         if (!scalar) {
-            free_elems(out, nc);
+            rill__ds_free_elems(out, nc);
             rill_status_set(c->s, RILL_INVALID_ARGUMENT,
                             "Filter predicate `f` must return a scalar bool. (%s)", f->op);
             return false;
         }
         if (k) return true;
-        free_elems(out, nc);
+        rill__ds_free_elems(out, nc);
     }
 }
 
-static const dit_vt map_it_vt = {map_next, over_it_free};
-static const dit_vt filter_it_vt = {filter_next, over_it_free};
+static const dit_vt map_it_vt = {map_next, rill__ds_over_it_free};
+static const dit_vt filter_it_vt = {filter_next, rill__ds_over_it_free};
 
 static dit *map_make(dset *b, dctx *c)
 {
     over_ds *d = (over_ds *)b;
-    over_it *it = over_it_new(d, &map_it_vt, c, 1);
+    over_it *it = rill__ds_over_it_new(d, &map_it_vt, c, 0);
     if (!it) return NULL;
     it->base.ncomp = d->fn->nouts;
     return &it->base;
@@ -956,26 +1022,33 @@ static dit *map_make(dset *b, dctx *c)
 
 static dit *filter_make(dset *b, dctx *c)
 {
-    over_it *it = over_it_new((over_ds *)b, &filter_it_vt, c, 1);
+    over_it *it = rill__ds_over_it_new((over_ds *)b, &filter_it_vt, c, 0);
     return it ? &it->base : NULL;
 }
 
-static const dset_vt map_vt = {map_make, over_free};
-static const dset_vt filter_vt = {filter_make, over_free};
+/* TF 1.x's map does not preserve the cardinality (preserve_cardinality false: unknown) */
+static const dset_vt map_vt = {map_make, rill__ds_over_free, NULL};
+static const dset_vt map_card_vt = {map_make, rill__ds_over_free, rill__ds_card_in0};
+static const dset_vt filter_vt = {filter_make, rill__ds_over_free, NULL};
 
 static void map_kernel(rill__kctx *ctx)
 {
-    fn_obj *f = node_fn(ctx);
+    fn_obj *f = rill__ds_node_fn(ctx);
     if (!f) return;
-    over_ds *d = over_new(ctx, 1);
+    over_ds *d = rill__ds_over_new(ctx, 1);
     if (!d) {
-        fn_unref(f);
+        rill__ds_fn_unref(f);
         return;
     }
     d->fn = f;
+    rill__ds_take_captures(ctx, d, f);
     bool filter = strcmp(ctx->node->op->name, "FilterDataset") == 0;
-    dset_register(&d->base, filter ? &filter_vt : &map_vt);
-    set_handle(ctx, &d->base);
+    rill__ds_dset_register(&d->base,
+                           filter ? &filter_vt
+                           : rill__attr_bool(rill__ds_user_node(ctx), "preserve_cardinality", false)
+                               ? &map_card_vt
+                               : &map_vt);
+    rill__ds_set_handle(ctx, &d->base);
 }
 
 /* ---------------------------------------------------------------- prefetch ---- */
@@ -1034,7 +1107,7 @@ static void *pf_produce(void *arg)
 
 static void pf_item_free(pf_item *x, int nc)
 {
-    if (x->t) free_elems(x->t, nc);
+    if (x->t) rill__ds_free_elems(x->t, nc);
     rill__free(x->t);
     rill_status_free(x->err);
 }
@@ -1051,10 +1124,10 @@ static void pf_free(dit *b)
     }
     for (int64_t i = 0; i < it->n; i++) pf_item_free(&it->q[(it->head + i) % it->cap], b->ncomp);
     rill__free(it->q);
-    dit_free(it->in);
+    rill__ds_dit_free(it->in);
     pthread_mutex_destroy(&it->mu);
     pthread_cond_destroy(&it->cv);
-    dset_unref(&it->d->base);
+    rill__ds_dset_unref(&it->d->base);
     rill__free(it);
 }
 
@@ -1129,7 +1202,7 @@ static const dit_vt pf_it_vt = {pf_next, pf_free};
 static dit *pf_make(dset *b, dctx *c)
 {
     over_ds *d = (over_ds *)b;
-    dit *in = dset_make(d->in[0], c);
+    dit *in = rill__ds_dset_make(d->in[0], c);
     if (!in) return NULL;
     pf_it *it = rill__calloc(1, sizeof *it);
     RILL_CHECK_ALLOC(it);
@@ -1145,21 +1218,21 @@ static dit *pf_make(dset *b, dctx *c)
     return &it->base;
 }
 
-static const dset_vt pf_vt = {pf_make, over_free};
+static const dset_vt pf_vt = {pf_make, rill__ds_over_free, rill__ds_card_in0};
 
 static void prefetch_kernel(rill__kctx *ctx)
 {
-    int64_t bs = in_i64(ctx, 1);
+    int64_t bs = rill__ds_in_i64(ctx, 1);
     if (bs < -1 || bs == 0) {
         rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
                         "buffer_size must be at least 1 or -1 (AUTOTUNE), got %lld", (long long)bs);
         return;
     }
-    over_ds *d = over_new(ctx, 1);
+    over_ds *d = rill__ds_over_new(ctx, 1);
     if (!d) return;
     d->a = bs < 0 ? 2 : bs; /* AUTOTUNE: double buffering */
-    dset_register(&d->base, &pf_vt);
-    set_handle(ctx, &d->base);
+    rill__ds_dset_register(&d->base, &pf_vt);
+    rill__ds_set_handle(ctx, &d->base);
 }
 
 /* ---------------------------------------------------------------- iterators ---- */
@@ -1183,8 +1256,8 @@ static void *iter_res_new(void *arg)
 static void iter_res_free(void *p)
 {
     iter_res *r = p;
-    dit_free(r->it);
-    dset_unref(r->d);
+    rill__ds_dit_free(r->it);
+    rill__ds_dset_unref(r->d);
     pthread_mutex_destroy(&r->mu);
     rill__free(r->name);
     rill__free(r);
@@ -1202,7 +1275,7 @@ static iter_res *get_iter(rill__kctx *ctx, const char *name)
 
 static const char *iter_name(const rill__kctx *ctx)
 {
-    const rill_node *n = user_node(ctx);
+    const rill_node *n = rill__ds_user_node(ctx);
     const rill__attr *a = rill__node_attr(n, "shared_name");
     return a && a->kind == RILL__ATTR_STRING && a->v.s && a->v.s[0] ? a->v.s : n->name;
 }
@@ -1219,17 +1292,17 @@ static bool iter_start(rill__kctx *ctx, iter_res *r, dset *d)
 {
     rill_status *s = rill_status_new();
     dctx c;
-    dctx_of(ctx, &c, s, r->name);
-    dit *it = dset_make(d, &c);
+    rill__ds_dctx_of(ctx, &c, s, r->name);
+    dit *it = rill__ds_dset_make(d, &c);
     if (!it) {
         rill__kctx_fail(ctx, rill_status_code(s), "%s", rill_status_message(s));
         rill_status_free(s);
-        dset_unref(d);
+        rill__ds_dset_unref(d);
         return false;
     }
     rill_status_free(s);
-    dit_free(r->it);
-    dset_unref(r->d);
+    rill__ds_dit_free(r->it);
+    rill__ds_dset_unref(r->d);
     r->it = it;
     r->d = d;
     return true;
@@ -1248,7 +1321,7 @@ static void one_shot_kernel(rill__kctx *ctx)
     if (!r) return;
     pthread_mutex_lock(&r->mu);
     if (!r->d) {
-        dset *d = input_dset(ctx, 0);
+        dset *d = rill__ds_input_dset(ctx, 0);
         if (!d || !iter_start(ctx, r, d)) {
             pthread_mutex_unlock(&r->mu);
             return;
@@ -1274,7 +1347,7 @@ static void make_iterator_kernel(rill__kctx *ctx)
     if (!name) return;
     iter_res *r = get_iter(ctx, name);
     if (!r) return;
-    dset *d = input_dset(ctx, 0);
+    dset *d = rill__ds_input_dset(ctx, 0);
     if (!d) return;
     pthread_mutex_lock(&r->mu);
     iter_start(ctx, r, d);
@@ -1309,7 +1382,7 @@ static void get_next_kernel(rill__kctx *ctx)
     RILL_CHECK_ALLOC(e);
     rill_status *s = rill_status_new();
     dctx c;
-    dctx_of(ctx, &c, s, name);
+    rill__ds_dctx_of(ctx, &c, s, name);
     bool end = false;
     bool ok = r->it->vt->next(r->it, &c, e, &end);
     pthread_mutex_unlock(&r->mu);
@@ -1359,12 +1432,12 @@ const rill__kernel_def rill__cpu_kernels_dataset[] = {
      .device_type = "CPU",
      .dtype = RILL_DT_INVALID,
      .fn = map_kernel,
-     .state_free = fn_state_free},
+     .state_free = rill__ds_fn_state_free},
     {.op = "FilterDataset",
      .device_type = "CPU",
      .dtype = RILL_DT_INVALID,
      .fn = map_kernel,
-     .state_free = fn_state_free},
+     .state_free = rill__ds_fn_state_free},
     K("BatchDatasetV2", batch_kernel),
     K("ShuffleDataset", shuffle_kernel),
     K("RepeatDataset", count_kernel),

@@ -1,6 +1,6 @@
 /* cpu_string.c - CPU kernels of the string ops of src/graph/ops_string.c: StringJoin, AsString,
  * StringToNumber, Substr, StringStrip, RegexReplace, EncodeBase64, DecodeBase64, DecodeRaw,
- * ReduceJoin and MatchingFiles, with TF's semantics and texts.
+ * DecodeCSV and ReduceJoin, with TF's semantics and texts.
  *
  * Differences from TF, documented: RegexReplace matches with POSIX extended regular
  * expressions (<regex.h>), which agree with RE2 on the common syntax (literals, classes,
@@ -11,7 +11,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <glob.h>
 #include <inttypes.h>
 #include <math.h>
 #include <regex.h>
@@ -763,55 +762,6 @@ static void decode_csv_kernel(rill__kctx *ctx)
     rill__free(outs);
 }
 
-/* --- MatchingFiles --- */
-
-static int by_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void matching_files_kernel(rill__kctx *ctx)
-{
-    const rill_tensor *in = ctx->inputs[0];
-    char **all = NULL;
-    size_t n = 0, cap = 0;
-    for (int64_t i = 0; i < in->numel; i++) {
-        size_t len;
-        const char *p0 = str_at(in, i, &len);
-        char *p = rill__strndup(p0, len);
-        glob_t g;
-        int rc = glob(p, GLOB_NOSORT, NULL, &g);
-        if (rc == 0) {
-            for (size_t k = 0; k < g.gl_pathc; k++) {
-                if (n == cap) {
-                    cap = cap ? 2 * cap : 16;
-                    all = rill__realloc(all, cap * sizeof *all);
-                    RILL_CHECK_ALLOC(all);
-                }
-                all[n++] = rill__strdup(g.gl_pathv[k]);
-            }
-            globfree(&g);
-        } else if (rc != GLOB_NOMATCH) {
-            rill__kctx_fail(ctx, RILL_UNKNOWN, "%s: could not read the directories", p);
-            rill__free(p);
-            for (size_t k = 0; k < n; k++) rill__free(all[k]);
-            rill__free(all);
-            return;
-        }
-        rill__free(p);
-    }
-    if (n) qsort(all, n, sizeof *all, by_str);
-    int64_t dims[1] = {(int64_t)n};
-    rill_tensor *o = rill_tensor_new(RILL_STRING, dims, 1);
-    RILL_CHECK_ALLOC(o);
-    for (size_t k = 0; k < n; k++) {
-        rill_tensor_set_string(o, (int64_t)k, all[k], strlen(all[k]));
-        rill__free(all[k]);
-    }
-    rill__free(all);
-    rill__kctx_set_output(ctx, 0, o);
-}
-
 #define SK(OP, FN)                                                                                 \
     {                                                                                              \
         .op = OP, .device_type = "CPU", .fn = FN                                                   \
@@ -829,6 +779,5 @@ const rill__kernel_def rill__cpu_kernels_string[] = {
     SK("DecodeRaw", decode_raw_kernel),
     SK("ReduceJoin", reduce_join_kernel),
     SK("DecodeCSV", decode_csv_kernel),
-    SK("MatchingFiles", matching_files_kernel),
     {0},
 };
