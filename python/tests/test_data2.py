@@ -9,10 +9,11 @@ import sys
 
 import numpy as np
 import pytest
+import tfref
 
 import rill.compat.v1 as tf
 
-TF_PYTHON = os.environ.get("RILL_TF_PYTHON", "/work/venv215/bin/python")
+TF_PYTHON = tfref.TF_PY
 
 PROGRAMS = {
     "concatenate": """
@@ -264,12 +265,12 @@ def _run(python, imp, env):
 @pytest.fixture(scope="module")
 def both():
     if not os.path.exists(TF_PYTHON):
-        pytest.skip("no TensorFlow interpreter at " + TF_PYTHON)
+        tfref.skip("no TensorFlow interpreter at " + TF_PYTHON)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
     t = _run(TF_PYTHON, "import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()", env)
     if t.returncode != 0:
-        pytest.skip("TensorFlow did not run: " + t.stderr[-3000:])
+        tfref.skip("TensorFlow did not run: " + t.stderr[-3000:])
     r = _run(sys.executable, "import rill.compat.v1 as tf", dict(os.environ))
     assert r.returncode == 0, r.stderr
     return (json.loads(r.stdout.strip().splitlines()[-1]),
@@ -500,7 +501,7 @@ print(json.dumps(out))
 
 def test_readers_as_tf(tmp_path):
     if not os.path.exists(TF_PYTHON):
-        pytest.skip("no TensorFlow interpreter")
+        tfref.skip("no TensorFlow interpreter")
     import gzip
     d = str(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -519,7 +520,7 @@ for name, opt, recs in [("a", None, [b"", b"x", b"hello" * 50]), ("b", None, [b"
     w = subprocess.run([TF_PYTHON, "-c", write, d], capture_output=True, text=True, env=env,
                        timeout=120)
     if w.returncode != 0:
-        pytest.skip("TensorFlow did not run: " + w.stderr[-300:])
+        tfref.skip("TensorFlow did not run: " + w.stderr[-300:])
     raw = (tmp_path / "b.tfrecord").read_bytes()
     (tmp_path / "trunc.tfrecord").write_bytes(raw[:-3])
     bad = bytearray(raw)
