@@ -36,10 +36,10 @@ typedef struct pnode {
     int nsucc;
     int npred;
     bool expensive;
-    bool parks;                   /* waits for a peer: its kernel may park (rill__kctx_park) */
-    bool is_variable;             /* its output may be NULL (uninitialised) without error */
-    rill__var *var;               /* for VariableV2 nodes */
-    rill__node_state *state;      /* kernel state kept across steps (stable pointer) */
+    bool parks;              /* waits for a peer: its kernel may park (rill__kctx_park) */
+    bool is_variable;        /* its output may be NULL (uninitialised) without error */
+    rill__var *var;          /* for VariableV2 nodes */
+    rill__node_state *state; /* kernel state kept across steps (stable pointer) */
     rill__node_state local_state; /* for nodes that exist only in this plan */
     rill__device *device;
 } pnode;
@@ -73,11 +73,11 @@ typedef struct step {
 } step;
 
 enum {
-    PARK_STATE = 3, /* 0: not parked, PARK_PARKED, or PARK_QUEUED (in woken) */
+    PARK_STATE = 3,   /* 0: not parked, PARK_PARKED, or PARK_QUEUED (in woken) */
     PARK_PARKED = 1,
     PARK_QUEUED = 2,
-    PARK_WAKE = 4, /* woken while its kernel was still parking */
-    PARK_EVER = 8, /* parked at least once this step (its kernel registered a wait) */
+    PARK_WAKE = 4,    /* woken while its kernel was still parking */
+    PARK_EVER = 8,    /* parked at least once this step (its kernel registered a wait) */
 };
 
 typedef struct task {
@@ -106,9 +106,9 @@ struct rill__plan {
     rill__threadpool *intra;
     rill__resource_mgr *rm;
     const atomic_uint *cancel;
-    bool parks;  /* some node's kernel may park: the step's thread wakes every 50 ms */
-    bool blocks; /* some node may wait on other steps (a queue): a woken node never runs on
-                  * its waker's thread (a transport thread must not wait on a queue) */
+    bool parks;   /* some node's kernel may park: the step's thread wakes every 50 ms */
+    bool blocks;  /* some node may wait on other steps (a queue): a woken node never runs on
+                   * its waker's thread (a transport thread must not wait on a queue) */
     pthread_mutex_t mu;
     step *cached; /* NULL while a step runs on it */
 };
@@ -471,7 +471,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         rill_node *sn = p->nodes[i].node;
         /* Kernel state belongs to the user's node: every plan that runs it shares it. Nodes the
          * partitioner made (transfers, feeds) keep theirs in the plan. */
-        p->nodes[i].state = sn->origin      ? rill__node_states_get(a->states, sn->origin->id)
+        p->nodes[i].state = sn->origin ? rill__node_states_get(a->states, sn->origin->id)
                             : a->exec_graph ? &p->nodes[i].local_state
                                             : rill__node_states_get(a->states, sn->id);
         if (!p->nodes[i].state) {
@@ -808,6 +808,7 @@ static bool park_node(step *st, int i)
     return again;
 }
 
+
 void rill__run_woken(void)
 {
     bool was = tl_in_wake;
@@ -1062,9 +1063,9 @@ static void step_start(step *st)
     drain(st, st->ready, n, p->n);
 }
 
-bool rill__plan_run_async(rill__plan *p, rill_tensor *const *feed_values,
-                          rill_tensor **fetch_values, rill__deadline d, rill_status *s,
-                          void (*done)(void *arg, rill_code code), void *arg)
+bool rill__plan_run_async(rill__plan *p, rill_tensor *const *feed_values, rill_tensor **fetch_values,
+                          rill__deadline d, rill_status *s, void (*done)(void *arg, rill_code code),
+                          void *arg)
 {
     step *st = step_begin(p, feed_values, fetch_values, d, s);
     if (!st) return false;

@@ -38,9 +38,9 @@ typedef struct builder {
     const rill__placement *pl;
     const rill__partition_tasks *tasks; /* a master's cut across tasks, or NULL */
     rill_graph *xg;
-    rill_node **clone; /* per original node id */
-    rill_output *fed;  /* per original (id, output): feed node output, or {NULL} */
-    int *fed_start;    /* index into fed per original node */
+    rill_node **clone;     /* per original node id */
+    rill_output *fed;      /* per original (id, output): feed node output, or {NULL} */
+    int *fed_start;        /* index into fed per original node */
     rill__vec xfers;
     int counter;
     rill_status *s;
@@ -264,8 +264,7 @@ static bool static_shapes(const rill_node *mm, const rill_node *bias)
 {
     rill_shape a = in_shape(mm, 0), b = in_shape(mm, 1), v = in_shape(bias, 1);
     if (a.rank != 2 || b.rank != 2 || v.rank != 1) return false;
-    bool ta = rill__attr_bool(mm, "transpose_a", false),
-         tb = rill__attr_bool(mm, "transpose_b", false);
+    bool ta = rill__attr_bool(mm, "transpose_a", false), tb = rill__attr_bool(mm, "transpose_b", false);
     int64_t ka = a.dims[ta ? 0 : 1], kb = b.dims[tb ? 1 : 0], n = b.dims[tb ? 0 : 1];
     return ka >= 0 && ka == kb && n >= 0 && v.dims[0] == n;
 }
@@ -309,10 +308,10 @@ static void find_fusions(builder *b, const char *need, const rill_output *fetche
     for (int i = 0; i < nfetches; i++)
         if (fetches[i].index == 0) uses[fetches[i].node->id]++;
     for (int i = 0; i < ntargets; i++) ctl[targets[i]->id] = 1; /* a target runs as itself */
-/* A node the next op of its group alone consumes, with no edge of another kind. */
-#define PRIVATE_TO_GROUP(n)                                                                        \
-    (need[(n)->id] && uses[(n)->id] == 1 && !ctl[(n)->id] && (n)->ncontrol == 0 && !fed(b, (n)) && \
-     cpu_float(b, (n)) && b->role[(n)->id] == FUSE_NONE)
+    /* A node the next op of its group alone consumes, with no edge of another kind. */
+    #define PRIVATE_TO_GROUP(n) (need[(n)->id] && uses[(n)->id] == 1 && !ctl[(n)->id] && \
+                                 (n)->ncontrol == 0 && !fed(b, (n)) && cpu_float(b, (n)) && \
+                                 b->role[(n)->id] == FUSE_NONE)
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < nn; i++) {
             if (!need[i] || b->role[i] != FUSE_NONE) continue;
@@ -332,7 +331,7 @@ static void find_fusions(builder *b, const char *need, const rill_output *fetche
             b->role[i] = FUSE_FINAL;
             b->partner[i] = mm;
         }
-#undef PRIVATE_TO_GROUP
+    #undef PRIVATE_TO_GROUP
     /* BiasAddGrad(ReluGrad(g, f)): the ReluGrad may feed others too. */
     for (int i = 0; i < nn; i++) {
         if (!need[i]) continue;
@@ -384,6 +383,7 @@ static rill_node *make_fused(builder *b, rill_node *n)
     return rill__node_create(b->xg, "_FusedMatMul", name, ins, 3, a, 3);
 }
 
+
 /* The feed that stands for n when every output of n is fed (a fed Placeholder), else NULL: such
  * a node never runs, so a control edge from it is dropped and a target naming it is its feed
  * (which the executor does not run either). */
@@ -394,10 +394,10 @@ static rill_node *fed_whole(const builder *b, const rill_node *n)
         if (!b->fed[b->fed_start[n->id] + o].node) return NULL;
     return b->fed[b->fed_start[n->id]].node;
 }
-
 bool rill__partition(rill_graph *g, const rill__placement *pl, const rill__partition_tasks *tasks,
-                     const rill_output *feeds, int nfeeds, const rill_output *fetches, int nfetches,
-                     rill_node *const *targets, int ntargets, rill__xgraph *out, rill_status *s)
+                     const rill_output *feeds, int nfeeds, const rill_output *fetches,
+                     int nfetches, rill_node *const *targets, int ntargets, rill__xgraph *out,
+                     rill_status *s)
 {
     memset(out, 0, sizeof *out);
     int nn = rill_graph_num_nodes(g);
@@ -534,8 +534,7 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill__parti
             continue;
         }
         rill__device *d = dev_of(&b, n);
-        rill_output inbuf[16],
-            *ins = n->ninputs > 16 ? rill__malloc((size_t)n->ninputs * sizeof *ins) : inbuf;
+        rill_output inbuf[16], *ins = n->ninputs > 16 ? rill__malloc((size_t)n->ninputs * sizeof *ins) : inbuf;
         RILL_CHECK_ALLOC(ins);
         for (int k = 0; k < n->ninputs; k++) {
             rill_output in = n->inputs[k];
@@ -544,15 +543,15 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill__parti
             else
                 ins[k] = source_for(&b, in, d, in_host(d, n, k));
         }
-        rill__attr abuf[16],
-            *attrs = n->nattrs > 16 ? rill__malloc((size_t)n->nattrs * sizeof *attrs) : abuf;
+        rill__attr abuf[16], *attrs = n->nattrs > 16 ? rill__malloc((size_t)n->nattrs * sizeof *attrs) : abuf;
         RILL_CHECK_ALLOC(attrs);
         clone_attrs(n, attrs);
         char name[512];
         snprintf(name, sizeof name, "%s/", n->name);
-        rill_node *c = rill_graph_ok(b.xg) ? rill__node_create(b.xg, n->op->name, name, ins,
-                                                               n->ninputs, attrs, n->nattrs)
-                                           : NULL;
+        rill_node *c = rill_graph_ok(b.xg)
+                           ? rill__node_create(b.xg, n->op->name, name, ins, n->ninputs, attrs,
+                                               n->nattrs)
+                           : NULL;
         if (ins != inbuf) rill__free(ins);
         if (attrs != abuf) rill__free(attrs);
         if (!c) {
@@ -572,8 +571,8 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill__parti
         rill_node *n = rill_graph_node(g, i);
         for (int k = 0; k < n->ncontrol; k++) {
             rill_node *c = n->control_inputs[k];
-            /* a fed node's value is there when the step starts: nothing to wait for */
             if (!b.clone[c->id]) continue;
+            /* a fed node's value is there when the step starts: nothing to wait for */
             if (tasks && task_of(&b, dev_of(&b, c)) != task_of(&b, dev_of(&b, n))) {
                 rill_output r = remote_transfer(&b, (rill_output){NULL, 0}, dev_of(&b, c),
                                                 dev_of(&b, n), c->name, b.clone[c->id]);
