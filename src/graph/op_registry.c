@@ -28,6 +28,7 @@ extern const rill__op_def rill__ops_sparse_apply[];
 extern const rill__op_def rill__ops_queue[];
 extern const rill__op_def rill__ops_random[];
 extern const rill__op_def rill__ops_image[];
+extern const rill__op_def rill__ops_check[];
 
 /* One table a line (a new op file appends its own). */
 static const rill__op_def *const *op_tables(void)
@@ -57,6 +58,7 @@ static const rill__op_def *const *op_tables(void)
         rill__ops_queue,
         rill__ops_random,
         rill__ops_image,
+        rill__ops_check,
         NULL,
     };
     // clang-format on

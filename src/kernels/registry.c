@@ -35,6 +35,7 @@ extern const rill__kernel_def rill__cpu_kernels_queue[];
 extern const rill__kernel_def rill__cpu_kernels_random[];
 extern const rill__kernel_def rill__cpu_kernels_image[];
 extern const rill__kernel_def rill__cpu_kernels_image_codec[];
+extern const rill__kernel_def rill__cpu_kernels_check[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -99,6 +100,7 @@ static const rill__kernel_def *const *tables(void)
 #endif
         rill__cpu_kernels_reduce,
         rill__cpu_kernels_shape,
+        rill__cpu_kernels_check,
         NULL,
     };
     return t;
