@@ -1307,6 +1307,9 @@ def __getattr__(name):  # tf.range without shadowing the builtin range in this m
     from . import _array_ops
     if name in _array_ops.RANGE_NAMES:
         return getattr(_array_ops, _array_ops.RANGE_NAMES[name])
+    _gu = __import__("sys").modules.get(__name__ + "._graph_utils")
+    if _gu is not None and name in _gu.BUILTIN_NAMES:  # tf.print, tf.tuple
+        return _gu.BUILTIN_NAMES[name]()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -1339,3 +1342,5 @@ from .image import read_file, write_file  # noqa: E402,F401  (tf.read_file, tf.w
 io.read_file, io.write_file = read_file, write_file  # tf.io.read_file, tf.io.write_file
 for _n in ("decode_jpeg", "encode_jpeg", "decode_png", "encode_png", "decode_image"):
     setattr(io, _n, getattr(image, _n))  # tf.io.decode_jpeg, ...
+from ._check_ops import *  # noqa: E402,F401,F403  (tf.Assert, tf.print, tf.assert_equal, ...)
+from ._graph_utils import *  # noqa: E402,F401,F403  (tf.get_static_value, tf.assign, ...)
