@@ -358,3 +358,76 @@ def test_hessians_against_tf():
     want = np.diag(6 * xv)
     want[0, 1] = want[1, 0] = 1.
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_register_gradient_and_override_map():
+    x = tf.placeholder(tf.float32, [3])
+
+    @tf.RegisterGradient("TestChecksSquareGrad")
+    def _grad(op, dy):
+        assert op.type == "Square"
+        return dy * 10.
+    with pytest.raises(KeyError, match="Registering two gradient with name"):
+        tf.RegisterGradient("TestChecksSquareGrad")(_grad)
+    tf.no_gradient("TestChecksNoGrad")
+    g = tf.get_default_graph()
+    with g.gradient_override_map({"Square": "TestChecksSquareGrad"}):
+        y = tf.square(x)
+    y2 = tf.square(x)
+    with g.gradient_override_map({"Tanh": "TestChecksNoGrad"}):
+        t = tf.tanh(x)
+    with g.gradient_override_map({"Tanh": "TestChecksUnregistered"}):
+        u = tf.tanh(x)
+    g1, = tf.gradients(tf.reduce_sum(y), x)
+    g2, = tf.gradients(tf.reduce_sum(y2), x)
+    assert tf.gradients(tf.reduce_sum(t), x) == [None]
+    with pytest.raises(LookupError, match="No gradient defined for operation 'Tanh_1' "
+                                          r"\(op type: TestChecksUnregistered\)"):
+        tf.gradients(tf.reduce_sum(u), x)
+    # an optimizer's gradients (built in C) take the override too
+    v = tf.Variable([1., 2.])
+    with g.gradient_override_map({"Square": "TestChecksSquareGrad"}):
+        loss = tf.reduce_sum(tf.square(v * 1.))
+    step = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+    with tf.Session() as s:
+        got = s.run([g1, g2], {x: [1., 2., 3.]})
+        np.testing.assert_allclose(got[0], [10., 10., 10.])
+        np.testing.assert_allclose(got[1], [2., 4., 6.])
+        s.run(v.initializer)
+        s.run(step)
+        np.testing.assert_allclose(s.run(v), [0.9, 1.9], rtol=1e-6)
+
+
+def test_custom_gradient_and_grad_pass_through():
+    x = tf.placeholder(tf.float32, [3])
+
+    @tf.custom_gradient
+    def clip_grad(v):
+        def grad(dy):
+            return tf.clip_by_value(dy, -0.1, 0.1)
+        return tf.identity(v), grad
+    z = clip_grad(x)
+    g3, = tf.gradients(tf.reduce_sum(z * 5.), x)
+    pt = tf.grad_pass_through(tf.round)(x)
+    g4, = tf.gradients(tf.reduce_sum(pt * 3.), x)
+
+    @tf.custom_gradient
+    def scaled(v):
+        w = tf.get_variable("w_cg", [], initializer=tf.constant_initializer(2.))
+
+        def grad(dy, variables=None):
+            return dy * w, [tf.reduce_sum(dy * v) * 100.]
+        return v * w, grad
+    sv = scaled(x)
+    w = [v for v in tf.global_variables() if v.op.name == "w_cg"][0]
+    gx, gw = tf.gradients(tf.reduce_sum(sv), [x, w])
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        r = s.run([z, g3, pt, g4, sv, gx, gw], {x: [1., 2.4, 3.]})
+    np.testing.assert_allclose(r[0], [1., 2.4, 3.])
+    np.testing.assert_allclose(r[1], [0.1, 0.1, 0.1])
+    np.testing.assert_allclose(r[2], [1., 2., 3.])
+    np.testing.assert_allclose(r[3], [3., 3., 3.])
+    np.testing.assert_allclose(r[4], [2., 4.8, 6.])
+    np.testing.assert_allclose(r[5], [2., 2., 2.])
+    np.testing.assert_allclose(r[6], 640., rtol=1e-6)

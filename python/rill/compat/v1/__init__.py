@@ -1344,3 +1344,4 @@ for _n in ("decode_jpeg", "encode_jpeg", "decode_png", "encode_png", "decode_ima
     setattr(io, _n, getattr(image, _n))  # tf.io.decode_jpeg, ...
 from ._check_ops import *  # noqa: E402,F401,F403  (tf.Assert, tf.print, tf.assert_equal, ...)
 from ._graph_utils import *  # noqa: E402,F401,F403  (tf.get_static_value, tf.assign, ...)
+_graph_utils._install(Graph)  # Graph.gradient_override_map  # noqa: F821

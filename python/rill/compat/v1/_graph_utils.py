@@ -19,7 +19,8 @@ __all__ = ["get_static_value", "make_ndarray", "make_tensor_proto", "TensorProto
            "convert_to_tensor_or_indexed_slices", "resource_variables_enabled",
            "control_flow_v2_enabled", "executing_eagerly_outside_functions",
            "disable_resource_variables", "disable_tensor_equality", "disable_control_flow_v2",
-           "make_template"]
+           "make_template", "RegisterGradient", "no_gradient", "NotDifferentiable",
+           "NoGradient", "custom_gradient", "grad_pass_through"]
 
 
 # tf.print and tf.tuple: served by the package's __getattr__, so that the package's own code
@@ -563,3 +564,199 @@ def disable_tensor_equality():
 def disable_control_flow_v2():
     """TF 1.x's default, which is what rill has."""
 
+
+
+# --- Python gradient functions: RegisterGradient, NotDifferentiable, gradient_override_map,
+# custom_gradient. The C gradient builder asks the hook (rill._rill.set_gradient_hook) about
+# every node it differentiates; an op type registered here (or mapped to a registered name by
+# gradient_override_map when the op was made) gets its gradient from Python, or none. ---
+
+_GRADIENTS = {}  # op type (or override name) -> fn(op, *grads), or None: not differentiable
+_REGISTERED_AT = {}
+
+
+def _register(fn, op_type):
+    if not isinstance(op_type, str):
+        raise TypeError("op_type must be a string")
+    if op_type in _GRADIENTS:
+        raise KeyError(f"Registering two gradient with name '{op_type}'! (Previous registration "
+                       f"was in {_REGISTERED_AT[op_type]})")
+    f = _sys._getframe(2)
+    _REGISTERED_AT[op_type] = f"{f.f_code.co_name} {f.f_code.co_filename}:{f.f_lineno}"
+    _GRADIENTS[op_type] = fn
+    _install_hook()
+
+
+class RegisterGradient:
+    """tf.RegisterGradient: @tf.RegisterGradient("OpType") on fn(op, *grads) -> one gradient
+    (or None) per input; tf.gradients (and the optimizers) use it for ops of that type, or of a
+    type gradient_override_map maps to this name."""
+
+    def __init__(self, op_type):
+        if not isinstance(op_type, str):
+            raise TypeError("op_type must be a string")
+        self._op_type = op_type
+
+    def __call__(self, f):
+        _register(f, self._op_type)
+        return f
+
+
+def no_gradient(op_type):
+    """tf.no_gradient / tf.NotDifferentiable: no gradient flows through ops of op_type."""
+    _register(None, op_type)
+
+
+NotDifferentiable = no_gradient
+NoGradient = no_gradient
+
+
+def _hook(rgraph, rop, dys):
+    tf = _tf()
+    g = tf.get_default_graph()
+    if g._g is not rgraph:
+        g = _GRAPHS.get(id(rgraph))
+        if g is None or g._g is not rgraph:
+            return None
+    op = g._wrap(rop)
+    key = getattr(op, "_gradient_op_type", None) or op.type
+    if key not in _GRADIENTS:
+        if key != op.type:
+            raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {key}). "
+                              "In general every operation must have an associated "
+                              "`@tf.RegisterGradient` for correct autodiff, which this op is "
+                              "lacking.")
+        return None
+    fn = _GRADIENTS[key]
+    if fn is None:
+        return [None] * len(op.inputs)
+    grads = [None if d is None else g._wrap(d[0]).outputs[d[1]] for d in dys]
+    res = fn(op, *grads)
+    if not isinstance(res, (list, _builtin_tuple)):
+        res = [res]
+    out = []
+    for r, x in zip(res, op.inputs):
+        if r is None:
+            out.append(None)
+        else:
+            out.append(_t(r, dtype=x.dtype)._out)
+    if len(res) != len(op.inputs):
+        raise ValueError(f"Num gradients {len(res)} generated for op {op.name} do not match num "
+                         f"inputs {len(op.inputs)}")
+    return out
+
+
+_GRAPHS = {}  # id(rill graph) -> the Graph, for gradients built outside its default context
+_hook_installed = [False]
+
+
+def _install_hook():
+    if not _hook_installed[0]:
+        from ... import _rill
+        _rill.set_gradient_hook(_hook)
+        _hook_installed[0] = True
+
+
+def _install(Graph):
+    """Graph.gradient_override_map, and ops made under it marked with their override."""
+    make = Graph._make
+
+    def _make(self, type, name, inputs=(), attrs=None, control_inputs=()):
+        op = make(self, type, name, inputs, attrs, control_inputs)
+        stack = getattr(self, "_gradient_override_stack", None)
+        if stack:
+            for m in reversed(stack):
+                if type in m:
+                    op._gradient_op_type = m[type]
+                    break
+        return op
+
+    @_contextlib.contextmanager
+    def gradient_override_map(self, op_type_map):
+        """Graph.gradient_override_map: ops of a type in op_type_map made inside take their
+        gradient from the function registered (RegisterGradient) under the mapped name."""
+        if not isinstance(op_type_map, dict):
+            raise TypeError("op_type_map must be a dictionary mapping strings to strings")
+        for k, v in op_type_map.items():
+            if not (isinstance(k, str) and isinstance(v, str)):
+                raise TypeError("op_type_map must be a dictionary mapping strings to strings")
+        _GRAPHS[id(self._g)] = self
+        _install_hook()
+        if not hasattr(self, "_gradient_override_stack"):
+            self._gradient_override_stack = []
+        self._gradient_override_stack.append(dict(op_type_map))
+        try:
+            yield
+        finally:
+            self._gradient_override_stack.pop()
+
+    Graph._make = _make
+    Graph.gradient_override_map = gradient_override_map
+
+
+_custom_count = [0]
+
+
+def custom_gradient(f=None):
+    """tf.custom_gradient: @tf.custom_gradient on f(*xs) -> (y, grad_fn): y, whose gradient
+    with respect to xs is grad_fn(*dys) (TF's graph-mode form: an IdentityN over ys and xs whose
+    gradient is grad_fn). Variables f creates get theirs from grad_fn(*dys, variables=[...]),
+    which then returns (input_grads, variable_grads)."""
+    if f is None:
+        return custom_gradient
+
+    def decorated(*args, **kwargs):
+        tf = _tf()
+        if kwargs:
+            raise ValueError("The custom_gradient decorator currently supports keywords "
+                             "arguments only when eager execution is enabled.")
+        _custom_count[0] += 1
+        name = "CustomGradient-%d" % _custom_count[0]
+        args = [_t(a) for a in args]
+        before = set(id(v) for v in tf.trainable_variables())
+        result, grad_fn = f(*args)
+        variables = [v for v in tf.trainable_variables() if id(v) not in before]
+        flat = list(result) if isinstance(result, (list, _builtin_tuple)) else [result]
+        flat = [_t(r) for r in flat]
+        nres = len(flat)
+
+        def internal_grad_fn(unused_op, *result_grads):
+            if variables:
+                input_grads, var_grads = grad_fn(*result_grads[:nres], variables=variables)
+                if len(var_grads) != len(variables):
+                    raise ValueError("Must return gradient for each variable from "
+                                     "@custom_gradient grad_fn.")
+            else:
+                input_grads = grad_fn(*result_grads[:nres])
+                var_grads = []
+            if not isinstance(input_grads, (list, _builtin_tuple)):
+                input_grads = [input_grads]
+            if len(input_grads) != len(args):
+                raise ValueError(f"custom_gradient function expected to return {len(args)} "
+                                 f"gradients but returned {len(input_grads)} instead.")
+            return [None] * nres + list(input_grads) + list(var_grads)
+
+        RegisterGradient(name)(internal_grad_fn)
+        g = tf.get_default_graph()
+        with g.gradient_override_map({"IdentityN": name}):
+            outs = identity_n(flat + args + [v.value() for v in variables])
+        outs = outs[:nres]
+        if isinstance(result, (list, _builtin_tuple)):
+            return type(result)(outs)
+        return outs[0]
+    decorated.__name__ = getattr(f, "__name__", "custom_gradient")
+    decorated.__doc__ = getattr(f, "__doc__", None)
+    return decorated
+
+
+def grad_pass_through(f):
+    """tf.grad_pass_through: f, whose gradient is the identity (each output's gradient goes to
+    the input of the same position)."""
+    @custom_gradient
+    def _pass(*args):
+        def grad(*dys, variables=None):
+            if variables is not None:
+                return list(dys), [None] * len(variables)
+            return list(dys)
+        return f(*args), grad
+    return _pass
