@@ -6,7 +6,6 @@ As in TF's graph mode, a binary assertion whose inputs both fold to constants (g
 is decided when it is built: a failed one raises errors.InvalidArgumentError there; a rank or
 dtype check that the static shape decides raises ValueError / TypeError or returns a no-op.
 Everything else becomes an Assert op that fails the step with "assertion failed: [...]"."""
-import builtins as _builtins
 import collections as _collections
 import contextlib as _contextlib
 import logging as _pylogging
@@ -509,5 +508,3 @@ def is_numeric_tensor(tensor):
                tf.int64, tf.uint8, tf.uint16}
     return isinstance(tensor, tf.Tensor) and tensor.dtype in numeric
 
-
-_builtins = _builtins  # the module's print shadows the builtin: use _builtins.print here
