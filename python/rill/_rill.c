@@ -508,8 +508,9 @@ static void op_dealloc(OpObject *o)
 
 static int output_of(GraphObject *g, PyObject *o, rill_output *out);
 
-/* The Python gradient hook (set_gradient_hook): hook(graph, op, [dy (Op, index) or None per
- * output]) -> None (the op's own gradient) or one (Op, index) or None per input. It is every
+/* The Python gradient hook (set_gradient_hook): hook(graph, op, None) -> whether it makes op's
+ * gradient; hook(graph, op, [dy (Op, index) or None per output]) -> None (the op's own
+ * gradient) or one (Op, index) or None per input. It is every
  * graph's gradient override; an exception it raises stays set (the gradient build then makes
  * nothing more) and is raised by the call that built the gradients. */
 static PyObject *grad_hook;
@@ -525,6 +526,12 @@ static bool py_grad_override(void *arg, rill_graph *rg, rill_node *n, const rill
     int nout = rill_node_num_outputs(n), nin = rill_node_num_inputs(n);
     PyObject *dys = NULL, *op = NULL, *r = NULL, *seq = NULL;
     if (PyErr_Occurred()) goto out;
+    if (!dy) { /* the question: does the hook make n's gradient? */
+        if (!(op = op_new(g, n))) goto out;
+        r = PyObject_CallFunctionObjArgs(grad_hook, (PyObject *)g, op, Py_None, NULL);
+        handled = r ? PyObject_IsTrue(r) == 1 : true; /* an error: "yes", then nothing made */
+        goto out;
+    }
     dys = PyList_New(nout);
     for (int o = 0; dys && o < nout; o++) {
         PyObject *e;
@@ -558,7 +565,7 @@ static bool py_grad_override(void *arg, rill_graph *rg, rill_node *n, const rill
         if (e != Py_None && output_of(g, e, &dx[k]) < 0) goto out;
     }
 out:
-    if (PyErr_Occurred())
+    if (PyErr_Occurred() && dx)
         for (int k = 0; k < nin; k++) dx[k] = (rill_output){NULL, 0};
     Py_XDECREF(seq);
     Py_XDECREF(r);

@@ -136,7 +136,10 @@ bool rill__gradients(rill_graph *g, const rill_output *ys, int ny, const rill_ou
     for (int id = nn - 1; id >= 0 && rill_graph_ok(g); id--) {
         if (!grads[id] || !(fwd[id] && bwd[id])) continue;
         rill_node *n = rill_graph_node(g, id);
-        if ((!n->op->grad && !override) || n->ninputs == 0) continue;
+        /* asked first whether it takes n (dy NULL), so that nothing is built for a node whose
+         * gradient nobody makes */
+        bool overridden = override && n->ninputs > 0 && override(oarg, g, n, NULL, NULL);
+        if ((!n->op->grad && !overridden) || n->ninputs == 0) continue;
         if (n->noutputs > 16) dyp = rill__malloc((size_t)n->noutputs * sizeof *dyp);
         if (n->ninputs > 16) dinp = rill__malloc((size_t)n->ninputs * sizeof *dinp);
         RILL_CHECK_ALLOC(dyp);
@@ -157,7 +160,7 @@ bool rill__gradients(rill_graph *g, const rill_output *ys, int ny, const rill_ou
             for (int o = 0; o < n->noutputs; o++)
                 if (!dyp[o].node && differentiable(n->out_dtypes[o]))
                     dyp[o] = rill_zeros_like(g, (rill_output){n, o}, NULL);
-            if (!(override && override(oarg, g, n, dyp, dinp)) && n->op->grad)
+            if (!(overridden && override(oarg, g, n, dyp, dinp)) && n->op->grad)
                 n->op->grad(g, n, dyp, dinp);
         }
         /* The gradients handed back: those of differentiable inputs on a path from an x. */

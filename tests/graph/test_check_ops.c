@@ -226,6 +226,9 @@ static bool square_override(void *arg, rill_graph *g, rill_node *n, const rill_o
                             rill_output *dx)
 {
     (void)arg;
+    if (!dy) /* the question: only Square and Tanh are made here */
+        return strcmp(rill_node_op_type(n), "Square") == 0 ||
+               strcmp(rill_node_op_type(n), "Tanh") == 0;
     override_calls++;
     if (strcmp(rill_node_op_type(n), "Square") == 0) {
         dx[0] = rill_mul(g, dy[0], rill_const_float(g, 3.0f, NULL), NULL);
@@ -246,7 +249,7 @@ static void test_gradient_override(void)
     rill_output t = rill_tanh(g, x, NULL), dx, dt;
     rill_graph_set_gradient_override(g, square_override, NULL);
     CHECK(rill_gradients(g, &y, 1, &x, 1, NULL, &dx));
-    CHECK(override_calls >= 3); /* Add, Square, Exp */
+    CHECK_EQ_INT(override_calls, 1); /* Square only */
     CHECK(rill_gradients(g, &t, 1, &x, 1, NULL, &dt));
     CHECK(dt.node == NULL);
     rill_tensor *r = oc_eval(g, dx);

@@ -620,6 +620,8 @@ def _hook(rgraph, rop, dys):
             return None
     op = g._wrap(rop)
     key = getattr(op, "_gradient_op_type", None) or op.type
+    if dys is None:  # the question: is op's gradient made here?
+        return key in _GRADIENTS or key != op.type
     if key not in _GRADIENTS:
         if key != op.type:
             raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {key}). "
