@@ -431,3 +431,15 @@ def test_custom_gradient_and_grad_pass_through():
     np.testing.assert_allclose(r[4], [2., 4.8, 6.])
     np.testing.assert_allclose(r[5], [2., 2., 2.])
     np.testing.assert_allclose(r[6], 640., rtol=1e-6)
+
+
+def test_monotonic():
+    x = tf.placeholder(tf.int32, [None])
+    nd, si = tf.is_non_decreasing(x), tf.is_strictly_increasing(x)
+    with tf.Session() as s:
+        for v, want in [([1, 2, 2, 3], (True, False)), ([1, 2, 3], (True, True)),
+                        ([3, 1], (False, False)), ([5], (True, True)), ([], (True, True))]:
+            assert tuple(s.run([nd, si], {x: v})) == want, v
+        assert s.run(tf.is_non_decreasing([[1., 2.], [2., 3.]]))
+    with pytest.raises(TypeError, match="Expected x to be numeric"):
+        tf.is_non_decreasing(tf.constant([True, False]))

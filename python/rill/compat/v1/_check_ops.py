@@ -22,7 +22,8 @@ __all__ = ["Assert", "Print", "check_numerics", "verify_tensor_all_finite",
            "assert_near", "assert_negative", "assert_positive", "assert_non_negative",
            "assert_non_positive", "assert_integer", "assert_type", "assert_rank",
            "assert_rank_at_least", "assert_rank_in", "assert_scalar", "assert_same_float_dtype",
-           "assert_proper_iterable", "is_numeric_tensor"]
+           "assert_proper_iterable", "is_numeric_tensor", "is_non_decreasing",
+           "is_strictly_increasing"]
 
 
 def _tf():
@@ -508,3 +509,28 @@ def is_numeric_tensor(tensor):
                tf.int64, tf.uint8, tf.uint16}
     return isinstance(tensor, tf.Tensor) and tensor.dtype in numeric
 
+
+
+def _monotonic_diff(x):
+    tf = _tf()
+    x = tf.reshape(x, [-1])
+    if not is_numeric_tensor(x):
+        raise TypeError("Expected x to be numeric, instead found: %s" % x)
+    # x[1:] - x[:-1]: empty when x has fewer than 2 elements (TF: a cond to the same end)
+    return x[1:] - x[:-1]
+
+
+def is_non_decreasing(x, name=None):
+    """tf.is_non_decreasing: a bool scalar, whether x (flattened) never decreases."""
+    tf = _tf()
+    with _scope(name, "is_non_decreasing"):
+        diff = _monotonic_diff(x)
+        return tf.reduce_all(tf.less_equal(_t(0, dtype=diff.dtype), diff))
+
+
+def is_strictly_increasing(x, name=None):
+    """tf.is_strictly_increasing: a bool scalar, whether x (flattened) always increases."""
+    tf = _tf()
+    with _scope(name, "is_strictly_increasing"):
+        diff = _monotonic_diff(x)
+        return tf.reduce_all(tf.less(_t(0, dtype=diff.dtype), diff))
