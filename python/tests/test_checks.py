@@ -187,7 +187,13 @@ def test_ensure_shape():
 
 
 def _run_printing(code):
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    import os
+    import rill
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(rill.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env=env)
     assert r.returncode == 0, r.stderr
     return r.stdout, r.stderr
 
