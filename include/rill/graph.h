@@ -138,6 +138,17 @@ rill_node *rill_op_builder_finish(rill_op_builder *b);
 /* Whether an op type is registered. */
 bool rill_op_exists(const char *op_type);
 
+/* A gradient override (TF's RegisterGradient / gradient_override_map): consulted by every
+ * gradient build on the graph (rill_gradients, the optimizers) for each node it differentiates,
+ * before the op's own gradient function. It is first asked with dy and dx NULL whether it makes
+ * n's gradient (true: yes); then, when it said yes, called with dy[i], the gradient of output i
+ * ({NULL, 0}: none): on true it has written dx[i] for every input ({NULL, 0}: no gradient flows
+ * there), building the nodes on g; false: the op's own gradient function is used. NULL fn
+ * removes it. */
+typedef bool (*rill_gradient_override_fn)(void *arg, rill_graph *g, rill_node *n,
+                                          const rill_output *dy, rill_output *dx);
+void rill_graph_set_gradient_override(rill_graph *g, rill_gradient_override_fn fn, void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -506,11 +506,96 @@ static void op_dealloc(OpObject *o)
     PyObject_Free(o);
 }
 
+static int output_of(GraphObject *g, PyObject *o, rill_output *out);
+
+/* The Python gradient hook (set_gradient_hook): hook(graph, op, None) -> whether it makes op's
+ * gradient; hook(graph, op, [dy (Op, index) or None per output]) -> None (the op's own
+ * gradient) or one (Op, index) or None per input. It is every
+ * graph's gradient override; an exception it raises stays set (the gradient build then makes
+ * nothing more) and is raised by the call that built the gradients. */
+static PyObject *grad_hook;
+
+static bool py_grad_override(void *arg, rill_graph *rg, rill_node *n, const rill_output *dy,
+                             rill_output *dx)
+{
+    (void)rg;
+    if (!grad_hook) return false;
+    GraphObject *g = arg;
+    PyGILState_STATE st = PyGILState_Ensure();
+    bool handled = true;
+    int nout = rill_node_num_outputs(n), nin = rill_node_num_inputs(n);
+    PyObject *dys = NULL, *op = NULL, *r = NULL, *seq = NULL;
+    if (PyErr_Occurred()) goto out;
+    if (!dy) { /* the question: does the hook make n's gradient? */
+        if (!(op = op_new(g, n))) goto out;
+        r = PyObject_CallFunctionObjArgs(grad_hook, (PyObject *)g, op, Py_None, NULL);
+        handled = r ? PyObject_IsTrue(r) == 1 : true; /* an error: "yes", then nothing made */
+        goto out;
+    }
+    dys = PyList_New(nout);
+    for (int o = 0; dys && o < nout; o++) {
+        PyObject *e;
+        if (dy[o].node) {
+            PyObject *d = op_new(g, dy[o].node);
+            e = d ? Py_BuildValue("(Ni)", d, dy[o].index) : NULL;
+        } else {
+            Py_INCREF(Py_None);
+            e = Py_None;
+        }
+        if (!e) goto out;
+        PyList_SET_ITEM(dys, o, e);
+    }
+    if (!dys || !(op = op_new(g, n))) goto out;
+    r = PyObject_CallFunctionObjArgs(grad_hook, (PyObject *)g, op, dys, NULL);
+    if (!r) goto out;
+    if (r == Py_None) {
+        handled = false;
+        goto out;
+    }
+    seq = PySequence_Fast(r, "a gradient function returns a list of gradients");
+    if (!seq) goto out;
+    if (PySequence_Fast_GET_SIZE(seq) != nin) {
+        PyErr_Format(PyExc_ValueError,
+                     "Num gradients %zd generated for op %s do not match num inputs %d",
+                     PySequence_Fast_GET_SIZE(seq), rill_node_name(n), nin);
+        goto out;
+    }
+    for (int k = 0; k < nin; k++) {
+        PyObject *e = PySequence_Fast_GET_ITEM(seq, k);
+        if (e != Py_None && output_of(g, e, &dx[k]) < 0) goto out;
+    }
+out:
+    if (PyErr_Occurred() && dx)
+        for (int k = 0; k < nin; k++) dx[k] = (rill_output){NULL, 0};
+    Py_XDECREF(seq);
+    Py_XDECREF(r);
+    Py_XDECREF(op);
+    Py_XDECREF(dys);
+    PyGILState_Release(st);
+    return handled;
+}
+
+static PyObject *set_gradient_hook(PyObject *self, PyObject *fn)
+{
+    (void)self;
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "the gradient hook must be callable or None");
+        return NULL;
+    }
+    Py_XDECREF(grad_hook);
+    grad_hook = fn == Py_None ? NULL : fn;
+    Py_XINCREF(grad_hook);
+    Py_RETURN_NONE;
+}
+
 static PyObject *graph_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     (void)args, (void)kw;
     GraphObject *g = (GraphObject *)type->tp_alloc(type, 0);
-    if (g) g->g = rill_graph_new();
+    if (g) {
+        g->g = rill_graph_new();
+        rill_graph_set_gradient_override(g->g, py_grad_override, g);
+    }
     return (PyObject *)g;
 }
 
@@ -711,7 +796,12 @@ static PyObject *graph_gradients(GraphObject *g, PyObject *args)
         for (Py_ssize_t i = 0; i < ny; i++)
             if (output_of(g, PySequence_Fast_GET_ITEM(gsq, i), &gy[i]) < 0) goto out;
     }
-    if (!rill_gradients(g->g, y, (int)ny, x, (int)nx, gy, dx)) {
+    bool built = rill_gradients(g->g, y, (int)ny, x, (int)nx, gy, dx);
+    if (PyErr_Occurred()) { /* the gradient hook raised */
+        rill_graph_clear_status(g->g);
+        goto out;
+    }
+    if (!built) {
         raise_status(rill_graph_status(g->g));
         rill_graph_clear_status(g->g);
         goto out;
@@ -2071,6 +2161,10 @@ static PyObject *optimizer_compute_gradients(OptimizerObject *self, PyObject *ar
     rill_grad_and_var *gv = PyMem_Calloc((size_t)cap + 1, sizeof *gv);
     int n = gv ? rill_optimizer_compute_gradients(self->o, g->g, l, vl, nv, gv, cap) : -1;
     PyMem_Free(vl);
+    if (n >= 0 && PyErr_Occurred()) { /* the gradient hook raised */
+        PyMem_Free(gv);
+        return NULL;
+    }
     if (n < 0) {
         PyMem_Free(gv);
         if (!PyErr_Occurred()) {
@@ -2797,6 +2891,8 @@ static PyObject *runtime_info(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef module_methods[] = {
+    {"set_gradient_hook", set_gradient_hook, METH_O,
+     "set_gradient_hook(fn or None): fn(graph, op, dys) -> None or one gradient per input."},
     {"register_errors", register_errors, METH_O,
      "register_errors({code: class}): the exception class raised for each rill_code."},
     {"runtime_info", runtime_info, METH_NOARGS, "rill_runtime_info(): CPU and code paths."},

@@ -8,7 +8,9 @@
  *    partial gradients of each output (AddN) and call the op's gradient function, which builds
  *    the gradient nodes with the public builders; hand each input's part back to its producer.
  * Integer tensors carry no gradient; ops without a gradient function stop the flow (TF's
- * NotDifferentiable). New nodes go under the name scope "gradients/<node>_grad/".
+ * NotDifferentiable). A graph's gradient override (rill_graph_set_gradient_override) is asked
+ * first for every node, with or without a gradient function of its own. New nodes go under the
+ * name scope "gradients/<node>_grad/".
  *
  * Gating (rill__gradients' gate_gradients, what the optimizers ask for, as TF's GATE_OP): a
  * consumer of a variable reads it when it runs, so without it an update of W (ApplyAdam, fed by
@@ -128,11 +130,16 @@ bool rill__gradients(rill_graph *g, const rill_output *ys, int ny, const rill_ou
         add_partial(&grads[n->id][ys[i].index], seed);
     }
 
+    void *oarg = NULL;
+    rill_gradient_override_fn override = rill__graph_gradient_override(g, &oarg);
     rill_output dy[16], *dyp = dy, din[16], *dinp = din;
     for (int id = nn - 1; id >= 0 && rill_graph_ok(g); id--) {
         if (!grads[id] || !(fwd[id] && bwd[id])) continue;
         rill_node *n = rill_graph_node(g, id);
-        if (!n->op->grad || n->ninputs == 0) continue;
+        /* asked first whether it takes n (dy NULL), so that nothing is built for a node whose
+         * gradient nobody makes */
+        bool overridden = override && n->ninputs > 0 && override(oarg, g, n, NULL, NULL);
+        if ((!n->op->grad && !overridden) || n->ninputs == 0) continue;
         if (n->noutputs > 16) dyp = rill__malloc((size_t)n->noutputs * sizeof *dyp);
         if (n->ninputs > 16) dinp = rill__malloc((size_t)n->ninputs * sizeof *dinp);
         RILL_CHECK_ALLOC(dyp);
@@ -153,7 +160,8 @@ bool rill__gradients(rill_graph *g, const rill_output *ys, int ny, const rill_ou
             for (int o = 0; o < n->noutputs; o++)
                 if (!dyp[o].node && differentiable(n->out_dtypes[o]))
                     dyp[o] = rill_zeros_like(g, (rill_output){n, o}, NULL);
-            n->op->grad(g, n, dyp, dinp);
+            if (!(overridden && override(oarg, g, n, dyp, dinp)) && n->op->grad)
+                n->op->grad(g, n, dyp, dinp);
         }
         /* The gradients handed back: those of differentiable inputs on a path from an x. */
         char usebuf[16], *use = n->ninputs > 16 ? rill__calloc((size_t)n->ninputs, 1) : usebuf;

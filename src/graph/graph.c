@@ -49,7 +49,21 @@ struct rill_graph {
     bool has_seed;
     int64_t seed;
     int64_t last_op_seed;
+    rill_gradient_override_fn grad_override; /* rill_graph_set_gradient_override */
+    void *grad_override_arg;
 };
+
+void rill_graph_set_gradient_override(rill_graph *g, rill_gradient_override_fn fn, void *arg)
+{
+    g->grad_override = fn;
+    g->grad_override_arg = arg;
+}
+
+rill_gradient_override_fn rill__graph_gradient_override(const rill_graph *g, void **arg)
+{
+    *arg = g->grad_override_arg;
+    return g->grad_override;
+}
 
 rill_graph *rill_graph_new(void)
 {

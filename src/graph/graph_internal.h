@@ -181,6 +181,9 @@ bool rill__is_variable(rill_output o);
 bool rill__gradients(rill_graph *g, const rill_output *ys, int ny, const rill_output *xs, int nx,
                      const rill_output *grad_ys, rill_output *dx, bool gate_gradients);
 
+/* The graph's gradient override (rill_graph_set_gradient_override), NULL when none. */
+rill_gradient_override_fn rill__graph_gradient_override(const rill_graph *g, void **arg);
+
 /* The current name scope prefix ("a/b/" or ""), borrowed until the scope is popped. */
 const char *rill__graph_scope_prefix(const rill_graph *g);
 /* The current variable scope prefix ("outer/inner/" or "") and whether it reuses. */

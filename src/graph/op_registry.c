@@ -39,6 +39,7 @@ extern const rill__op_def rill__ops_sparse[];
 extern const rill__op_def rill__ops_conv3d[];
 extern const rill__op_def rill__ops_adagrad_da[];
 extern const rill__op_def rill__ops_string[];
+extern const rill__op_def rill__ops_check[];
 
 /* One table a line (a new op file appends its own). */
 static const rill__op_def *const *op_tables(void)
@@ -79,6 +80,7 @@ static const rill__op_def *const *op_tables(void)
         rill__ops_adagrad_da,
         rill__ops_string,
         rill__ops_dataset2,
+        rill__ops_check,
         NULL,
     };
     // clang-format on

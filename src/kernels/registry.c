@@ -46,6 +46,7 @@ extern const rill__kernel_def rill__cpu_kernels_sparse[];
 extern const rill__kernel_def rill__cpu_kernels_conv3d[];
 extern const rill__kernel_def rill__cpu_kernels_adagrad_da[];
 extern const rill__kernel_def rill__cpu_kernels_string[];
+extern const rill__kernel_def rill__cpu_kernels_check[];
 #ifdef RILL_HAVE_OPENCL
 extern const rill__kernel_def rill__opencl_kernels_math[];
 extern const rill__kernel_def rill__opencl_kernels_nn[];
@@ -125,6 +126,7 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_adagrad_da,
         rill__cpu_kernels_string,
         rill__cpu_kernels_dataset2,
+        rill__cpu_kernels_check,
         NULL,
     };
     return t;

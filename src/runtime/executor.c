@@ -124,6 +124,16 @@ static int feed_index(const rill__plan_args *a, const rill_node *n, int idx)
     return -1;
 }
 
+/* Whether every output of n is fed: such a node (a fed Placeholder) never runs, so a control
+ * edge from it has nothing to wait for and a target naming it is done. */
+static bool fed_whole(const rill__plan_args *a, const rill_node *n)
+{
+    if (n->noutputs == 0) return false;
+    for (int o = 0; o < n->noutputs; o++)
+        if (feed_index(a, n, o) < 0) return false;
+    return true;
+}
+
 static bool is_expensive(const rill_node *n)
 {
     const char *op = n->op->name;
@@ -217,7 +227,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
     }
     for (int i = 0; i < a->ntargets; i++) {
         rill_node *n = a->targets[i];
-        if (!inplan[n->id]) inplan[n->id] = 1, order[nstack++] = n->id;
+        if (!inplan[n->id] && !fed_whole(a, n)) inplan[n->id] = 1, order[nstack++] = n->id;
     }
     int np = 0;
     while (nstack) {
@@ -231,7 +241,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         }
         for (int k = 0; k < n->ncontrol; k++) {
             rill_node *c = n->control_inputs[k];
-            if (!inplan[c->id]) inplan[c->id] = 1, order[nstack++] = c->id;
+            if (!inplan[c->id] && !fed_whole(a, c)) inplan[c->id] = 1, order[nstack++] = c->id;
         }
     }
 
@@ -244,7 +254,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
             if (!ref && feed_index(a, n->inputs[k].node, n->inputs[k].index) >= 0) continue;
             indeg[i]++;
         }
-        indeg[i] += n->ncontrol;
+        for (int k = 0; k < n->ncontrol; k++) indeg[i] += inplan[n->control_inputs[k]->id];
     }
     rill__consumers cons;
     rill__consumers_build(g, &cons);

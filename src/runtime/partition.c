@@ -384,6 +384,16 @@ static rill_node *make_fused(builder *b, rill_node *n)
 }
 
 
+/* The feed that stands for n when every output of n is fed (a fed Placeholder), else NULL: such
+ * a node never runs, so a control edge from it is dropped and a target naming it is its feed
+ * (which the executor does not run either). */
+static rill_node *fed_whole(const builder *b, const rill_node *n)
+{
+    if (n->noutputs == 0) return NULL;
+    for (int o = 0; o < n->noutputs; o++)
+        if (!b->fed[b->fed_start[n->id] + o].node) return NULL;
+    return b->fed[b->fed_start[n->id]].node;
+}
 bool rill__partition(rill_graph *g, const rill__placement *pl, const rill__partition_tasks *tasks,
                      const rill_output *feeds, int nfeeds, const rill_output *fetches,
                      int nfetches, rill_node *const *targets, int ntargets, rill__xgraph *out,
@@ -481,7 +491,8 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill__parti
         if (!need[f.node->id]) need[f.node->id] = 1, stack[ns++] = f.node->id;
     }
     for (int i = 0; i < ntargets; i++)
-        if (!need[targets[i]->id]) need[targets[i]->id] = 1, stack[ns++] = targets[i]->id;
+        if (!need[targets[i]->id] && !fed_whole(&b, targets[i]))
+            need[targets[i]->id] = 1, stack[ns++] = targets[i]->id;
     while (ns) {
         rill_node *n = rill_graph_node(g, stack[--ns]);
         for (int k = 0; k < n->ninputs; k++) {
@@ -492,7 +503,7 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill__parti
         }
         for (int k = 0; k < n->ncontrol; k++) {
             rill_node *c = n->control_inputs[k];
-            if (!need[c->id]) need[c->id] = 1, stack[ns++] = c->id;
+            if (!need[c->id] && !fed_whole(&b, c)) need[c->id] = 1, stack[ns++] = c->id;
         }
     }
 
@@ -561,6 +572,7 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill__parti
         for (int k = 0; k < n->ncontrol; k++) {
             rill_node *c = n->control_inputs[k];
             if (!b.clone[c->id]) continue;
+            /* a fed node's value is there when the step starts: nothing to wait for */
             if (tasks && task_of(&b, dev_of(&b, c)) != task_of(&b, dev_of(&b, n))) {
                 rill_output r = remote_transfer(&b, (rill_output){NULL, 0}, dev_of(&b, c),
                                                 dev_of(&b, n), c->name, b.clone[c->id]);
@@ -580,7 +592,9 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill__parti
     out->ntargets = ntargets;
     out->targets = rill__calloc((size_t)(ntargets ? ntargets : 1), sizeof *out->targets);
     RILL_CHECK_ALLOC(out->targets);
-    for (int i = 0; i < ntargets; i++) out->targets[i] = b.clone[targets[i]->id];
+    for (int i = 0; i < ntargets; i++)
+        out->targets[i] =
+            b.clone[targets[i]->id] ? b.clone[targets[i]->id] : fed_whole(&b, targets[i]);
     if (!rill_graph_ok(b.xg)) {
         rill_status_copy(s, rill_graph_status(b.xg));
         goto out;

@@ -90,6 +90,19 @@ static void gather_kernel(rill__kctx *ctx)
     if (!check_indices(ctx, ix, lim, drop, "indices")) return;
     rill_tensor *y = rill__kctx_alloc_output(ctx, 0, p->dtype, &os);
     if (!y) return;
+    if (p->dtype == RILL_STRING) { /* strings are not flat: copied one by one */
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < n; i++) {
+                int64_t v = rill__index_at(ix, i);
+                for (int64_t e = 0; e < inner; e++) {
+                    size_t len = 0;
+                    const char *str =
+                        v < 0 ? "" : rill_tensor_get_string(p, (o * lim + v) * inner + e, &len);
+                    rill_tensor_set_string(y, (o * n + i) * inner + e, str ? str : "", len);
+                }
+            }
+        return;
+    }
     size_t row = (size_t)inner * rill_dtype_size(p->dtype);
     char *yd = y->buf->data;
     const char *pd = p->buf->data;

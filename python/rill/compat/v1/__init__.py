@@ -1368,6 +1368,9 @@ def __getattr__(name):  # tf.range without shadowing the builtin range in this m
     from . import _array_ops
     if name in _array_ops.RANGE_NAMES:
         return getattr(_array_ops, _array_ops.RANGE_NAMES[name])
+    _gu = __import__("sys").modules.get(__name__ + "._graph_utils")
+    if _gu is not None and name in _gu.BUILTIN_NAMES:  # tf.print, tf.tuple
+        return _gu.BUILTIN_NAMES[name]()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -1414,3 +1417,6 @@ _sparse_ops._install(__import__("sys").modules[__name__])  # tf.sparse, tf.nn.*_
 from ._string_ops import *  # noqa: E402,F401,F403  (tf.as_string, tf.string_join, tf.strings, ...)
 from . import _string_ops as _strops  # noqa: E402
 _strops._install(__import__("sys").modules[__name__])
+from ._check_ops import *  # noqa: E402,F401,F403  (tf.Assert, tf.print, tf.assert_equal, ...)
+from ._graph_utils import *  # noqa: E402,F401,F403  (tf.get_static_value, tf.assign, ...)
+_graph_utils._install(Graph)  # Graph.gradient_override_map  # noqa: F821
