@@ -1418,5 +1418,6 @@ from ._string_ops import *  # noqa: E402,F401,F403  (tf.as_string, tf.string_joi
 from . import _string_ops as _strops  # noqa: E402
 _strops._install(__import__("sys").modules[__name__])
 from ._check_ops import *  # noqa: E402,F401,F403  (tf.Assert, tf.print, tf.assert_equal, ...)
+math.is_non_decreasing, math.is_strictly_increasing = is_non_decreasing, is_strictly_increasing  # noqa: F405,E501
 from ._graph_utils import *  # noqa: E402,F401,F403  (tf.get_static_value, tf.assign, ...)
 _graph_utils._install(Graph)  # Graph.gradient_override_map  # noqa: F821

@@ -3,11 +3,11 @@ functions over the C ops of src/graph/ops_segment.c and ops_search.c: tf.segment
 tf.unsorted_segment_mean, tf.sparse_segment_sum, tf.tensor_scatter_nd_add, tf.scatter_nd_update,
 tf.scatter_mul, tf.sort, tf.argsort, tf.setdiff1d, tf.searchsorted, tf.bincount,
 tf.histogram_fixed_width, tf.confusion_matrix, tf.dynamic_partition, tf.dynamic_stitch,
-tf.unravel_index, tf.random_crop, tf.is_non_decreasing, ...
+tf.unravel_index, tf.random_crop, ...
 
 Where TF's Python composes (unsorted_segment_mean / sqrt_n, sort / argsort over TopKV2,
 unique_with_counts, histogram_fixed_width_bins, confusion_matrix over ScatterNd, batch_gather,
-batch_scatter_update, random_crop, the monotonic checks) rill composes the same ops. The
+batch_scatter_update, random_crop) rill composes the same ops. The
 sparse_segment_* functions are a gather followed by a segment reduction (TF has one kernel), so
 an out-of-range index reads GatherV2's text ("indices[1] = 5 is not in [0, 3)").
 
@@ -29,13 +29,12 @@ __all__ = ["segment_mean", "segment_max", "segment_min", "segment_prod", "unsort
            "argsort", "setdiff1d", "unique_with_counts", "invert_permutation", "searchsorted",
            "bincount", "histogram_fixed_width", "histogram_fixed_width_bins", "confusion_matrix",
            "dynamic_partition", "dynamic_stitch", "parallel_dynamic_stitch", "unravel_index",
-           "random_crop", "is_non_decreasing", "is_strictly_increasing"]
+           "random_crop"]
 
 # tf.math has these too (added by _install)
 _MATH = ["segment_mean", "segment_max", "segment_min", "segment_prod", "unsorted_segment_max",
          "unsorted_segment_min", "unsorted_segment_prod", "unsorted_segment_mean",
-         "unsorted_segment_sqrt_n", "invert_permutation", "bincount", "confusion_matrix",
-         "is_non_decreasing", "is_strictly_increasing"]
+         "unsorted_segment_sqrt_n", "invert_permutation", "bincount", "confusion_matrix"]
 
 ListDiff = _collections.namedtuple("ListDiff", ["out", "idx"])
 UniqueWithCounts = _collections.namedtuple("UniqueWithCounts", ["y", "idx", "count"])
@@ -550,29 +549,6 @@ def random_crop(value, size, seed=None, name=None):
             rows = offset[d] + _t(_np.arange(s, dtype=_np.int32))
             out = tf.gather(out, rows, axis=d)
         return out
-
-
-# --- monotonic checks ---
-
-def _diff(tf, x):
-    x = tf.reshape(_t(x), [-1])
-    if not (x.dtype.is_integer or x.dtype.is_floating):
-        raise TypeError(f"Expected x to be numeric, instead found: {x}")
-    return x[1:] - x[:-1]
-
-
-def is_non_decreasing(x, name=None):
-    tf = _tf()
-    with tf.name_scope(name or "is_non_decreasing"):
-        d = _diff(tf, x)
-        return tf.reduce_all(tf.less_equal(tf.cast(0, d.dtype), d))
-
-
-def is_strictly_increasing(x, name=None):
-    tf = _tf()
-    with tf.name_scope(name or "is_strictly_increasing"):
-        d = _diff(tf, x)
-        return tf.reduce_all(tf.less(tf.cast(0, d.dtype), d))
 
 
 def _install(tf):
