@@ -1350,10 +1350,6 @@ def disable_eager_execution():
     pass
 
 
-def enable_v2_behavior():
-    raise NotImplementedError("rill runs TF 1.x graph mode only")
-
-
 def executing_eagerly():
     return False
 
@@ -1371,6 +1367,9 @@ def __getattr__(name):  # tf.range without shadowing the builtin range in this m
     _gu = __import__("sys").modules.get(__name__ + "._graph_utils")
     if _gu is not None and name in _gu.BUILTIN_NAMES:  # tf.print, tf.tuple
         return _gu.BUILTIN_NAMES[name]()
+    if name in ("enable_v2_behavior", "enable_eager_execution"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}: rill runs TF 1.x's "
+                             "graph mode only (there is no eager execution to enable)")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
