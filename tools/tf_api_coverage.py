@@ -120,7 +120,7 @@ def main():
         if a.module and m != a.module:
             continue
         key = "functions of tf" if m == "tf" and k == "function" else \
-            f"{m} ({k}s)" if m == "tf" else m
+            f"{m} ({'classes' if k == 'class' else k + 's'})" if m == "tf" else m
         groups.setdefault(key, []).append((m, n))
         if m == "train" and any(h in n for h in TRAIN_HELPERS):
             groups.setdefault("train (optimizers and helpers)", []).append((m, n))

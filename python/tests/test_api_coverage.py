@@ -25,3 +25,8 @@ def test_docs_table_is_the_tools():
     assert rc == 0
     assert m.group(1).strip() == out.strip(), \
         "docs/PYTHON.md's table is stale: paste `tools/tf_api_coverage.py --markdown`"
+
+
+def test_floors_hold():
+    rc, out = _tool("--check")
+    assert rc == 0, out
