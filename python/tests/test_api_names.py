@@ -169,6 +169,23 @@ with tf.Session() as s:
     s.run(tf.global_variables_initializer())
     put("constant_init", [a.tolist() for a in s.run([cv, dk, tf.constant([1.0, 2.0], shape=[2, 2])])])
 
+# --- options that once raised: softmax / log_softmax / cross-entropy over another axis,
+# bias_add NCHW, dropout's noise_shape (TF's draws: the same seeds)
+tf.reset_default_graph()
+tf.set_random_seed(4)
+z = tf.constant(np.linspace(-2, 3, 24).reshape(2, 3, 4), tf.float32)
+lab = tf.nn.softmax(tf.constant(np.cos(np.arange(24.0)).reshape(2, 3, 4), tf.float32), axis=0)
+opts = {"softmax0": tf.nn.softmax(z, axis=0), "softmax1": tf.nn.softmax(z, axis=1),
+        "log_softmax1": tf.nn.log_softmax(z, axis=-2), "xent0":
+        tf.nn.softmax_cross_entropy_with_logits_v2(labels=lab, logits=z, axis=0),
+        "bias_nchw": tf.nn.bias_add(tf.reshape(z, [1, 2, 3, 4]), tf.constant([1.0, -1.0]),
+                                    data_format="NCHW"),
+        "dropout_noise": tf.nn.dropout(z, keep_prob=0.5, noise_shape=[2, 1, 4], seed=9)}
+gz = tf.gradients(tf.reduce_sum(opts["xent0"] * 1.5) + tf.reduce_sum(opts["softmax1"] ** 2), z)[0]
+with tf.Session() as s:
+    for k, val in s.run(dict(opts, grad=gz)).items():
+        put(k, np.round(val.astype(np.float64), 5))
+
 # --- contrib.layers
 tf.reset_default_graph()
 img = tf.placeholder(tf.float32, [None, 6, 6, 2])

@@ -42,11 +42,9 @@ def l2_loss(t, name=None):
 
 def log_softmax(logits, axis=None, name=None, dim=None):
     axis = axis if axis is not None else dim
-    x = _t(logits)
-    nd = x.shape.ndims
-    if axis is not None and axis != -1 and not (nd is not None and axis == nd - 1):
-        raise NotImplementedError("rill's LogSoftmax works on the last axis only")
-    return _g()._make("LogSoftmax", name or "LogSoftmax", (x,)).outputs[0]
+    from .nn import _on_axis
+    return _on_axis(_t(logits), axis,
+                    lambda x: _g()._make("LogSoftmax", name or "LogSoftmax", (x,)).outputs[0])
 
 
 def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):

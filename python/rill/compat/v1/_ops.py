@@ -68,7 +68,7 @@ def _reduce(type, x, axis, keepdims, name):
     attrs = {}
     if axis is not None:
         if isinstance(axis, _tf().Tensor):
-            raise NotImplementedError(f"{type}: rill takes the axes as a list of ints, not a "
+            raise TypeError(f"{type}: rill takes the axes as a list of ints, not a "
                                       "tensor")
         axes = [int(a) for a in _np.atleast_1d(_np.asarray(axis, dtype=_np.int64))]
         attrs["axes"] = ("ints", axes)
@@ -98,7 +98,7 @@ newaxis = None
 def _ints(v, what):
     tf = _tf()
     if isinstance(v, (tf.Tensor, tf.Variable)):
-        raise NotImplementedError(f"StridedSlice: rill takes {what} as Python ints, not a tensor")
+        raise TypeError(f"StridedSlice: rill takes {what} as Python ints, not a tensor")
     return [int(x) for x in _np.atleast_1d(_np.asarray(v, dtype=_np.int64))]
 
 
@@ -186,7 +186,7 @@ def argmax(input, axis=None, name=None, dimension=None, output_type=None):
     if axis is None:
         axis = 0
     if isinstance(axis, tf.Tensor):
-        raise NotImplementedError("ArgMax: rill takes the axis as an int attr, not a tensor")
+        raise TypeError("ArgMax: rill takes the axis as an int attr, not a tensor")
     x = _t(input)
     r = _out(_g()._make("ArgMax", name or "ArgMax", (x,), {"axis": ("int", int(axis))}))
     if output_type is not None and tf.as_dtype(output_type) != tf.int64:

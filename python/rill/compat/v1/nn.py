@@ -33,21 +33,44 @@ def relu(features, name=None):
     return _g()._make("Relu", name or "Relu", (x,)).outputs[0]
 
 
+def _on_axis(x, axis, fn):
+    """fn (an op over the last axis) over axis of x: as TF does, the axis is swapped with the
+    last one around fn."""
+    nd = x.shape.ndims
+    if axis is None or axis == -1 or (nd is not None and axis == nd - 1):
+        return fn(x)
+    if nd is None:
+        raise ValueError(f"axis {axis} needs the rank of {x.name}, which is not known")
+    a = axis % nd if -nd <= axis < nd else None
+    if a is None:
+        raise _tf().errors.InvalidArgumentError(
+            None, None, f"Dimension {axis} must be >= {-nd} and < {nd}")
+    perm = list(range(nd))
+    perm[a], perm[-1] = perm[-1], perm[a]
+    tf = _tf()
+    return tf.transpose(fn(tf.transpose(x, perm)), perm)
+
+
 def softmax(logits, axis=None, name=None, dim=None):
     axis = axis if axis is not None else dim
-    x = _t(logits)
-    if axis is not None and axis != -1 and not (x.shape.ndims is not None and
-                                                axis == x.shape.ndims - 1):
-        raise NotImplementedError("rill's Softmax works on the last axis only")
-    return _g()._make("Softmax", name or "Softmax", (x,)).outputs[0]
+    return _on_axis(_t(logits), axis,
+                    lambda x: _g()._make("Softmax", name or "Softmax", (x,)).outputs[0])
 
 
 def bias_add(value, bias, data_format=None, name=None):
-    if data_format not in (None, "NHWC", "N...C"):
-        raise NotImplementedError("rill's BiasAdd takes the bias on the last dimension only "
-                                  "(data_format NHWC)")
     v = _t(value)
     b = _t(bias, v.dtype)
+    if data_format in ("NCHW", "NCDHW", "NC..."):  # the bias on dimension 1: moved last and back
+        tf = _tf()
+        nd = v.shape.ndims
+        if nd is None or nd < 2:
+            raise ValueError(f"bias_add with data_format {data_format} needs a known rank >= 2")
+        to = [0] + list(range(2, nd)) + [1]
+        back = [0, nd - 1] + list(range(1, nd - 1))
+        y = _g()._make("BiasAdd", name or "BiasAdd", (tf.transpose(v, to), b)).outputs[0]
+        return tf.transpose(y, back)
+    if data_format not in (None, "NHWC", "N...C", "NDHWC"):
+        raise ValueError(f"Unknown data_format: {data_format}")
     return _g()._make("BiasAdd", name or "BiasAdd", (v, b)).outputs[0]
 
 
@@ -69,13 +92,28 @@ def softmax_cross_entropy_with_logits_v2(_sentinel=None, labels=None, logits=Non
     """The loss per example (output 0 of SoftmaxCrossEntropyWithLogits(logits, labels))."""
     _sentinel_check("softmax_cross_entropy_with_logits_v2", _sentinel, labels, logits)
     axis = axis if axis is not None else dim
-    if axis != -1:
-        raise NotImplementedError("rill's SoftmaxCrossEntropyWithLogits takes classes on the "
-                                  "last axis only")
     lg = _t(logits)
     lb = _t(labels)
+    nd = lg.shape.ndims
+    if axis != -1 and not (nd is not None and axis == nd - 1):  # TF moves the classes last
+        if nd is None:
+            raise ValueError(f"axis {axis} needs the rank of the logits, which is not known")
+        a = axis % nd
+        perm = [i for i in range(nd) if i != a] + [a]
+        lg, lb = _tf().transpose(lg, perm), _tf().transpose(lb, perm)
     if lb.dtype != lg.dtype:  # TF's _v2 casts the labels to the logits' dtype
         lb = _tf().cast(lb, lg.dtype)
+    nd = lg.shape.ndims
+    if nd is not None and nd != 2:  # as TF: the outer dims flattened, the loss shaped back
+        tf = _tf()
+        dims = lg.shape.as_list()
+        if nd == 0 or any(d is None for d in dims):
+            raise ValueError(f"softmax_cross_entropy_with_logits over rank {nd} needs the "
+                             f"logits' shape, which is {lg.shape}")
+        lg, lb = tf.reshape(lg, [-1, dims[-1]]), tf.reshape(lb, [-1, dims[-1]])
+        op = _g()._make("SoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyWithLogits",
+                        (lg, lb))
+        return tf.reshape(op.outputs[0], dims[:-1], name=name)
     op = _g()._make("SoftmaxCrossEntropyWithLogits", name or "SoftmaxCrossEntropyWithLogits",
                     (lg, lb))
     return op.outputs[0]
@@ -161,8 +199,6 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
     tf = _tf()
     if keep_prob is not None and rate is not None:
         raise ValueError("Cannot specify both 'rate' and 'keep_prob'.")
-    if noise_shape is not None:
-        raise NotImplementedError("rill's Dropout has no noise_shape")
     x = _t(x)
     if keep_prob is None:
         if rate is None:
@@ -177,6 +213,14 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
             raise ValueError(f"keep_prob must be a scalar tensor or a float in the range (0, 1], "
                              f"got {kp:g}")
     kp = _t(keep_prob, x.dtype)
+    if noise_shape is not None:  # TF's composition: one uniform draw per noise element, broadcast
+        with tf.name_scope(name or "dropout"):
+            dims = [x.shape[i] if d is None else d for i, d in enumerate(noise_shape)] \
+                if not isinstance(noise_shape, tf.Tensor) else noise_shape
+            u = tf.random_uniform(dims, seed=seed, dtype=x.dtype)
+            rate_t = tf.subtract(_t(1.0, x.dtype), kp)
+            keep = tf.cast(tf.greater_equal(u, rate_t), x.dtype)
+            return tf.multiply(tf.multiply(x, tf.reciprocal(kp)), keep)
     op = _g()._make("Dropout", name or "dropout", (x, kp), {"seed": ("int", int(seed or 0))})
     return op.outputs[0]
 
