@@ -186,6 +186,16 @@ with tf.Session() as s:
     for k, val in s.run(dict(opts, grad=gz)).items():
         put(k, np.round(val.astype(np.float64), 5))
 
+# --- tensors where Python numbers were taken: range, fill's dims; empty fetches
+tf.reset_default_graph()
+n = tf.placeholder(tf.int32, [])
+made = [tf.range(n), tf.range(tf.constant(1), n, 2), tf.range(0.5, tf.cast(n, tf.float32)),
+        tf.fill([n, 2], 1.5), tf.zeros(tf.stack([n, 1]))]
+put("made_names", [t.op.name for t in made[:3]])
+with tf.Session() as s:
+    put("made", [a.tolist() for a in s.run(made, {n: 4})])
+    put("empty_fetches", [s.run([]), s.run({}), list(s.run(()))])
+
 # --- contrib.layers
 tf.reset_default_graph()
 img = tf.placeholder(tf.float32, [None, 6, 6, 2])

@@ -1237,6 +1237,8 @@ class Session:
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         mapper = _FetchMapper(self._graph, fetches)
+        if not mapper.tensors and not mapper.ops:  # an empty structure: TF returns it, empty
+            return mapper.build([])
         if any(isinstance(k, _sparse_ops.SparseTensor) for k in feed_dict):
             feed_dict = _sparse_feeds(feed_dict)  # its three tensors, fed apart
             sparse_feed = True

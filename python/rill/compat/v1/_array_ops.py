@@ -309,17 +309,16 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):
     if limit is None:
         start, limit = 0, start
     vals = [start, limit, delta]
-    for v in vals:
-        if isinstance(v, (tf.Tensor, tf.Variable)):
-            raise TypeError("range: rill takes start, limit and delta as Python numbers, not "
-                            "tensors")
+    tensors = any(isinstance(v, (tf.Tensor, tf.Variable)) for v in vals)
     if dtype is not None:
         dt = tf.as_dtype(dtype)
     else:
         # TF's inference: the widest of the arguments' dtypes in int32 < int64 < float32 < float64
         inferred = []
         for v in vals:
-            if isinstance(v, (float, _np.floating)):
+            if isinstance(v, (tf.Tensor, tf.Variable)):
+                inferred.append(v.dtype.base_dtype)
+            elif isinstance(v, (float, _np.floating)):
                 inferred.append(tf.float64 if isinstance(v, _np.float64) and
                                 not isinstance(v, float) else tf.float32)
             elif isinstance(v, _np.int64) or (isinstance(v, int) and
@@ -329,6 +328,11 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):
                 inferred.append(tf.int32)
         order = [tf.int32, tf.int64, tf.float32, tf.float64]
         dt = _builtins.max(inferred, key=order.index)
+    if tensors:  # start, limit and delta as inputs (the C op's other form), cast as TF does
+        # (TF's casts sit in the scope "range/"; here beside it, so that the op is "range" too)
+        ins = tuple(v if v.dtype.base_dtype == dt else tf.cast(v, dt)
+                    for v in (_t(x) for x in vals))
+        return _out(_g()._make("Range", name or "range", ins, {"Tidx": tf._attr_type(dt)}))
     return _out(_g()._make("Range", name or "range", (),
                            {"start": ("float", float(start)), "limit": ("float", float(limit)),
                             "delta": ("float", float(delta)), "Tidx": tf._attr_type(dt)}))

@@ -236,6 +236,10 @@ def _shape_tensor(shape):
         return _t(shape)
     if isinstance(shape, tf.TensorShape):
         shape = shape.as_list()
+    if isinstance(shape, (list, tuple)) and any(isinstance(d, (tf.Tensor, tf.Variable))
+                                                for d in shape):  # TF packs such a list
+        return tf.stack([tf.cast(d, tf.int32) if isinstance(d, (tf.Tensor, tf.Variable))
+                         else int(d) for d in shape])
     return tf.constant([int(d) for d in shape], dtype=tf.int32, name="shape") \
         if len(list(shape)) else tf.constant(_np.zeros([0], _np.int32), name="shape")
 
