@@ -223,13 +223,20 @@ enum { U_NEG, U_SQUARE, U_SQRT, U_EXP, U_LOG };
         }                                                                                          \
     } while (0)
 
-#define UNARY_ALL(T, SQRT, EXP, LOG)                                                               \
+/* Integers wrap as TF's do (two's complement: Neg(INT_MIN) is INT_MIN), through unsigned
+ * arithmetic, where signed overflow would be undefined. */
+#define FNEG(v) (-(v))
+#define FSQ(v) ((v) * (v))
+#define INEG(v) (0u - (uint64_t)(v))
+#define ISQ(v) ((uint64_t)(v) * (uint64_t)(v))
+
+#define UNARY_ALL(T, SQRT, EXP, LOG, NEG, SQ)                                                      \
     switch (op) {                                                                                  \
     case U_NEG:                                                                                    \
-        UNARY_LOOP(T, -v);                                                                         \
+        UNARY_LOOP(T, NEG(v));                                                                     \
         break;                                                                                     \
     case U_SQUARE:                                                                                 \
-        UNARY_LOOP(T, v *v);                                                                       \
+        UNARY_LOOP(T, SQ(v));                                                                      \
         break;                                                                                     \
     case U_SQRT:                                                                                   \
         UNARY_LOOP(T, SQRT(v));                                                                    \
@@ -248,16 +255,16 @@ static void unary_run(int op, rill_dtype t, const void *in, void *outp, int64_t 
 {
     switch (t) {
     case RILL_FLOAT:
-        UNARY_ALL(float, sqrtf, expf, logf);
+        UNARY_ALL(float, sqrtf, expf, logf, FNEG, FSQ);
         break;
     case RILL_DOUBLE:
-        UNARY_ALL(double, sqrt, exp, log);
+        UNARY_ALL(double, sqrt, exp, log, FNEG, FSQ);
         break;
     case RILL_INT32:
-        UNARY_ALL(int32_t, NOFN, NOFN, NOFN);
+        UNARY_ALL(int32_t, NOFN, NOFN, NOFN, INEG, ISQ);
         break;
     case RILL_INT64:
-        UNARY_ALL(int64_t, NOFN, NOFN, NOFN);
+        UNARY_ALL(int64_t, NOFN, NOFN, NOFN, INEG, ISQ);
         break;
     default:
         break;
