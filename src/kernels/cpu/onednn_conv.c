@@ -43,7 +43,8 @@ typedef struct conv_prim {
     conv_key key;
     bool usable;
     dnnl_primitive_t prim;
-    dnnl_memory_desc_t src, dst, bias, weights; /* weights: the layout the primitive takes */
+    /* weights: the layout the primitive takes; bias: [1, f, 1, 1], a binary post-op's operand */
+    dnnl_memory_desc_t src, dst, bias, weights;
     dnnl_memory_desc_t hwio;
     dnnl_primitive_t reorder; /* hwio -> weights (reads the filter) or back (filter gradient) */
     size_t weights_bytes, scratch_bytes, reorder_scratch_bytes;
@@ -118,7 +119,7 @@ static conv_prim *prim_make(const conv_key *k)
     p->key = *k;
     rill__onednn_one_thread();
     dnnl_dims_t sd = {k->n, k->c, k->ih, k->iw}, wd = {k->f, k->c, k->kh, k->kw},
-                dd = {k->n, k->f, k->oh, k->ow}, bd = {k->f};
+                dd = {k->n, k->f, k->oh, k->ow}, bd = {1, k->f, 1, 1};
     dnnl_dims_t strides = {k->sh, k->sw}, dil = {k->dh - 1, k->dw - 1}, pl = {k->pt, k->pl};
     /* The far padding that makes oneDNN's output size TF's (never negative: VALID's leftover
      * rows are simply not reached). */
@@ -129,36 +130,38 @@ static conv_prim *prim_make(const conv_key *k)
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t ops = NULL;
     dnnl_primitive_desc_t hint = NULL, pd = NULL, rpd = NULL;
-    bool ok = dnnl_memory_desc_init_by_tag(&p->src, 4, sd, dnnl_f32, dnnl_nhwc) == dnnl_success &&
-              dnnl_memory_desc_init_by_tag(&p->dst, 4, dd, dnnl_f32, dnnl_nhwc) == dnnl_success &&
-              dnnl_memory_desc_init_by_tag(&p->hwio, 4, wd, dnnl_f32, dnnl_hwio) == dnnl_success &&
-              dnnl_memory_desc_init_by_tag(&any, 4, wd, dnnl_f32, dnnl_format_tag_any) ==
-                  dnnl_success &&
-              dnnl_memory_desc_init_by_tag(&p->bias, 1, bd, dnnl_f32, dnnl_x) == dnnl_success &&
-              dnnl_primitive_attr_create(&attr) == dnnl_success &&
-              dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ==
-                  dnnl_success;
-    if (ok && k->relu) {
+    bool ok =
+        dnnl_memory_desc_init_by_tag(&p->src, 4, sd, dnnl_f32, dnnl_nhwc) == dnnl_success &&
+        dnnl_memory_desc_init_by_tag(&p->dst, 4, dd, dnnl_f32, dnnl_nhwc) == dnnl_success &&
+        dnnl_memory_desc_init_by_tag(&p->hwio, 4, wd, dnnl_f32, dnnl_hwio) == dnnl_success &&
+        dnnl_memory_desc_init_by_tag(&any, 4, wd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
+        dnnl_memory_desc_init_by_tag(&p->bias, 4, bd, dnnl_f32, dnnl_nhwc) == dnnl_success &&
+        dnnl_primitive_attr_create(&attr) == dnnl_success &&
+        dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
+    /* The bias is a binary add after the sum is finished, not the primitive's bias argument:
+     * some kernels (jit:avx2) start their sums from the bias, which rounds differently from
+     * BiasAdd's conv + b; a post-op adds it to the finished sum, as BiasAdd does, on every ISA. */
+    if (ok && k->bias) {
         ok = dnnl_post_ops_create(&ops) == dnnl_success &&
-             dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) ==
-                 dnnl_success &&
+             dnnl_post_ops_append_binary(ops, dnnl_binary_add, &p->bias) == dnnl_success &&
+             (!k->relu || dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) ==
+                              dnnl_success) &&
              dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
     }
     /* The forward desc: the primitive itself, or the hint the backward ones need. */
     dnnl_convolution_desc_t fd, bd_;
     if (ok)
         ok = dnnl_dilated_convolution_forward_desc_init(
-                 &fd, dnnl_forward_training, dnnl_convolution_direct, &p->src, &any,
-                 k->kind == RILL__CONV_FORWARD && k->bias ? &p->bias : NULL, &p->dst, strides, dil,
-                 pl, padr) == dnnl_success;
+                 &fd, dnnl_forward_training, dnnl_convolution_direct, &p->src, &any, NULL, &p->dst,
+                 strides, dil, pl, padr) == dnnl_success;
     if (ok && k->kind == RILL__CONV_FORWARD) {
         ok = dnnl_primitive_desc_create(&pd, &fd, attr, engine, NULL) == dnnl_success;
     } else if (ok) {
         ok = dnnl_primitive_desc_create(&hint, &fd, NULL, engine, NULL) == dnnl_success;
         if (ok && k->kind == RILL__CONV_BACK_INPUT)
-            ok = dnnl_dilated_convolution_backward_data_desc_init(
-                     &bd_, dnnl_convolution_direct, &p->src, &any, &p->dst, strides, dil, pl,
-                     padr) == dnnl_success;
+            ok = dnnl_dilated_convolution_backward_data_desc_init(&bd_, dnnl_convolution_direct,
+                                                                  &p->src, &any, &p->dst, strides,
+                                                                  dil, pl, padr) == dnnl_success;
         else if (ok)
             ok = dnnl_dilated_convolution_backward_weights_desc_init(
                      &bd_, dnnl_convolution_direct, &p->src, &any, NULL, &p->dst, strides, dil, pl,
@@ -173,7 +176,8 @@ static conv_prim *prim_make(const conv_key *k)
     }
     if (ok) {
         const dnnl_memory_desc_t *w = dnnl_primitive_desc_query_md(
-            pd, k->kind == RILL__CONV_BACK_FILTER ? dnnl_query_diff_weights_md : dnnl_query_weights_md,
+            pd,
+            k->kind == RILL__CONV_BACK_FILTER ? dnnl_query_diff_weights_md : dnnl_query_weights_md,
             0);
         ok = w != NULL;
         if (ok) p->weights = *w, p->weights_bytes = dnnl_memory_desc_get_size(w);
@@ -200,9 +204,9 @@ static conv_prim *prim_make(const conv_key *k)
     rill__log(RILL_LOG_DEBUG,
               "oneDNN convolution %s, %lld images of %lldx%lldx%lld, %lldx%lld filter to %lld "
               "channels: %s%s",
-              kinds[k->kind], (long long)k->n, (long long)k->ih, (long long)k->iw,
-              (long long)k->c, (long long)k->kh, (long long)k->kw, (long long)k->f,
-              p->impl[0] ? p->impl : "refused", ok ? "" : " (not used: im2col instead)");
+              kinds[k->kind], (long long)k->n, (long long)k->ih, (long long)k->iw, (long long)k->c,
+              (long long)k->kh, (long long)k->kw, (long long)k->f, p->impl[0] ? p->impl : "refused",
+              ok ? "" : " (not used: im2col instead)");
     if (rpd) dnnl_primitive_desc_destroy(rpd);
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (hint) dnnl_primitive_desc_destroy(hint);
@@ -296,8 +300,8 @@ static dnnl_status_t run_shard(const conv_job *j, int64_t s)
     rill__onednn_one_thread();
     dnnl_stream_t st = take_stream();
     if (!st) return dnnl_out_of_memory;
-    size_t sb = p->scratch_bytes > p->reorder_scratch_bytes ? p->scratch_bytes
-                                                             : p->reorder_scratch_bytes;
+    size_t sb =
+        p->scratch_bytes > p->reorder_scratch_bytes ? p->scratch_bytes : p->reorder_scratch_bytes;
     void *scratch = sb ? block(sb) : NULL;
     void *wts = p->reorder ? block(p->weights_bytes) : NULL;
     dnnl_status_t r = dnnl_success;
@@ -313,7 +317,9 @@ static dnnl_status_t run_shard(const conv_job *j, int64_t s)
         case RILL__CONV_FORWARD:
             args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, mem(&p->src, x)};
             args[n++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, mem(&p->weights, filt)};
-            if (p->key.bias) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, mem(&p->bias, a->bias)};
+            if (p->key.bias)
+                args[n++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                                              mem(&p->bias, a->bias)};
             args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DST, mem(&p->dst, out)};
             break;
         case RILL__CONV_BACK_INPUT:
@@ -353,8 +359,7 @@ static void shards_range(void *arg, int64_t b, int64_t e)
 int rill__onednn_conv(rill__threadpool *pool, rill__conv_kind kind, const rill__window *w,
                       const rill__conv_args *a, char *err, size_t errlen)
 {
-    if (w->n <= 0 || w->c <= 0 || w->f <= 0 || w->kh <= 0 || w->kw <= 0 || w->oh <= 0 ||
-        w->ow <= 0)
+    if (w->n <= 0 || w->c <= 0 || w->f <= 0 || w->kh <= 0 || w->kw <= 0 || w->oh <= 0 || w->ow <= 0)
         return 0;
     pthread_once(&engine_once, make_engine);
     if (!engine_ok) return 0;
