@@ -80,7 +80,7 @@ out = [tf.batch_gather(p, [[2, 0], [1, 1]]), tf.batch_gather(p, [[[0], [2], [1]]
 """,
     "sort": """
 a = tf.constant([[3., 1, 2, 1], [0, -5, 4, 4]])
-i = tf.constant([[3, -2000000000, 2, 1], [2000000000, 0, 4, 4]])  # int extremes overflow sort's composition (notes)
+i = tf.constant([[3, -2147483648, 2, 1], [2147483647, 0, 4, -2147483648]])
 out = [tf.sort(a), tf.sort(a, direction="DESCENDING"), tf.sort(a, axis=0), tf.argsort(a),
        tf.argsort(a, direction="DESCENDING", stable=True), tf.argsort(a, axis=0), tf.sort(i),
        tf.argsort(i), tf.sort(tf.reshape(tf.range(24.) * -1.5 % 7, [2, 3, 4]), axis=1),

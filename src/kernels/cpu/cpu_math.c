@@ -33,49 +33,58 @@ typedef struct bin_job {
      : (op) == OP_DIV ? (x) / (y)                                                                  \
      : (op) == OP_MIN ? ((x) < (y) || (x) != (x) ? (x) : (y))                                      \
                       : ((x) > (y) || (x) != (x) ? (x) : (y)))
+/* Integers wrap as TF's do (two's complement), through unsigned arithmetic where signed overflow
+ * would be undefined; INT_MIN / -1 wraps to INT_MIN. */
+#define IAPPLY(op, x, y)                                                                           \
+    ((op) == OP_ADD   ? (uint64_t)(x) + (uint64_t)(y)                                              \
+     : (op) == OP_SUB ? (uint64_t)(x) - (uint64_t)(y)                                              \
+     : (op) == OP_MUL ? (uint64_t)(x) * (uint64_t)(y)                                              \
+     : (op) == OP_DIV ? ((y) == -1 ? 0u - (uint64_t)(x) : (uint64_t)((x) / (y)))                   \
+     : (op) == OP_MIN ? (uint64_t)((x) < (y) ? (x) : (y))                                          \
+                      : (uint64_t)((x) > (y) ? (x) : (y)))
 
-#define SAME_LOOP(T, OPC)                                                                          \
-    for (int64_t i = b0; i < e0; i++) o[i] = (T)APPLY(OPC, a[i], b[i])
-#define AS_LOOP(T, OPC)                                                                            \
-    for (int64_t i = b0; i < e0; i++) o[i] = (T)APPLY(OPC, a[0], b[i])
-#define BS_LOOP(T, OPC)                                                                            \
-    for (int64_t i = b0; i < e0; i++) o[i] = (T)APPLY(OPC, a[i], b[0])
+#define SAME_LOOP(T, AP, OPC)                                                                      \
+    for (int64_t i = b0; i < e0; i++) o[i] = (T)AP(OPC, a[i], b[i])
+#define AS_LOOP(T, AP, OPC)                                                                        \
+    for (int64_t i = b0; i < e0; i++) o[i] = (T)AP(OPC, a[0], b[i])
+#define BS_LOOP(T, AP, OPC)                                                                        \
+    for (int64_t i = b0; i < e0; i++) o[i] = (T)AP(OPC, a[i], b[0])
 
 /* Dispatch on the op so each loop is a straight-line, vectorisable body. */
-#define BY_OP(LOOP, T)                                                                             \
+#define BY_OP(LOOP, T, AP)                                                                         \
     switch (j->op) {                                                                               \
     case OP_ADD:                                                                                   \
-        LOOP(T, OP_ADD);                                                                           \
+        LOOP(T, AP, OP_ADD);                                                                       \
         break;                                                                                     \
     case OP_SUB:                                                                                   \
-        LOOP(T, OP_SUB);                                                                           \
+        LOOP(T, AP, OP_SUB);                                                                       \
         break;                                                                                     \
     case OP_MUL:                                                                                   \
-        LOOP(T, OP_MUL);                                                                           \
+        LOOP(T, AP, OP_MUL);                                                                       \
         break;                                                                                     \
     case OP_DIV:                                                                                   \
-        LOOP(T, OP_DIV);                                                                           \
+        LOOP(T, AP, OP_DIV);                                                                       \
         break;                                                                                     \
     case OP_MIN:                                                                                   \
-        LOOP(T, OP_MIN);                                                                           \
+        LOOP(T, AP, OP_MIN);                                                                       \
         break;                                                                                     \
     default:                                                                                       \
-        LOOP(T, OP_MAX);                                                                           \
+        LOOP(T, AP, OP_MAX);                                                                       \
         break;                                                                                     \
     }
 
-#define TYPED_RANGE(T)                                                                             \
+#define TYPED_RANGE(T, AP)                                                                         \
     static void range_##T(const bin_job *j, int64_t b0, int64_t e0)                                \
     {                                                                                              \
         const T *a = j->a, *b = j->b;                                                              \
         T *o = j->o;                                                                               \
         const rill__bcast *bc = j->bc;                                                             \
         if (bc->same) {                                                                            \
-            BY_OP(SAME_LOOP, T)                                                                    \
+            BY_OP(SAME_LOOP, T, AP)                                                                \
         } else if (bc->a_scalar) {                                                                 \
-            BY_OP(AS_LOOP, T)                                                                      \
+            BY_OP(AS_LOOP, T, AP)                                                                  \
         } else if (bc->b_scalar) {                                                                 \
-            BY_OP(BS_LOOP, T)                                                                      \
+            BY_OP(BS_LOOP, T, AP)                                                                  \
         } else {                                                                                   \
             int r = bc->rank;                                                                      \
             int64_t idx[RILL_MAX_DIMS] = {0};                                                      \
@@ -91,7 +100,7 @@ typedef struct bin_job {
             }                                                                                      \
             for (int64_t i = b0; i < e0; i++) {                                                    \
                 T x = a[ia], y = b[ib];                                                            \
-                o[i] = (T)APPLY(j->op, x, y);                                                      \
+                o[i] = (T)AP(j->op, x, y);                                                         \
                 for (int d = r - 1; d >= 0; d--) {                                                 \
                     ia += bc->a_strides[d];                                                        \
                     ib += bc->b_strides[d];                                                        \
@@ -103,10 +112,10 @@ typedef struct bin_job {
             }                                                                                      \
         }                                                                                          \
     }
-TYPED_RANGE(float) /* the broadcast walk only: the other forms go to loops.h */
-TYPED_RANGE(double)
-TYPED_RANGE(int32_t)
-TYPED_RANGE(int64_t)
+TYPED_RANGE(float, APPLY) /* the broadcast walk only: the other forms go to loops.h */
+TYPED_RANGE(double, APPLY)
+TYPED_RANGE(int32_t, IAPPLY)
+TYPED_RANGE(int64_t, IAPPLY)
 
 static void bin_range(void *arg, int64_t b0, int64_t e0)
 {
