@@ -151,6 +151,17 @@ bool rill__strided_slice_plan(const rill_node *n, rill_shape in, rill__slice *sl
 
 /* Shape-function helpers. */
 rill_dtype rill__in_dtype(const rill_node *n, int i);
+static inline bool rill__is_index_dtype(rill_dtype t)
+{
+    return t == RILL_INT32 || t == RILL_INT64;
+}
+/* Output 0 of n. */
+static inline rill_output rill__out0(rill_node *n)
+{
+    return (rill_output){n, 0};
+}
+/* The candidate samplers' shape function (ops_index.c): true_classes [batch, num_true] int64. */
+void rill__sampler_shape(rill_node *n, rill_status *s);
 
 /* --- the checks shape functions share (op_checks.c), with TensorFlow's texts; each sets s and
  * returns false when the check fails. Unknown ranks and dims pass. --- */
@@ -158,6 +169,10 @@ rill_dtype rill__in_dtype(const rill_node *n, int i);
 const char *rill__input_shapes(const rill_node *n, char *buf, size_t len);
 /* Input i is float or double (or half, when half). */
 bool rill__check_float(const rill_node *n, int i, const char *param, bool half, rill_status *s);
+/* Input i is int32 or int64 (an index). */
+bool rill__check_index(const rill_node *n, int i, const char *param, rill_status *s);
+/* Input 1 (segment_ids) has a shape that starts input 0's (data's). */
+bool rill__check_ids_prefix(const rill_node *n, rill_status *s);
 /* Input i has input j's dtype. */
 bool rill__check_same_dtype(const rill_node *n, int i, const char *iname, int j, const char *jname,
                             rill_status *s);

@@ -1,6 +1,6 @@
 /* op_checks.c - the checks shape functions share, with TensorFlow's error texts: an input's
- * dtype and rank, two inputs' dtypes, two dims that must agree, and the "with input shapes: ..."
- * list those texts end with. */
+ * dtype and rank, two inputs' dtypes, two dims that must agree, segment ids against data, and
+ * the "with input shapes: ..." list those texts end with. */
 #include "graph_internal.h"
 
 const char *rill__input_shapes(const rill_node *n, char *buf, size_t len)
@@ -26,6 +26,33 @@ bool rill__check_float(const rill_node *n, int i, const char *param, bool half, 
                     param, rill_dtype_name(t), half ? "half, float, double" : "float, double",
                     n->name, n->op->name);
     return false;
+}
+
+bool rill__check_index(const rill_node *n, int i, const char *param, rill_status *s)
+{
+    rill_dtype t = rill__in_dtype(n, i);
+    if (rill__is_index_dtype(t)) return true;
+    rill_status_set(s, RILL_INVALID_ARGUMENT,
+                    "Value passed to parameter '%s' has DataType %s not in list of allowed "
+                    "values: int32, int64",
+                    param, rill_dtype_name(t));
+    return false;
+}
+
+bool rill__check_ids_prefix(const rill_node *n, rill_status *s)
+{
+    rill_shape d = rill__in_shape(n, 0), ids = rill__in_shape(n, 1);
+    if (d.rank < 0 || ids.rank < 0) return true;
+    bool ok = ids.rank <= d.rank;
+    for (int i = 0; ok && i < ids.rank; i++)
+        if (d.dims[i] >= 0 && ids.dims[i] >= 0 && d.dims[i] != ids.dims[i]) ok = false;
+    if (!ok) {
+        char a[96], b[96];
+        rill_status_set(s, RILL_INVALID_ARGUMENT,
+                        "data.shape = %s does not start with segment_ids.shape = %s",
+                        rill_shape_str(&d, a, sizeof a), rill_shape_str(&ids, b, sizeof b));
+    }
+    return ok;
 }
 
 bool rill__check_same_dtype(const rill_node *n, int i, const char *iname, int j, const char *jname,

@@ -22,22 +22,6 @@
 
 /* --- helpers --- */
 
-static bool is_int_index(rill_dtype t)
-{
-    return t == RILL_INT32 || t == RILL_INT64;
-}
-
-static bool check_index_dtype(const rill_node *n, int i, const char *param, rill_status *s)
-{
-    rill_dtype t = rill__in_dtype(n, i);
-    if (is_int_index(t)) return true;
-    rill_status_set(s, RILL_INVALID_ARGUMENT,
-                    "Value passed to parameter '%s' has DataType %s not in list of allowed "
-                    "values: int32, int64",
-                    param, rill_dtype_name(t));
-    return false;
-}
-
 /* The values of input i when it is a Const (at most cap of them): their count, or -1. */
 static int const_ints(const rill_node *n, int i, int64_t *v, int cap)
 {
@@ -45,7 +29,7 @@ static int const_ints(const rill_node *n, int i, int64_t *v, int cap)
     rill_output o = n->inputs[i];
     if (strcmp(o.node->op->name, "Const") != 0) return -1;
     const rill_tensor *t = rill__node_attr(o.node, "value")->v.tensor;
-    if (!is_int_index(t->dtype) || t->numel > cap) return -1;
+    if (!rill__is_index_dtype(t->dtype) || t->numel > cap) return -1;
     for (int64_t k = 0; k < t->numel; k++) v[k] = rill_tensor_get_int64(t, k);
     return (int)t->numel;
 }
@@ -94,11 +78,6 @@ static rill_output shape_tensor(rill_graph *g, rill_output x)
     return c;
 }
 
-static rill_output out0(rill_node *n)
-{
-    return (rill_output){n, 0};
-}
-
 /* --- GatherV2 --- */
 
 /* The gather axis of a GatherV2 node (attr "axis", or a Const third input), not normalised;
@@ -119,7 +98,7 @@ static bool gather_axis(const rill_node *n, int64_t *axis, rill_status *s)
 
 static void gather_shape(rill_node *n, rill_status *s)
 {
-    if (!check_index_dtype(n, 1, "indices", s)) return;
+    if (!rill__check_index(n, 1, "indices", s)) return;
     if (rill__attr_int(n, "batch_dims", 0) != 0) {
         rill_status_set(s, RILL_UNIMPLEMENTED, "GatherV2 '%s': batch_dims != 0 is not supported",
                         n->name);
@@ -159,7 +138,7 @@ static rill_output gather(rill_graph *g, rill_output params, rill_output indices
 {
     rill_output in[] = {params, indices};
     rill__attr a[] = {RILL__A_INT("axis", axis), RILL__A_BOOL("drop_negatives", drop_negatives)};
-    return out0(rill__node_create(g, "GatherV2", NULL, in, 2, a, drop_negatives ? 2 : 1));
+    return rill__out0(rill__node_create(g, "GatherV2", NULL, in, 2, a, drop_negatives ? 2 : 1));
 }
 
 /* drop_negatives: rows of negative indices are left out (the gradient of a gather that gave
@@ -170,7 +149,7 @@ static rill_output indexed_slices_to_dense(rill_graph *g, rill_output values, ri
 {
     rill_output in[] = {values, indices, dense_shape};
     rill__attr a[] = {RILL__A_INT("axis", axis), RILL__A_BOOL("drop_negatives", drop_negatives)};
-    return out0(
+    return rill__out0(
         rill__node_create(g, "IndexedSlicesToDense", NULL, in, 3, a, drop_negatives ? 2 : 1));
 }
 
@@ -209,7 +188,7 @@ static void gather_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill
 
 static void slices_shape(rill_node *n, rill_status *s)
 {
-    if (!check_index_dtype(n, 1, "indices", s) || !check_index_dtype(n, 2, "dense_shape", s))
+    if (!rill__check_index(n, 1, "indices", s) || !rill__check_index(n, 2, "dense_shape", s))
         return;
     rill_shape ds = rill__in_shape(n, 2);
     if (ds.rank > 1) {
@@ -260,7 +239,7 @@ static void slices_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill
 
 static void gather_nd_shape(rill_node *n, rill_status *s)
 {
-    if (!check_index_dtype(n, 1, "indices", s)) return;
+    if (!rill__check_index(n, 1, "indices", s)) return;
     rill_shape p = rill__in_shape(n, 0), ix = rill__in_shape(n, 1);
     n->out_dtypes[0] = rill__in_dtype(n, 0);
     if (p.rank < 0 || ix.rank < 0 || (ix.rank > 0 && ix.dims[ix.rank - 1] < 0)) {
@@ -292,13 +271,13 @@ static void gather_nd_shape(rill_node *n, rill_status *s)
 static void gather_nd_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
 {
     rill_output in[] = {n->inputs[1], dy[0], shape_tensor(g, n->inputs[0])};
-    dx[0] = out0(rill__node_create(g, "ScatterNd", NULL, in, 3, NULL, 0));
+    dx[0] = rill__out0(rill__node_create(g, "ScatterNd", NULL, in, 3, NULL, 0));
     dx[1] = (rill_output){NULL, 0};
 }
 
 static void scatter_nd_shape(rill_node *n, rill_status *s)
 {
-    if (!check_index_dtype(n, 0, "indices", s) || !check_index_dtype(n, 2, "shape", s)) return;
+    if (!rill__check_index(n, 0, "indices", s) || !rill__check_index(n, 2, "shape", s)) return;
     rill_shape out = shape_from_input(n, 2), ix = rill__in_shape(n, 0), u = rill__in_shape(n, 1);
     n->out_dtypes[0] = rill__in_dtype(n, 1);
     n->out_shapes[0] = out;
@@ -324,7 +303,7 @@ static void scatter_nd_grad(rill_graph *g, rill_node *n, const rill_output *dy, 
 {
     rill_output in[] = {dy[0], n->inputs[0]};
     dx[0] = dx[2] = (rill_output){NULL, 0};
-    dx[1] = out0(rill__node_create(g, "GatherNd", NULL, in, 2, NULL, 0));
+    dx[1] = rill__out0(rill__node_create(g, "GatherNd", NULL, in, 2, NULL, 0));
 }
 
 /* --- Where, InTopKV2, TopKV2, Unique --- */
@@ -347,8 +326,8 @@ static void in_top_k_shape(rill_node *n, rill_status *s)
                         rill_dtype_name(rill__in_dtype(n, 0)));
         return;
     }
-    if (!check_index_dtype(n, 1, "targets", s)) return;
-    if (n->ninputs > 2 && !check_index_dtype(n, 2, "k", s)) return;
+    if (!rill__check_index(n, 1, "targets", s)) return;
+    if (n->ninputs > 2 && !rill__check_index(n, 2, "k", s)) return;
     if (p.rank >= 0 && p.rank != 2) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
                         "Shape must be rank 2 but is rank %d for '%s' (op: 'InTopKV2')", p.rank,
@@ -432,7 +411,7 @@ static void top_k_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_
     for (int i = 0; i < n->ninputs; i++) dx[i] = (rill_output){NULL, 0};
     if (!dy[0].node) return;
     rill_output in[] = {n->inputs[0], (rill_output){n, 1}, dy[0]};
-    dx[0] = out0(rill__node_create(g, "_TopKGrad", NULL, in, 3, NULL, 0));
+    dx[0] = rill__out0(rill__node_create(g, "_TopKGrad", NULL, in, 3, NULL, 0));
 }
 
 static void top_k_grad_shape(rill_node *n, rill_status *s)
@@ -456,7 +435,7 @@ static void unique_shape(rill_node *n, rill_status *s)
         return;
     }
     rill_dtype it = rill__attr_type(n, "out_idx", RILL_INT32);
-    if (!is_int_index(it)) {
+    if (!rill__is_index_dtype(it)) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
                         "Unique '%s': out_idx must be int32 or int64, got %s", n->name,
                         rill_dtype_name(it));
@@ -470,27 +449,10 @@ static void unique_shape(rill_node *n, rill_status *s)
 
 /* --- segment sums --- */
 
-/* segment_ids' shape is a prefix of data's. */
-static bool check_ids_prefix(rill_node *n, rill_status *s)
-{
-    rill_shape d = rill__in_shape(n, 0), ids = rill__in_shape(n, 1);
-    if (d.rank < 0 || ids.rank < 0) return true;
-    bool ok = ids.rank <= d.rank;
-    for (int i = 0; ok && i < ids.rank; i++)
-        if (d.dims[i] >= 0 && ids.dims[i] >= 0 && d.dims[i] != ids.dims[i]) ok = false;
-    if (!ok) {
-        char a[96], b[96];
-        rill_status_set(s, RILL_INVALID_ARGUMENT,
-                        "data.shape = %s does not start with segment_ids.shape = %s",
-                        rill_shape_str(&d, a, sizeof a), rill_shape_str(&ids, b, sizeof b));
-    }
-    return ok;
-}
-
 static void unsorted_segment_sum_shape(rill_node *n, rill_status *s)
 {
-    if (!check_index_dtype(n, 1, "segment_ids", s) || !check_index_dtype(n, 2, "num_segments", s) ||
-        !check_ids_prefix(n, s))
+    if (!rill__check_index(n, 1, "segment_ids", s) || !rill__check_index(n, 2, "num_segments", s) ||
+        !rill__check_ids_prefix(n, s))
         return;
     if (rill__in_shape(n, 2).rank > 0) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
@@ -521,7 +483,7 @@ static void unsorted_segment_sum_grad(rill_graph *g, rill_node *n, const rill_ou
 
 static void segment_sum_shape(rill_node *n, rill_status *s)
 {
-    if (!check_index_dtype(n, 1, "segment_ids", s)) return;
+    if (!rill__check_index(n, 1, "segment_ids", s)) return;
     rill_shape d = rill__in_shape(n, 0), ids = rill__in_shape(n, 1);
     if (ids.rank >= 0 && ids.rank != 1) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
@@ -529,7 +491,7 @@ static void segment_sum_shape(rill_node *n, rill_status *s)
                         n->name);
         return;
     }
-    if (!check_ids_prefix(n, s)) return;
+    if (!rill__check_ids_prefix(n, s)) return;
     n->out_dtypes[0] = rill__in_dtype(n, 0);
     if (d.rank < 1) {
         n->out_shapes[0] = rill_shape_unknown();
@@ -549,7 +511,7 @@ static void segment_sum_grad(rill_graph *g, rill_node *n, const rill_output *dy,
 
 static void scatter_shape(rill_node *n, rill_status *s)
 {
-    if (!check_index_dtype(n, 1, "indices", s)) return;
+    if (!rill__check_index(n, 1, "indices", s)) return;
     rill_dtype vt = rill__in_dtype(n, 0), ut = rill__in_dtype(n, 2);
     if (ut != vt) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
@@ -583,7 +545,7 @@ static void scatter_shape(rill_node *n, rill_status *s)
 
 /* --- candidate samplers --- */
 
-static void sampler_shape(rill_node *n, rill_status *s)
+void rill__sampler_shape(rill_node *n, rill_status *s)
 {
     int64_t num_true = rill__attr_int(n, "num_true", 1);
     int64_t num_sampled = rill__attr_int(n, "num_sampled", -1);
@@ -759,14 +721,14 @@ const rill__op_def rill__ops_index[] = {
      .max_inputs = 1,
      .noutputs = 3,
      .stateful = true,
-     .shape = sampler_shape},
+     .shape = rill__sampler_shape},
     {.name = "UniformCandidateSampler",
      .default_name = "UniformCandidateSampler",
      .min_inputs = 1,
      .max_inputs = 1,
      .noutputs = 3,
      .stateful = true,
-     .shape = sampler_shape},
+     .shape = rill__sampler_shape},
     {.name = "ComputeAccidentalHits",
      .default_name = "ComputeAccidentalHits",
      .min_inputs = 2,

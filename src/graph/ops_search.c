@@ -10,16 +10,6 @@
 
 #include <string.h>
 
-static bool is_int_index(rill_dtype t)
-{
-    return t == RILL_INT32 || t == RILL_INT64;
-}
-
-static rill_output out0(rill_node *n)
-{
-    return (rill_output){n, 0};
-}
-
 static bool want_rank(rill_node *n, int i, int rank, rill_status *s)
 {
     rill_shape x = rill__in_shape(n, i);
@@ -55,7 +45,7 @@ static void list_diff_shape(rill_node *n, rill_status *s)
         return;
     }
     rill_dtype it = rill__attr_type(n, "out_idx", RILL_INT32);
-    if (!is_int_index(it)) {
+    if (!rill__is_index_dtype(it)) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
                         "Value for attr 'out_idx' of %s is not in the list of allowed values: "
                         "int32, int64",
@@ -90,7 +80,7 @@ static void bound_shape(rill_node *n, rill_status *s)
         return;
     }
     rill_dtype ot = rill__attr_type(n, "out_type", RILL_INT32);
-    if (!is_int_index(ot)) {
+    if (!rill__is_index_dtype(ot)) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
                         "Value for attr 'out_type' of %s is not in the list of allowed values: "
                         "int32, int64",
@@ -174,12 +164,12 @@ static void dynamic_partition_grad(rill_graph *g, rill_node *n, const rill_outpu
     int np = n->noutputs;
     if (np > 64) return;
     rill_output data = n->inputs[0], parts = n->inputs[1];
-    rill_output size = out0(rill__node_create(g, "Size", NULL, &parts, 1, NULL, 0));
+    rill_output size = rill__out0(rill__node_create(g, "Size", NULL, &parts, 1, NULL, 0));
     if (rill_output_dtype(size) != RILL_INT32) size = rill_cast(g, size, RILL_INT32, NULL);
     rill_output rin[] = {rill_const_scalar(g, RILL_INT32, 0, "zero"), size,
                          rill_const_scalar(g, RILL_INT32, 1, "one")};
     rill__attr ra[] = {RILL__A_TYPE("Tidx", RILL_INT32)};
-    rill_output range = out0(rill__node_create(g, "Range", NULL, rin, 3, ra, 1));
+    rill_output range = rill__out0(rill__node_create(g, "Range", NULL, rin, 3, ra, 1));
     rill_output orig = rill_reshape_to(g, range, rill_shape_of(g, parts, NULL), NULL);
     rill_output pin[] = {orig, parts};
     rill__attr pa[] = {RILL__A_INT("num_partitions", np), RILL__A_INT("num_outputs", np)};
@@ -191,7 +181,7 @@ static void dynamic_partition_grad(rill_graph *g, rill_node *n, const rill_outpu
         sin[np + i] = dy[i].node ? dy[i] : rill_zeros_like(g, (rill_output){n, i}, NULL);
     }
     rill__attr sa[] = {RILL__A_INT("N", np)};
-    rill_output st = out0(rill__node_create(g, "DynamicStitch", NULL, sin, 2 * np, sa, 1));
+    rill_output st = rill__out0(rill__node_create(g, "DynamicStitch", NULL, sin, 2 * np, sa, 1));
     dx[0] = rill_reshape_to(g, st, rill_shape_of(g, data, NULL), NULL);
 }
 
@@ -251,7 +241,7 @@ static void dynamic_stitch_grad(rill_graph *g, rill_node *n, const rill_output *
     for (int i = 0; i < k; i++) {
         rill_output in[] = {dy[0], n->inputs[i]};
         rill__attr a[] = {RILL__A_INT("axis", 0)};
-        dx[k + i] = out0(rill__node_create(g, "GatherV2", NULL, in, 2, a, 1));
+        dx[k + i] = rill__out0(rill__node_create(g, "GatherV2", NULL, in, 2, a, 1));
     }
 }
 

@@ -19,22 +19,6 @@
 /* The codes of _SegmentReduceGrad's attr "reduce". */
 enum { SEG_MEAN = 0, SEG_MAX = 1, SEG_MIN = 2, SEG_PROD = 3 };
 
-static bool is_int_index(rill_dtype t)
-{
-    return t == RILL_INT32 || t == RILL_INT64;
-}
-
-static bool check_index_dtype(const rill_node *n, int i, const char *param, rill_status *s)
-{
-    rill_dtype t = rill__in_dtype(n, i);
-    if (is_int_index(t)) return true;
-    rill_status_set(s, RILL_INVALID_ARGUMENT,
-                    "Value passed to parameter '%s' has DataType %s not in list of allowed "
-                    "values: int32, int64",
-                    param, rill_dtype_name(t));
-    return false;
-}
-
 static bool check_real(const rill_node *n, int i, rill_status *s)
 {
     rill_dtype t = rill__in_dtype(n, i);
@@ -52,36 +36,15 @@ static int64_t const_int(const rill_node *n, int i)
     rill_output o = n->inputs[i];
     if (strcmp(o.node->op->name, "Const") != 0) return -1;
     const rill_tensor *t = rill__node_attr(o.node, "value")->v.tensor;
-    if (!is_int_index(t->dtype) || t->numel != 1) return -1;
+    if (!rill__is_index_dtype(t->dtype) || t->numel != 1) return -1;
     return rill_tensor_get_int64(t, 0);
-}
-
-static rill_output out0(rill_node *n)
-{
-    return (rill_output){n, 0};
 }
 
 /* --- segment reductions --- */
 
-static bool check_ids_prefix(rill_node *n, rill_status *s)
-{
-    rill_shape d = rill__in_shape(n, 0), ids = rill__in_shape(n, 1);
-    if (d.rank < 0 || ids.rank < 0) return true;
-    bool ok = ids.rank <= d.rank;
-    for (int i = 0; ok && i < ids.rank; i++)
-        if (d.dims[i] >= 0 && ids.dims[i] >= 0 && d.dims[i] != ids.dims[i]) ok = false;
-    if (!ok) {
-        char a[96], b[96];
-        rill_status_set(s, RILL_INVALID_ARGUMENT,
-                        "data.shape = %s does not start with segment_ids.shape = %s",
-                        rill_shape_str(&d, a, sizeof a), rill_shape_str(&ids, b, sizeof b));
-    }
-    return ok;
-}
-
 static void segment_shape(rill_node *n, rill_status *s)
 {
-    if (!check_real(n, 0, s) || !check_index_dtype(n, 1, "segment_ids", s)) return;
+    if (!check_real(n, 0, s) || !rill__check_index(n, 1, "segment_ids", s)) return;
     rill_shape d = rill__in_shape(n, 0), ids = rill__in_shape(n, 1);
     if (ids.rank >= 0 && ids.rank != 1) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
@@ -89,7 +52,7 @@ static void segment_shape(rill_node *n, rill_status *s)
                         n->name, n->op->name);
         return;
     }
-    if (!check_ids_prefix(n, s)) return;
+    if (!rill__check_ids_prefix(n, s)) return;
     n->out_dtypes[0] = rill__in_dtype(n, 0);
     if (d.rank < 1) {
         n->out_shapes[0] = rill_shape_unknown();
@@ -101,8 +64,8 @@ static void segment_shape(rill_node *n, rill_status *s)
 
 static void unsorted_segment_shape(rill_node *n, rill_status *s)
 {
-    if (!check_real(n, 0, s) || !check_index_dtype(n, 1, "segment_ids", s) ||
-        !check_index_dtype(n, 2, "num_segments", s) || !check_ids_prefix(n, s))
+    if (!check_real(n, 0, s) || !rill__check_index(n, 1, "segment_ids", s) ||
+        !rill__check_index(n, 2, "num_segments", s) || !rill__check_ids_prefix(n, s))
         return;
     if (rill__in_shape(n, 2).rank > 0) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
@@ -134,9 +97,9 @@ static void segment_grad(rill_graph *g, rill_node *n, const rill_output *dy, ril
 {
     for (int i = 0; i < n->ninputs; i++) dx[i] = (rill_output){NULL, 0};
     if (!dy[0].node) return;
-    rill_output in[] = {n->inputs[0], n->inputs[1], out0(n), dy[0]};
+    rill_output in[] = {n->inputs[0], n->inputs[1], rill__out0(n), dy[0]};
     rill__attr a[] = {RILL__A_INT("reduce", reduce_code(n->op->name))};
-    dx[0] = out0(rill__node_create(g, "_SegmentReduceGrad", NULL, in, 4, a, 1));
+    dx[0] = rill__out0(rill__node_create(g, "_SegmentReduceGrad", NULL, in, 4, a, 1));
 }
 
 static void segment_reduce_grad_shape(rill_node *n, rill_status *s)
@@ -148,7 +111,7 @@ static void segment_reduce_grad_shape(rill_node *n, rill_status *s)
                         n->name, rill_dtype_name(t));
         return;
     }
-    if (!check_index_dtype(n, 1, "segment_ids", s)) return;
+    if (!rill__check_index(n, 1, "segment_ids", s)) return;
     n->out_dtypes[0] = t;
     n->out_shapes[0] = rill__in_shape(n, 0);
 }
@@ -157,7 +120,7 @@ static void segment_reduce_grad_shape(rill_node *n, rill_status *s)
 
 static void tensor_scatter_shape(rill_node *n, rill_status *s)
 {
-    if (!check_index_dtype(n, 1, "indices", s)) return;
+    if (!rill__check_index(n, 1, "indices", s)) return;
     rill_dtype tt = rill__in_dtype(n, 0), ut = rill__in_dtype(n, 2);
     if (tt != ut) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
@@ -190,7 +153,7 @@ static void tensor_scatter_shape(rill_node *n, rill_status *s)
 static rill_output gather_nd(rill_graph *g, rill_output params, rill_output indices)
 {
     rill_output in[] = {params, indices};
-    return out0(rill__node_create(g, "GatherNd", NULL, in, 2, NULL, 0));
+    return rill__out0(rill__node_create(g, "GatherNd", NULL, in, 2, NULL, 0));
 }
 
 static void tensor_scatter_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
@@ -202,7 +165,7 @@ static void tensor_scatter_grad(rill_graph *g, rill_node *n, const rill_output *
     if (strcmp(op, "TensorScatterUpdate") == 0) {
         /* the overwritten elements of tensor get nothing */
         rill_output in[] = {dy[0], ix, rill_zeros_like(g, n->inputs[2], NULL)};
-        dx[0] = out0(rill__node_create(g, "TensorScatterUpdate", NULL, in, 3, NULL, 0));
+        dx[0] = rill__out0(rill__node_create(g, "TensorScatterUpdate", NULL, in, 3, NULL, 0));
         dx[2] = gather_nd(g, dy[0], ix);
     } else if (strcmp(op, "TensorScatterAdd") == 0) {
         dx[0] = rill_identity(g, dy[0], NULL);
@@ -211,7 +174,7 @@ static void tensor_scatter_grad(rill_graph *g, rill_node *n, const rill_output *
         dx[0] = rill_identity(g, dy[0], NULL);
         dx[2] = rill_neg(g, gather_nd(g, dy[0], ix), NULL);
     } else {
-        rill_output in[] = {n->inputs[0], ix, n->inputs[2], out0(n), dy[0]};
+        rill_output in[] = {n->inputs[0], ix, n->inputs[2], rill__out0(n), dy[0]};
         rill_node *gn = rill__node_create(g, "_TensorScatterMinMaxGrad", NULL, in, 5, NULL, 0);
         dx[0] = (rill_output){gn, 0};
         dx[2] = (rill_output){gn, 1};
@@ -248,7 +211,7 @@ static bool check_updates_dtype(rill_node *n, rill_status *s)
 
 static void scatter_nd_ref_shape(rill_node *n, rill_status *s)
 {
-    if (!check_index_dtype(n, 1, "indices", s) || !check_updates_dtype(n, s)) return;
+    if (!rill__check_index(n, 1, "indices", s) || !check_updates_dtype(n, s)) return;
     rill_shape r = rill__in_shape(n, 0), ix = rill__in_shape(n, 1), u = rill__in_shape(n, 2);
     n->out_dtypes[0] = rill__in_dtype(n, 0);
     n->out_shapes[0] = r;
@@ -272,7 +235,7 @@ static void scatter_nd_ref_shape(rill_node *n, rill_status *s)
 
 static void scatter_ref_shape(rill_node *n, rill_status *s)
 {
-    if (!check_index_dtype(n, 1, "indices", s) || !check_updates_dtype(n, s)) return;
+    if (!rill__check_index(n, 1, "indices", s) || !check_updates_dtype(n, s)) return;
     rill_shape r = rill__in_shape(n, 0), ix = rill__in_shape(n, 1), u = rill__in_shape(n, 2);
     if (r.rank >= 0 && ix.rank >= 0 && u.rank > 0) {
         bool ok = r.rank >= 1 && u.rank == ix.rank + r.rank - 1;

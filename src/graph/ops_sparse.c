@@ -16,22 +16,6 @@
 
 #include <string.h>
 
-static bool is_index(rill_dtype t)
-{
-    return t == RILL_INT32 || t == RILL_INT64;
-}
-
-static bool check_index(const rill_node *n, int i, const char *param, rill_status *s)
-{
-    rill_dtype t = rill__in_dtype(n, i);
-    if (is_index(t)) return true;
-    rill_status_set(s, RILL_INVALID_ARGUMENT,
-                    "Value passed to parameter '%s' has DataType %s not in list of allowed "
-                    "values: int32, int64",
-                    param, rill_dtype_name(t));
-    return false;
-}
-
 /* The shape an int vector input i stands for: a Const's values, else unknown dims (of known
  * rank when the vector's length is known). */
 static rill_shape shape_of_input(const rill_node *n, int i)
@@ -39,7 +23,7 @@ static rill_shape shape_of_input(const rill_node *n, int i)
     rill_output o = n->inputs[i];
     if (strcmp(o.node->op->name, "Const") == 0) {
         const rill_tensor *t = rill__node_attr(o.node, "value")->v.tensor;
-        if (is_index(t->dtype) && t->shape.rank == 1 && t->numel <= RILL_MAX_DIMS) {
+        if (rill__is_index_dtype(t->dtype) && t->shape.rank == 1 && t->numel <= RILL_MAX_DIMS) {
             int64_t v[RILL_MAX_DIMS];
             for (int64_t k = 0; k < t->numel; k++) {
                 v[k] = rill_tensor_get_int64(t, k);
@@ -61,7 +45,7 @@ static rill_shape shape_of_input(const rill_node *n, int i)
 
 static void sparse_to_dense_shape(rill_node *n, rill_status *s)
 {
-    if (!check_index(n, 0, "sparse_indices", s) ||
+    if (!rill__check_index(n, 0, "sparse_indices", s) ||
         !rill__check_same_dtype(n, 1, "output_shape", 0, "sparse_indices", s) ||
         !rill__check_same_dtype(n, 3, "default_value", 2, "sparse_values", s) ||
         !rill__check_rank(n, 1, 1, false, s))
@@ -76,11 +60,6 @@ static void sparse_to_dense_shape(rill_node *n, rill_status *s)
     n->out_shapes[0] = shape_of_input(n, 1);
 }
 
-static rill_output out0(rill_node *n)
-{
-    return (rill_output){n, 0};
-}
-
 static void sparse_to_dense_grad(rill_graph *g, rill_node *n, const rill_output *dy,
                                  rill_output *dx)
 {
@@ -88,7 +67,7 @@ static void sparse_to_dense_grad(rill_graph *g, rill_node *n, const rill_output 
     rill_shape is = rill_output_shape(ix), vs = rill_output_shape(n->inputs[2]);
     if (is.rank != 2) ix = rill_reshape(g, ix, (int64_t[]){-1, 1}, 2, NULL);
     rill_output in[] = {dy[0], ix};
-    rill_output vg = out0(rill__node_create(g, "GatherNd", NULL, in, 2, NULL, 0));
+    rill_output vg = rill__out0(rill__node_create(g, "GatherNd", NULL, in, 2, NULL, 0));
     if (vs.rank == 0) vg = rill_sum(g, vg, NULL, -1, false, NULL);
     dx[0] = dx[1] = (rill_output){NULL, 0};
     dx[2] = vg;
@@ -125,53 +104,14 @@ static void ctc_greedy_shape(rill_node *n, rill_status *s)
 
 static void unigram_sampler_shape(rill_node *n, rill_status *s)
 {
-    int64_t num_true = rill__attr_int(n, "num_true", 1);
-    int64_t num_sampled = rill__attr_int(n, "num_sampled", -1);
-    int64_t range_max = rill__attr_int(n, "range_max", -1);
-    if (rill__in_dtype(n, 0) != RILL_INT64) {
+    rill__sampler_shape(n, s);
+    if (!rill_status_ok(s) || strcmp(n->op->name, "FixedUnigramCandidateSampler") != 0) return;
+    int64_t shards = rill__attr_int(n, "num_shards", 1), shard = rill__attr_int(n, "shard", 0);
+    if (shards < 1 || shard < 0 || rill__attr_int(n, "num_reserved_ids", 0) < 0)
         rill_status_set(s, RILL_INVALID_ARGUMENT,
-                        "Value passed to parameter 'true_classes' has DataType %s not in list of "
-                        "allowed values: int64",
-                        rill_dtype_name(rill__in_dtype(n, 0)));
-        return;
-    }
-    if (num_true < 1 || num_sampled < 1 || range_max < 1) {
-        rill_status_set(s, RILL_INVALID_ARGUMENT,
-                        "%s '%s': num_true, num_sampled and range_max must be >= 1 (got %lld, "
-                        "%lld, %lld)",
-                        n->op->name, n->name, (long long)num_true, (long long)num_sampled,
-                        (long long)range_max);
-        return;
-    }
-    if (rill__attr_bool(n, "unique", false) && num_sampled > range_max) {
-        rill_status_set(s, RILL_INVALID_ARGUMENT, "Sampler's range is too small.");
-        return;
-    }
-    if (strcmp(n->op->name, "FixedUnigramCandidateSampler") == 0) {
-        int64_t shards = rill__attr_int(n, "num_shards", 1), shard = rill__attr_int(n, "shard", 0);
-        if (shards < 1 || shard < 0 || rill__attr_int(n, "num_reserved_ids", 0) < 0) {
-            rill_status_set(s, RILL_INVALID_ARGUMENT,
-                            "FixedUnigramCandidateSampler '%s': num_shards must be >= 1, shard "
-                            "and num_reserved_ids >= 0",
-                            n->name);
-            return;
-        }
-    }
-    rill_shape t = rill__in_shape(n, 0);
-    if (t.rank >= 0 && t.rank != 2) {
-        rill_status_set(s, RILL_INVALID_ARGUMENT, "true_classes must be a matrix");
-        return;
-    }
-    if (t.rank == 2 && t.dims[1] >= 0 && t.dims[1] != num_true) {
-        rill_status_set(s, RILL_INVALID_ARGUMENT,
-                        "true_classes must have num_true columns, expected: %lld was: %lld",
-                        (long long)num_true, (long long)t.dims[1]);
-        return;
-    }
-    n->out_dtypes[0] = RILL_INT64;
-    n->out_dtypes[1] = n->out_dtypes[2] = RILL_FLOAT;
-    n->out_shapes[0] = n->out_shapes[2] = rill_shape_vector(num_sampled);
-    n->out_shapes[1] = rill_shape_make(2, (int64_t[]){t.rank == 2 ? t.dims[0] : -1, num_true});
+                        "FixedUnigramCandidateSampler '%s': num_shards must be >= 1, shard and "
+                        "num_reserved_ids >= 0",
+                        n->name);
 }
 
 const rill__op_def rill__ops_sparse[] = {

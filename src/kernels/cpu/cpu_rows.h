@@ -1,8 +1,8 @@
 /* cpu_rows.h - what the row-wise CPU kernels share (cpu_index.c: gathers, scatters, segment sums;
  * cpu_sparse_apply.c: the sparse optimizer updates): adding a run of elements of any numeric
- * dtype into another, reading an int32/int64 index, formatting an index's position as TF's
- * SliceDebugString does, and making a variable's value writable (copy-on-write, as
- * cpu_state.c's updates do). */
+ * dtype into another, reading an int32/int64 index, checking segment ids against data, formatting
+ * an index's position as TF's SliceDebugString does, and making a variable's value writable
+ * (copy-on-write, as cpu_state.c's updates do). */
 #ifndef RILL_KERNELS_CPU_ROWS_H
 #define RILL_KERNELS_CPU_ROWS_H
 
@@ -16,6 +16,22 @@ static inline int64_t rill__index_at(const rill_tensor *t, int64_t i)
 {
     return t->dtype == RILL_INT32 ? ((const int32_t *)t->buf->data)[i]
                                   : ((const int64_t *)t->buf->data)[i];
+}
+
+/* segment_ids' shape starts data's: else false, and TF's text in ctx. */
+static inline bool rill__ids_prefix_ok(rill__kctx *ctx, const rill_tensor *d,
+                                       const rill_tensor *ids)
+{
+    bool ok = ids->shape.rank <= d->shape.rank;
+    for (int i = 0; ok && i < ids->shape.rank; i++) ok = ids->shape.dims[i] == d->shape.dims[i];
+    if (!ok) {
+        char a[96], b[96];
+        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                        "data.shape = %s does not start with segment_ids.shape = %s",
+                        rill_shape_str(&d->shape, a, sizeof a),
+                        rill_shape_str(&ids->shape, b, sizeof b));
+    }
+    return ok;
 }
 
 /* dst[0..n) += sign * src[0..n) (sign 0: dst = src), dtype t. False for a dtype without

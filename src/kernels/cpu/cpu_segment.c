@@ -214,26 +214,12 @@ static void segment_kernel(rill__kctx *ctx)
 
 /* --- UnsortedSegmentMax / Min / Prod --- */
 
-static bool ids_prefix_ok(rill__kctx *ctx, const rill_tensor *d, const rill_tensor *ids)
-{
-    bool ok = ids->shape.rank <= d->shape.rank;
-    for (int i = 0; ok && i < ids->shape.rank; i++) ok = ids->shape.dims[i] == d->shape.dims[i];
-    if (!ok) {
-        char a[96], b[96];
-        rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                        "data.shape = %s does not start with segment_ids.shape = %s",
-                        rill_shape_str(&d->shape, a, sizeof a),
-                        rill_shape_str(&ids->shape, b, sizeof b));
-    }
-    return ok;
-}
-
 static void unsorted_segment_kernel(rill__kctx *ctx)
 {
     const rill_tensor *d = ctx->inputs[0], *ids = ctx->inputs[1];
     int64_t k = rill__index_at(ctx->inputs[2], 0);
     int op = op_code(ctx->node->op->name);
-    if (!check_numeric(ctx, d->dtype) || !ids_prefix_ok(ctx, d, ids)) return;
+    if (!check_numeric(ctx, d->dtype) || !rill__ids_prefix_ok(ctx, d, ids)) return;
     if (k < 0) {
         rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
                         "Input num_segments == %lld must not be negative.", (long long)k);
