@@ -5,7 +5,8 @@
  *   - a deterministic random source (oc_uniform), so every run checks the same numbers;
  *   - tensors built from double values in any numeric dtype (oc_tensor, oc_random);
  *   - running one fetch in a session (oc_run) and comparing a result with a double-precision
- *     reference at a tolerance that suits the dtype (oc_check_tensor);
+ *     reference at a tolerance that suits the dtype (oc_check_tensor), or, for sums of many
+ *     products, one relative to the largest reference magnitude (oc_check_close);
  *   - reference broadcasting (oc_bcast_index), the numpy rule the binary ops follow;
  *   - the gradient checker (oc_grad_check): y = f(x...) with the xs as double placeholders,
  *     L = sum(w * y) with a fixed random w, then dL/dx from rill_gradients against central finite
@@ -242,6 +243,58 @@ static inline bool oc_check_tensor(const char *label, const rill_tensor *t, rill
     if (bad == 0) return CHECK(bad == 0);
     fprintf(stderr, "  %d of %lld elements differ\n", bad, (long long)n);
     return false;
+}
+
+/* A new array of n uniform values in [lo, hi) rounded to dtype t; the caller frees it. */
+static inline double *oc_randv(int64_t n, double lo, double hi, rill_dtype t)
+{
+    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++) v[i] = oc_round_to(t, oc_uniform(lo, hi));
+    return v;
+}
+
+/* As oc_check_tensor, for float and double sums of many products (convolutions): the tolerance
+ * is relative to the largest reference magnitude, since the sums cancel and an elementwise
+ * relative bound would be meaningless near zero. */
+static inline bool oc_check_close(const char *label, const rill_tensor *t, rill_dtype dt,
+                                  const int64_t *dims, int rank, const double *ref)
+{
+    if (!CHECK(t != NULL) || !CHECK_EQ_INT(rill_tensor_dtype(t), dt) ||
+        !CHECK_EQ_INT(rill_tensor_rank(t), rank)) {
+        fprintf(stderr, "  case: %s\n", label);
+        return false;
+    }
+    for (int i = 0; i < rank; i++)
+        if (!CHECK_EQ_INT(rill_tensor_dim(t, i), dims[i])) {
+            fprintf(stderr, "  case: %s (dim %d)\n", label, i);
+            return false;
+        }
+    int64_t n = oc_numel(dims, rank);
+    double scale = 1;
+    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(ref[i]));
+    double tol = (dt == RILL_FLOAT ? 1e-5 : 1e-12) * scale;
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double got = rill_tensor_get_double(t, i);
+        if (fabs(got - ref[i]) <= tol) continue;
+        if (bad++ < 3)
+            fprintf(stderr, "%s: element %lld: got %.10g, want %.10g\n", label, (long long)i, got,
+                    ref[i]);
+    }
+    if (!CHECK(bad == 0))
+        fprintf(stderr, "  case: %s: %d of %lld differ\n", label, bad, (long long)n);
+    return bad == 0;
+}
+
+/* An int32 Const vector of d[0..n): the size input of a backprop op. */
+static inline rill_output oc_sizes_const(rill_graph *g, const int64_t *d, int n)
+{
+    int64_t len = n;
+    rill_tensor *t = rill_tensor_new(RILL_INT32, &len, 1);
+    for (int i = 0; i < n; i++) ((int32_t *)rill_tensor_data(t))[i] = (int32_t)d[i];
+    rill_output o = rill_const(g, t, NULL);
+    rill_tensor_free(t);
+    return o;
 }
 
 /* --- broadcasting reference --- */

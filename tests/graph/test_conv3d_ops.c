@@ -133,54 +133,6 @@ static void pool_ref(const geo *g, const double *x, const double *dy, double *ym
 
 /* --- helpers --- */
 
-static double *randv(int64_t n, double lo, double hi, rill_dtype t)
-{
-    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-    for (int64_t i = 0; i < n; i++) v[i] = oc_round_to(t, oc_uniform(lo, hi));
-    return v;
-}
-
-/* t against ref, tolerance relative to the largest reference magnitude. */
-static bool check_close(const char *label, const rill_tensor *t, rill_dtype dt, const int64_t *dims,
-                        const double *ref)
-{
-    if (!CHECK(t != NULL) || !CHECK_EQ_INT(rill_tensor_dtype(t), dt) ||
-        !CHECK_EQ_INT(rill_tensor_rank(t), 5)) {
-        fprintf(stderr, "  case: %s\n", label);
-        return false;
-    }
-    for (int i = 0; i < 5; i++)
-        if (!CHECK_EQ_INT(rill_tensor_dim(t, i), dims[i])) {
-            fprintf(stderr, "  case: %s (dim %d)\n", label, i);
-            return false;
-        }
-    int64_t n = oc_numel(dims, 5);
-    double scale = 1;
-    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(ref[i]));
-    double tol = (dt == RILL_FLOAT ? 1e-5 : 1e-12) * scale;
-    int bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double got = rill_tensor_get_double(t, i);
-        if (fabs(got - ref[i]) <= tol) continue;
-        if (bad++ < 3)
-            fprintf(stderr, "%s: element %lld: got %.10g, want %.10g\n", label, (long long)i, got,
-                    ref[i]);
-    }
-    if (!CHECK(bad == 0))
-        fprintf(stderr, "  case: %s: %d of %lld differ\n", label, bad, (long long)n);
-    return bad == 0;
-}
-
-static rill_output sizes_const(rill_graph *g, const int64_t *d)
-{
-    int64_t five = 5;
-    rill_tensor *t = rill_tensor_new(RILL_INT32, &five, 1);
-    for (int i = 0; i < 5; i++) ((int32_t *)rill_tensor_data(t))[i] = (int32_t)d[i];
-    rill_output o = rill_const(g, t, NULL);
-    rill_tensor_free(t);
-    return o;
-}
-
 /* The window attrs of one op: strides, dilations (convolutions) or ksize (pools), padding. */
 typedef struct win {
     int64_t st[5], ex[5];
@@ -235,7 +187,8 @@ static void test_conv_forward(void)
                     wd[5] = {g.k[0], g.k[1], g.k[2], g.c, g.f},
                     yd[5] = {g.n, g.out[0], g.out[1], g.out[2], g.f};
             int64_t nx = oc_numel(xd, 5), nw = oc_numel(wd, 5), ny = oc_numel(yd, 5);
-            double *x = randv(nx, -1, 1, t), *w = randv(nw, -1, 1, t), *dy = randv(ny, -1, 1, t);
+            double *x = oc_randv(nx, -1, 1, t), *w = oc_randv(nw, -1, 1, t),
+                   *dy = oc_randv(ny, -1, 1, t);
             double *y = malloc(sizeof(double) * (size_t)ny),
                    *dx = malloc(sizeof(double) * (size_t)nx),
                    *dw = malloc(sizeof(double) * (size_t)nw);
@@ -248,10 +201,12 @@ static void test_conv_forward(void)
                 ph[i] = rill_placeholder(gr, t, *rill_tensor_shape(vals[i]), NULL);
             win wa = win_of(&g, false);
             rill_output yo = op3d(gr, "Conv3D", (rill_output[]){ph[0], ph[1]}, 2, &wa, NULL);
-            rill_output bi = op3d(gr, "Conv3DBackpropInputV2",
-                                  (rill_output[]){sizes_const(gr, xd), ph[1], ph[2]}, 3, &wa, NULL);
-            rill_output bf = op3d(gr, "Conv3DBackpropFilterV2",
-                                  (rill_output[]){ph[0], sizes_const(gr, wd), ph[2]}, 3, &wa, NULL);
+            rill_output bi =
+                op3d(gr, "Conv3DBackpropInputV2",
+                     (rill_output[]){oc_sizes_const(gr, xd, 5), ph[1], ph[2]}, 3, &wa, NULL);
+            rill_output bf =
+                op3d(gr, "Conv3DBackpropFilterV2",
+                     (rill_output[]){ph[0], oc_sizes_const(gr, wd, 5), ph[2]}, 3, &wa, NULL);
             char label[160];
             snprintf(label, sizeof label, "conv3d case %zu %s", ci, rill_dtype_name(t));
             if (CHECK(rill_graph_ok(gr))) {
@@ -268,7 +223,7 @@ static void test_conv_forward(void)
                     rill_tensor *r = oc_run(s, outs[o], ph, vals, 3);
                     char l2[200];
                     snprintf(l2, sizeof l2, "%s output %d", label, o);
-                    check_close(l2, r, t, dims[o], refs[o]);
+                    oc_check_close(l2, r, t, dims[o], 5, refs[o]);
                     rill_tensor_free(r);
                 }
                 rill_session_free(s);
@@ -301,7 +256,7 @@ static void test_pool_forward(void)
             int64_t xd[5] = {g.n, g.in[0], g.in[1], g.in[2], g.c},
                     yd[5] = {g.n, g.out[0], g.out[1], g.out[2], g.c};
             int64_t nx = oc_numel(xd, 5), ny = oc_numel(yd, 5);
-            double *x = randv(nx, -1, 1, t), *dy = randv(ny, -1, 1, t);
+            double *x = oc_randv(nx, -1, 1, t), *dy = oc_randv(ny, -1, 1, t);
             /* -1, 0 and 1 only: windows hold their maximum more than once, and every place of
              * it gets the gradient */
             for (int64_t i = 0; ties && i < nx; i++) x[i] = (double)lround(x[i] * 1.5);
@@ -319,8 +274,8 @@ static void test_pool_forward(void)
             rill_output ap = op3d(gr, "AvgPool3D", ph, 1, &wa, NULL);
             rill_output mg =
                 op3d(gr, "MaxPool3DGrad", (rill_output[]){ph[0], mp, ph[1]}, 3, &wa, NULL);
-            rill_output ag = op3d(gr, "AvgPool3DGrad", (rill_output[]){sizes_const(gr, xd), ph[1]},
-                                  2, &wa, NULL);
+            rill_output ag = op3d(gr, "AvgPool3DGrad",
+                                  (rill_output[]){oc_sizes_const(gr, xd, 5), ph[1]}, 2, &wa, NULL);
             char label[160];
             snprintf(label, sizeof label, "pool3d case %zu %s%s", ci, rill_dtype_name(t),
                      ties ? " ties" : "");
@@ -335,7 +290,7 @@ static void test_pool_forward(void)
                     rill_tensor *r = oc_run(s, outs[o], ph, vals, 2);
                     char l2[200];
                     snprintf(l2, sizeof l2, "%s output %d", label, o);
-                    check_close(l2, r, t, o < 2 ? yd : xd, refs[o]);
+                    oc_check_close(l2, r, t, o < 2 ? yd : xd, 5, refs[o]);
                     rill_tensor_free(r);
                 }
                 rill_session_free(s);
@@ -360,13 +315,14 @@ static rill_output build_one(rill_graph *g, const rill_output *xs, void *arg)
     grad_ctx *c = arg;
     if (strcmp(c->op, "Conv3D") == 0) return op3d(g, c->op, xs, 2, &c->w, NULL);
     if (strcmp(c->op, "Conv3DBackpropInputV2") == 0)
-        return op3d(g, c->op, (rill_output[]){sizes_const(g, c->w.sizes), xs[0], xs[1]}, 3, &c->w,
-                    NULL);
+        return op3d(g, c->op, (rill_output[]){oc_sizes_const(g, c->w.sizes, 5), xs[0], xs[1]}, 3,
+                    &c->w, NULL);
     if (strcmp(c->op, "Conv3DBackpropFilterV2") == 0)
-        return op3d(g, c->op, (rill_output[]){xs[0], sizes_const(g, c->w.sizes), xs[1]}, 3, &c->w,
-                    NULL);
+        return op3d(g, c->op, (rill_output[]){xs[0], oc_sizes_const(g, c->w.sizes, 5), xs[1]}, 3,
+                    &c->w, NULL);
     if (strcmp(c->op, "AvgPool3DGrad") == 0)
-        return op3d(g, c->op, (rill_output[]){sizes_const(g, c->w.sizes), xs[0]}, 2, &c->w, NULL);
+        return op3d(g, c->op, (rill_output[]){oc_sizes_const(g, c->w.sizes, 5), xs[0]}, 2, &c->w,
+                    NULL);
     return op3d(g, c->op, xs, 1, &c->w, NULL);
 }
 

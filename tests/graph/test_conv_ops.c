@@ -111,55 +111,6 @@ static void pool_ref(const geo *g, const double *x, const double *dy, double *ym
 
 /* --- helpers --- */
 
-static double *randv(int64_t n, double lo, double hi, rill_dtype t)
-{
-    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-    for (int64_t i = 0; i < n; i++) v[i] = oc_round_to(t, oc_uniform(lo, hi));
-    return v;
-}
-
-/* t against ref with a tolerance relative to the largest reference magnitude (sums of many
- * products cancel; an elementwise relative bound would be meaningless near zero). */
-static bool check_close(const char *label, const rill_tensor *t, rill_dtype dt, const int64_t *dims,
-                        const double *ref)
-{
-    if (!CHECK(t != NULL) || !CHECK_EQ_INT(rill_tensor_dtype(t), dt) ||
-        !CHECK_EQ_INT(rill_tensor_rank(t), 4)) {
-        fprintf(stderr, "  case: %s\n", label);
-        return false;
-    }
-    for (int i = 0; i < 4; i++)
-        if (!CHECK_EQ_INT(rill_tensor_dim(t, i), dims[i])) {
-            fprintf(stderr, "  case: %s (dim %d)\n", label, i);
-            return false;
-        }
-    int64_t n = oc_numel(dims, 4);
-    double scale = 1;
-    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(ref[i]));
-    double tol = (dt == RILL_FLOAT ? 1e-5 : 1e-12) * scale;
-    int bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double got = rill_tensor_get_double(t, i);
-        if (fabs(got - ref[i]) <= tol) continue;
-        if (bad++ < 3)
-            fprintf(stderr, "%s: element %lld: got %.10g, want %.10g\n", label, (long long)i, got,
-                    ref[i]);
-    }
-    if (!CHECK(bad == 0))
-        fprintf(stderr, "  case: %s: %d of %lld differ\n", label, bad, (long long)n);
-    return bad == 0;
-}
-
-static rill_output sizes_const(rill_graph *g, const int64_t *d)
-{
-    int64_t four = 4;
-    rill_tensor *t = rill_tensor_new(RILL_INT32, &four, 1);
-    for (int i = 0; i < 4; i++) ((int32_t *)rill_tensor_data(t))[i] = (int32_t)d[i];
-    rill_output o = rill_const(g, t, NULL);
-    rill_tensor_free(t);
-    return o;
-}
-
 /* --- forward checks --- */
 
 static const geo conv_cases[] = {
@@ -187,7 +138,8 @@ static void test_conv_forward(void)
             int64_t xd[4] = {g.n, g.h, g.w, g.c}, wd[4] = {g.kh, g.kw, g.c, g.f},
                     yd[4] = {g.n, g.oh, g.ow, g.f};
             int64_t nx = oc_numel(xd, 4), nw = oc_numel(wd, 4), ny = oc_numel(yd, 4);
-            double *x = randv(nx, -1, 1, t), *w = randv(nw, -1, 1, t), *dy = randv(ny, -1, 1, t);
+            double *x = oc_randv(nx, -1, 1, t), *w = oc_randv(nw, -1, 1, t),
+                   *dy = oc_randv(ny, -1, 1, t);
             double *y = malloc(sizeof(double) * (size_t)ny),
                    *dx = malloc(sizeof(double) * (size_t)nx),
                    *dw = malloc(sizeof(double) * (size_t)nw);
@@ -201,10 +153,10 @@ static void test_conv_forward(void)
             int st[4] = {1, (int)g.sh, (int)g.sw, 1}, dl[4] = {1, (int)g.dh, (int)g.dw, 1};
             const char *pad = g.same ? "SAME" : "VALID";
             rill_output yo = rill_conv2d(gr, ph[0], ph[1], st, pad, dl, NULL);
-            rill_output bi = rill_conv2d_backprop_input(gr, sizes_const(gr, xd), ph[1], ph[2], st,
-                                                        pad, dl, NULL);
-            rill_output bf = rill_conv2d_backprop_filter(gr, ph[0], sizes_const(gr, wd), ph[2], st,
-                                                         pad, dl, NULL);
+            rill_output bi = rill_conv2d_backprop_input(gr, oc_sizes_const(gr, xd, 4), ph[1], ph[2],
+                                                        st, pad, dl, NULL);
+            rill_output bf = rill_conv2d_backprop_filter(gr, ph[0], oc_sizes_const(gr, wd, 4),
+                                                         ph[2], st, pad, dl, NULL);
             char label[160];
             snprintf(label, sizeof label, "conv case %zu %s", ci, rill_dtype_name(t));
             if (CHECK(rill_graph_ok(gr))) {
@@ -216,13 +168,13 @@ static void test_conv_forward(void)
                 CHECK(rill_shape_equal(&bfs, rill_tensor_shape(vals[1])));
                 rill_session *s = oc_session(gr);
                 rill_tensor *r = oc_run(s, yo, ph, vals, 3);
-                check_close(label, r, t, yd, y);
+                oc_check_close(label, r, t, yd, 4, y);
                 rill_tensor_free(r);
                 r = oc_run(s, bi, ph, vals, 3);
-                check_close(label, r, t, xd, dx);
+                oc_check_close(label, r, t, xd, 4, dx);
                 rill_tensor_free(r);
                 r = oc_run(s, bf, ph, vals, 3);
-                check_close(label, r, t, wd, dw);
+                oc_check_close(label, r, t, wd, 4, dw);
                 rill_tensor_free(r);
                 rill_session_free(s);
             } else {
@@ -254,7 +206,7 @@ static void test_pool_forward(void)
             geo_finish(&g);
             int64_t xd[4] = {g.n, g.h, g.w, g.c}, yd[4] = {g.n, g.oh, g.ow, g.c};
             int64_t nx = oc_numel(xd, 4), ny = oc_numel(yd, 4);
-            double *x = randv(nx, -1, 1, t), *dy = randv(ny, -1, 1, t);
+            double *x = oc_randv(nx, -1, 1, t), *dy = oc_randv(ny, -1, 1, t);
             /* -1, 0 and 1 only: most windows hold their maximum twice or more, and its first
              * place in row-major order gets the gradient */
             for (int64_t i = 0; ties && i < nx; i++) x[i] = (double)lround(x[i] * 1.5);
@@ -272,7 +224,8 @@ static void test_pool_forward(void)
             rill_output mp = rill_max_pool(gr, ph[0], k, st, pad, NULL);
             rill_output ap = rill_avg_pool(gr, ph[0], k, st, pad, NULL);
             rill_output mg = rill_max_pool_grad(gr, ph[0], mp, ph[1], k, st, pad, NULL);
-            rill_output ag = rill_avg_pool_grad(gr, sizes_const(gr, xd), ph[1], k, st, pad, NULL);
+            rill_output ag =
+                rill_avg_pool_grad(gr, oc_sizes_const(gr, xd, 4), ph[1], k, st, pad, NULL);
             char label[160];
             snprintf(label, sizeof label, "pool case %zu %s%s", ci, rill_dtype_name(t),
                      ties ? " ties" : "");
@@ -287,7 +240,7 @@ static void test_pool_forward(void)
                     rill_tensor *r = oc_run(s, outs[o], ph, vals, 2);
                     char l2[200];
                     snprintf(l2, sizeof l2, "%s output %d", label, o);
-                    check_close(l2, r, t, o < 2 ? yd : xd, refs[o]);
+                    oc_check_close(l2, r, t, o < 2 ? yd : xd, 4, refs[o]);
                     rill_tensor_free(r);
                 }
                 rill_session_free(s);
@@ -309,8 +262,8 @@ static void test_conv_chunked(void)
     int64_t xd[4] = {g.n, g.h, g.w, g.c}, wd[4] = {g.kh, g.kw, g.c, g.f},
             yd[4] = {g.n, g.oh, g.ow, g.f};
     int64_t nx = oc_numel(xd, 4), nw = oc_numel(wd, 4), ny = oc_numel(yd, 4);
-    double *x = randv(nx, -1, 1, RILL_DOUBLE), *w = randv(nw, -1, 1, RILL_DOUBLE),
-           *dy = randv(ny, -1, 1, RILL_DOUBLE);
+    double *x = oc_randv(nx, -1, 1, RILL_DOUBLE), *w = oc_randv(nw, -1, 1, RILL_DOUBLE),
+           *dy = oc_randv(ny, -1, 1, RILL_DOUBLE);
     double *y = malloc(sizeof(double) * (size_t)ny), *dx = malloc(sizeof(double) * (size_t)nx),
            *dw = malloc(sizeof(double) * (size_t)nw);
     conv_ref(&g, x, w, dy, y, dx, dw);
@@ -322,19 +275,19 @@ static void test_conv_chunked(void)
         ph[i] = rill_placeholder(gr, RILL_DOUBLE, *rill_tensor_shape(vals[i]), NULL);
     int st[4] = {1, 1, 1, 1};
     rill_output yo = rill_conv2d(gr, ph[0], ph[1], st, "SAME", NULL, NULL);
-    rill_output bi =
-        rill_conv2d_backprop_input(gr, sizes_const(gr, xd), ph[1], ph[2], st, "SAME", NULL, NULL);
-    rill_output bf =
-        rill_conv2d_backprop_filter(gr, ph[0], sizes_const(gr, wd), ph[2], st, "SAME", NULL, NULL);
+    rill_output bi = rill_conv2d_backprop_input(gr, oc_sizes_const(gr, xd, 4), ph[1], ph[2], st,
+                                                "SAME", NULL, NULL);
+    rill_output bf = rill_conv2d_backprop_filter(gr, ph[0], oc_sizes_const(gr, wd, 4), ph[2], st,
+                                                 "SAME", NULL, NULL);
     rill_session *s = oc_session(gr);
     rill_tensor *r = oc_run(s, yo, ph, vals, 3);
-    check_close("chunked conv2d", r, RILL_DOUBLE, yd, y);
+    oc_check_close("chunked conv2d", r, RILL_DOUBLE, yd, 4, y);
     rill_tensor_free(r);
     r = oc_run(s, bi, ph, vals, 3);
-    check_close("chunked backprop input", r, RILL_DOUBLE, xd, dx);
+    oc_check_close("chunked backprop input", r, RILL_DOUBLE, xd, 4, dx);
     rill_tensor_free(r);
     r = oc_run(s, bf, ph, vals, 3);
-    check_close("chunked backprop filter", r, RILL_DOUBLE, wd, dw);
+    oc_check_close("chunked backprop filter", r, RILL_DOUBLE, wd, 4, dw);
     rill_tensor_free(r);
     rill_session_free(s);
     for (int i = 0; i < 3; i++) rill_tensor_free(vals[i]);
@@ -359,15 +312,15 @@ static rill_output build_conv(rill_graph *g, const rill_output *xs, void *p)
 static rill_output build_bp_input(rill_graph *g, const rill_output *xs, void *p)
 {
     win_ctx *c = p;
-    return rill_conv2d_backprop_input(g, sizes_const(g, c->sizes), xs[0], xs[1], c->st, c->pad,
-                                      c->dl, NULL);
+    return rill_conv2d_backprop_input(g, oc_sizes_const(g, c->sizes, 4), xs[0], xs[1], c->st,
+                                      c->pad, c->dl, NULL);
 }
 
 static rill_output build_bp_filter(rill_graph *g, const rill_output *xs, void *p)
 {
     win_ctx *c = p;
-    return rill_conv2d_backprop_filter(g, xs[0], sizes_const(g, c->sizes), xs[1], c->st, c->pad,
-                                       c->dl, NULL);
+    return rill_conv2d_backprop_filter(g, xs[0], oc_sizes_const(g, c->sizes, 4), xs[1], c->st,
+                                       c->pad, c->dl, NULL);
 }
 
 static rill_output build_max_pool(rill_graph *g, const rill_output *xs, void *p)
@@ -385,7 +338,7 @@ static rill_output build_avg_pool(rill_graph *g, const rill_output *xs, void *p)
 static rill_output build_avg_pool_grad(rill_graph *g, const rill_output *xs, void *p)
 {
     win_ctx *c = p;
-    return rill_avg_pool_grad(g, sizes_const(g, c->sizes), xs[0], c->k, c->st, c->pad, NULL);
+    return rill_avg_pool_grad(g, oc_sizes_const(g, c->sizes, 4), xs[0], c->k, c->st, c->pad, NULL);
 }
 
 static void test_gradients(void)
