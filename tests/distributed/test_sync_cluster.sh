@@ -263,7 +263,7 @@ check "echo \"\$rl\" | grep -q '^weight: ${w0:-x},'" "(e) local_reload_test read
 out=$(RILL_LOCAL_PS=2 timeout 120 "$ROOT/scripts/local_cluster.sh" "$B" --issync=1 \
       --learning_rate=0.01 --train_steps=4000 --steps_to_validate=1000 --logdir="$D" \
       --sync_timeout=60 2>&1); rc=$?
-check "[ $rc -eq 0 ]" "(e) a restarted 2-ps cluster exits 0 (got $rc)"
+check "[ $rc -eq 0 ]" "(e) a restarted 2-ps cluster exits 0 (got $rc): $(echo "$out" | grep -v '^\[worker [0-9]\] step:' | tail -40)"
 check "echo \"\$out\" | grep -q 'Restoring parameters from $D/model.ckpt-3000'" \
   "(e) the restarted chief restores the sharded checkpoint: $(echo "$out" | grep -i restor)"
 check "grep -qx 'model_checkpoint_path: \"$D/model.ckpt-4000\"' '$D/checkpoint'" \
