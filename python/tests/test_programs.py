@@ -171,7 +171,10 @@ _spec("p03_logistic_regression.py", checks=[(ACC, 0.01, "last"),
 # the 5000 neighbours and 200 test images are a random draw (input_data reseeds numpy from the
 # OS unless a graph seed is set, as TF's does): the accuracy agrees within that draw's noise
 _spec("p04_nearest_neighbor.py", checks=[(ACC, 0.08, "last")])
-_spec("p05_mlp_layers.py", checks=[(ACC, 0.015, "last"), (r"(\S+:0 \(.*\))", 0, "exact")])
+# p05 and p10 draw their initial weights unseeded, so each run lands elsewhere: four runs of each
+# on both sides (EPYC, 2026-12-02) spread TF 0.8485-0.8618 / rill 0.8489-0.8578 for p05 and
+# TF 0.7838-0.8065 / rill 0.7609-0.8078 for p10; the tolerances cover that spread
+_spec("p05_mlp_layers.py", checks=[(ACC, 0.03, "last"), (r"(\S+:0 \(.*\))", 0, "exact")])
 _spec("p06_cnn_layers.py", checks=[(ACC, 0.025, "last"), (r"(\S+:0 \(.*\))", 0, "exact"),
                                    (r"(logits: .*)", 0, "exact")])
 _spec("p07_autoencoder.py", checks=[(r"Test reconstruction loss: ([-\d.e]+)", "15%", "last"),
@@ -181,7 +184,7 @@ _spec("p09_word2vec.py", checks=[(r"(Most common words: .*)", 0, "exact"),
                                  (r"(Vocabulary size: .*)", 0, "exact"),
                                  (r"Average Loss= ([-\d.e]+)", "30%", "last"),
                                  (r"same topic: (\d+)", 6, "last")])
-_spec("p10_estimator.py", checks=[(ACC, 0.03, "last"), (r"(Evaluated at step: .*)", 0, "exact"),
+_spec("p10_estimator.py", checks=[(ACC, 0.06, "last"), (r"(Evaluated at step: .*)", 0, "exact"),
                                   (r"(Checkpoint: .*)", 0, "exact"),
                                   (r"(Predictions: \d+) labels", 0, "exact")],
       skip_lines=[r"^INFO|^WARNING"])
