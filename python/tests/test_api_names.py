@@ -301,6 +301,44 @@ out["wrap"] = fl.text_wrap("one two three four five six", length=12, indent="  "
 print(json.dumps(out, sort_keys=True, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
 '''
 
+# name_scope's rules, as TF 1.x keeps them: what `as` yields, re-entry by a name ending in "/",
+# None and "" as the root, default_name, uniquifying, and name=<scope> naming an op after it
+NAME_SCOPE_SCRIPT = r"""
+import json, sys
+if sys.argv[1] == "tf":
+    import tensorflow.compat.v1 as tf
+    tf.disable_v2_behavior()
+else:
+    import rill.compat.v1 as tf
+out = []
+x = tf.constant(1.)
+with tf.name_scope("foo") as sc:
+    out += [sc, tf.identity(x, name=sc).op.name, tf.identity(x).op.name]
+with tf.name_scope("foo") as sc:
+    out += [sc, tf.identity(x).op.name]
+with tf.name_scope("a"):
+    with tf.name_scope("b") as sc2:
+        out += [sc2, tf.identity(x, name=sc2).op.name]
+    with tf.name_scope("foo/") as sc3:
+        out += [sc3, tf.identity(x).op.name]
+with tf.variable_scope("vs") as vs:
+    out += [vs.name, vs.original_name_scope, tf.identity(x).op.name]
+out.append(tf.nn.relu_layer(tf.ones([2, 2]), tf.ones([2, 2]), tf.ones([2])).op.name)
+with tf.name_scope("q"):
+    pass
+out += [tf.identity(x, name="q/").op.name, tf.identity(x, name="q").op.name]
+with tf.name_scope("outer"):
+    for root in (None, ""):
+        with tf.name_scope(root) as r:
+            out += [r, tf.identity(x).op.name]
+    with tf.name_scope(None, "dflt") as r:
+        out += [r, tf.identity(x, name="n").op.name]
+    with tf.name_scope("inner") as r:
+        with tf.name_scope(r) as r2:
+            out += [r2, tf.identity(x).op.name]
+print(json.dumps({"names": out}))
+"""
+
 
 def _run(script, which):
     if which == "tf":
@@ -313,7 +351,8 @@ def _run(script, which):
     return json.loads(out.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("script", [SCRIPT, FLAGS_SCRIPT], ids=["api", "flags"])
+@pytest.mark.parametrize("script", [SCRIPT, FLAGS_SCRIPT, NAME_SCOPE_SCRIPT],
+                         ids=["api", "flags", "name_scope"])
 def test_names_match_tensorflow(script):
     ours, theirs = _run(script, "rill"), _run(script, "tf")
     assert sorted(ours) == sorted(theirs)

@@ -90,12 +90,13 @@ class Graph:
 
     @_contextlib.contextmanager
     def name_scope(self, name):
-        if name is None or name == "":
-            yield ""
-            return
-        self._g.push_name_scope(name.rstrip("/"))
+        """TF's rules: None or "" is the root scope; a name ending in "/" re-enters that exact
+        scope; any other name opens a new, uniquified scope under the current one. Yields the
+        scope's full name ("a/b/"), which as an op's name= names the op after its scope."""
+        root = name is None or name == ""
+        self._g.push_name_scope("/" if root else name)
         try:
-            yield name
+            yield "" if root else self._g.name_scope()
         finally:
             self._g.pop_name_scope()
 

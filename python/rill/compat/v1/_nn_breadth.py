@@ -436,7 +436,7 @@ def relu_layer(x, weights, biases, name=None):
     with tf.name_scope(name or "relu_layer") as sc:
         x = _t(x)
         xw = _nn().bias_add(tf.matmul(x, _t(weights, x.dtype)), _t(biases, x.dtype))
-        return _nn().relu(xw, name=sc.rstrip("/") if sc else None)
+        return _nn().relu(xw, name=sc)
 
 
 def silu(features, beta=1.0):
@@ -661,7 +661,7 @@ def erosion2d(value, kernel, strides, rates, padding, name=None):
         x = _t(value)
         k = tf.reverse_v2(_t(kernel, x.dtype), [0, 1])
         return tf.negative(_dilation(tf.negative(x), k, strides, rates, padding, None),
-                           name=sc.rstrip("/") if sc else None)
+                           name=sc)
 
 
 def all_candidate_sampler(true_classes, num_true, num_sampled, unique, seed=None, name=None):
