@@ -199,7 +199,12 @@ typedef struct rill_supervisor_options {
     const char *logdir;              /* NULL: no checkpoints, no event file */
     rill_node *init_op;              /* NULL: rill_global_variables_initializer */
     rill_node *local_init_op;        /* NULL: rill_local_variables_initializer */
-    rill_node *ready_op;             /* NULL: every global variable readable */
+    /* A node with a string output (tf.report_uninitialized_variables) is ready when it
+     * returns no name; another node when it runs. NULL: every global variable readable. */
+    rill_node *ready_op;
+    /* The local init op runs once this is ready (a non-chief waits; a chief fails with TF's
+     * text). NULL: once every global variable is readable. */
+    rill_node *ready_for_local_init_op;
     rill_saver *saver;               /* NULL: a Saver of every global variable ... */
     bool no_saver;                   /* ... unless this is set (TF: saver=None) */
     rill_output summary_op;          /* {NULL}: rill_summary_merge_all ... */

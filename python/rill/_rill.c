@@ -1305,6 +1305,7 @@ typedef struct {
     fast_entry fast[FAST_MAX];
     int nfast, next_evict;
     PyObject *owner; /* what made the session (a Supervisor), freed after it */
+    PyObject *server; /* the Server whose target it names (options' "server"), freed after it */
     int inflight;    /* steps running now (counted under the GIL): close cancels and waits */
 } SessionObject;
 
@@ -1359,7 +1360,13 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         return NULL;
     }
     rill_status_free(s);
-    return session_wrap(type, (GraphObject *)graph, sess, NULL);
+    PyObject *so = session_wrap(type, (GraphObject *)graph, sess, NULL);
+    PyObject *server = opts ? PyDict_GetItemString(opts, "server") : NULL;
+    if (so && server && server != Py_None) {
+        Py_INCREF(server);
+        ((SessionObject *)so)->server = server;
+    }
+    return so;
 }
 
 /* A Session object over sess (taken), keeping graph and owner alive. */
@@ -1492,6 +1499,7 @@ static void session_dealloc(SessionObject *so)
     fast_clear(so);
     session_close_impl(so);
     Py_CLEAR(so->owner);
+    Py_CLEAR(so->server);
     Py_XDECREF(so->graph);
     Py_TYPE(so)->tp_free((PyObject *)so);
 }
@@ -2682,6 +2690,8 @@ static PyTypeObject SyncType = {
 typedef struct {
     PyObject_HEAD GraphObject *graph;
     PyObject *saver; /* kept: the supervisor borrows it */
+    PyObject *server; /* the Server its sessions run on (freed after the supervisor, whose last
+                       * checkpoint needs it) */
     rill_supervisor *sv;
 } SupervisorObject;
 
@@ -2701,7 +2711,8 @@ static double opt_double(PyObject *opts, const char *key, double def)
     return v;
 }
 
-/* Supervisor(graph, {is_chief, logdir, init_op, local_init_op, ready_op, saver (Saver, or
+/* Supervisor(graph, {is_chief, logdir, init_op, local_init_op, ready_op,
+ * ready_for_local_init_op, saver (Saver, or
  * False for none), summary_op (False: none), global_step ((Op, index)), save_model_secs,
  * save_summaries_secs, recovery_wait_secs, max_wait_secs, restore_over_live}) */
 static PyObject *supervisor_new(PyTypeObject *type, PyObject *args, PyObject *kw)
@@ -2720,6 +2731,7 @@ static PyObject *supervisor_new(PyTypeObject *type, PyObject *args, PyObject *kw
     o.init_op = opt_op(opts, "init_op");
     o.local_init_op = opt_op(opts, "local_init_op");
     o.ready_op = opt_op(opts, "ready_op");
+    o.ready_for_local_init_op = opt_op(opts, "ready_for_local_init_op");
     PyObject *saver = PyDict_GetItemString(opts, "saver");
     if (saver && PyObject_TypeCheck(saver, &SaverType))
         o.saver = ((SaverObject *)saver)->sv;
@@ -2766,6 +2778,7 @@ static void supervisor_dealloc(SupervisorObject *self)
         rill_supervisor_free(sv);
         Py_END_ALLOW_THREADS
     }
+    Py_CLEAR(self->server);
     Py_XDECREF(self->saver);
     Py_XDECREF(self->graph);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -2777,6 +2790,11 @@ static PyObject *supervisor_prepare(SupervisorObject *self, PyObject *arg)
     if (!PyDict_Check(arg)) return PyErr_Format(PyExc_TypeError, "session options are a dict");
     rill_session_options *o = session_options_of(arg);
     if (!o) return NULL;
+    PyObject *server = PyDict_GetItemString(arg, "server");
+    if (server && server != Py_None && !self->server) {
+        Py_INCREF(server);
+        self->server = server;
+    }
     rill_status *s = rill_status_new();
     rill_session *sess;
     Py_BEGIN_ALLOW_THREADS

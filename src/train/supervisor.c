@@ -57,7 +57,8 @@ struct rill_supervisor {
 static bool uninitialized(const rill_status *s)
 {
     return rill_status_code(s) == RILL_FAILED_PRECONDITION &&
-           strstr(rill_status_message(s), "uninitialized") != NULL;
+           (strstr(rill_status_message(s), "uninitialized") != NULL ||
+            strstr(rill_status_message(s), "not initialized") != NULL);
 }
 
 static int mkdirs(const char *path)
@@ -126,10 +127,35 @@ fail:
     return NULL;
 }
 
-/* Ready: the ready op runs, or (by default) every global variable can be read. */
-static rill_code ready(rill_supervisor *sv, rill_session *sess, rill_status *s)
+/* Whether op says the model is ready. A node whose first output is a string vector is TF's
+ * ready op (tf.report_uninitialized_variables): ready when it returns no name; else
+ * FAILED_PRECONDITION "Variables not initialized: a, b" (TF's text). Another node is ready when
+ * it runs. NULL: every global variable can be read. */
+static rill_code ready_by(rill_supervisor *sv, rill_node *op, rill_session *sess, rill_status *s)
 {
-    if (sv->ready_op) return rill_session_run_targets(sess, &sv->ready_op, 1, s);
+    if (op && rill_node_num_outputs(op) > 0 &&
+        rill_output_dtype((rill_output){op, 0}) == RILL_STRING) {
+        rill_output out = {op, 0};
+        rill_tensor *names = NULL;
+        if (rill_session_run(sess, NULL, NULL, 0, &out, &names, 1, NULL, 0, s) != RILL_OK)
+            return rill_status_code(s);
+        int64_t n = rill_tensor_num_elements(names);
+        if (n > 0) {
+            char msg[1024];
+            size_t used = 0;
+            for (int64_t i = 0; i < n && used + 1 < sizeof msg; i++) {
+                size_t len;
+                const char *v = rill_tensor_get_string(names, i, &len);
+                int w = snprintf(msg + used, sizeof msg - used, "%s%.*s", i ? ", " : "", (int)len,
+                                 v ? v : "");
+                used += w > 0 ? (size_t)w : 0;
+            }
+            rill_status_set(s, RILL_FAILED_PRECONDITION, "Variables not initialized: %s", msg);
+        }
+        rill_tensor_free(names);
+        return rill_status_code(s);
+    }
+    if (op) return rill_session_run_targets(sess, &op, 1, s);
     int n = rill_graph_global_variables(sv->g, NULL, 0);
     if (n == 0) return RILL_OK;
     rill_output *vars = rill__calloc((size_t)n, sizeof *vars);
@@ -142,6 +168,11 @@ static rill_code ready(rill_supervisor *sv, rill_session *sess, rill_status *s)
     rill__free(v);
     rill__free(vars);
     return c;
+}
+
+static rill_code ready(rill_supervisor *sv, rill_session *sess, rill_status *s)
+{
+    return ready_by(sv, sv->ready_op, sess, s);
 }
 
 static int64_t read_step(rill_supervisor *sv, rill_session *sess, rill_status *s)
@@ -259,23 +290,36 @@ static rill_code chief_prepare(rill_supervisor *sv, rill_session *sess, rill_sta
     return rill_session_run_targets(sess, &sv->init_op, 1, s);
 }
 
+/* A non-chief's wait, in the order of TF's SessionManager, polled until it holds or
+ * max_wait_secs pass: once ready_for_local_init_op holds (when there is one), the local init
+ * op runs, then the model must be ready (the ready op, by default every global variable
+ * readable). A local init op that reads a variable not yet initialised is tried again at the
+ * next poll, where TF would fail. */
 static rill_code wait_ready(rill_supervisor *sv, rill_session *sess, rill_status *s)
 {
     double start = rill__now_seconds(), next_log = start + 3;
     double poll = sv->o.recovery_wait_secs > 0 ? sv->o.recovery_wait_secs : 0.5;
     double max_wait = sv->o.max_wait_secs > 0 ? sv->o.max_wait_secs : 7200;
+    rill_node *rfli = sv->o.ready_for_local_init_op;
     for (;;) {
-        rill_code c = ready(sv, sess, s);
+        rill_code c = rfli ? ready_by(sv, rfli, sess, s) : RILL_OK;
+        bool local_ready = c == RILL_OK;
+        if (c == RILL_OK && sv->local_init_op)
+            c = rill_session_run_targets(sess, &sv->local_init_op, 1, s);
+        if (c == RILL_OK) c = ready(sv, sess, s);
         if (c == RILL_OK || !uninitialized(s)) return c;
         double t = rill__now_seconds();
         if (t - start >= max_wait) {
-            rill_status_set(s, RILL_DEADLINE_EXCEEDED, "Session was not ready after waiting %.0f secs.",
-                            max_wait);
+            char *why = rill__strdup(rill_status_message(s));
+            rill_status_set(s, RILL_DEADLINE_EXCEEDED,
+                            "Session was not ready after waiting %.0f secs. Not ready%s: %s", max_wait,
+                            local_ready ? "" : " for local init", why);
+            rill__free(why);
             return RILL_DEADLINE_EXCEEDED;
         }
         if (t >= next_log) {
-            rill__log(RILL_LOG_INFO, "Waiting for model to be ready.  Ready: %s",
-                      rill_status_message(s));
+            rill__log(RILL_LOG_INFO, "Waiting for model to be ready.  Ready%s: %s",
+                      local_ready ? "" : " for local init", rill_status_message(s));
             next_log = t + 3;
         }
         struct timespec ts = {(time_t)poll, (long)((poll - (double)(time_t)poll) * 1e9)};
@@ -385,8 +429,20 @@ rill_session *rill_supervisor_prepare_or_wait_for_session(rill_supervisor *sv,
 {
     rill_session *sess = rill_session_new(sv->g, so, s);
     if (!sess) return NULL;
+    /* The chief: the model restored or initialised, ready_for_local_init_op must hold (TF's
+     * text otherwise), the local init op; a non-chief waits (wait_ready). */
+    rill_node *rfli = sv->o.ready_for_local_init_op;
     rill_code c = sv->o.is_chief ? chief_prepare(sv, sess, s) : wait_ready(sv, sess, s);
-    if (c == RILL_OK && sv->local_init_op) c = rill_session_run_targets(sess, &sv->local_init_op, 1, s);
+    if (c == RILL_OK && sv->o.is_chief && rfli && ready_by(sv, rfli, sess, s) != RILL_OK) {
+        char *e = rill__strdup(rill_status_message(s));
+        rill_status_set(s, RILL_FAILED_PRECONDITION,
+                        "Init operations did not make model ready for local_init.  Init op: %s, "
+                        "error: %s", sv->init_op ? sv->init_op->name : "None", e);
+        rill__free(e);
+        c = RILL_FAILED_PRECONDITION;
+    }
+    if (c == RILL_OK && sv->o.is_chief && sv->local_init_op)
+        c = rill_session_run_targets(sess, &sv->local_init_op, 1, s);
     if (c == RILL_OK && sv->o.is_chief) {
         rill_status *e = rill_status_new();
         if (ready(sv, sess, e) != RILL_OK) {

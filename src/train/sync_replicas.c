@@ -121,7 +121,13 @@ rill_node *rill_sync_replicas_apply_gradients(rill_sync_replicas_optimizer *o, r
     RILL_CHECK_ALLOC(inits);
     int na = 0, ni = 0;
     rill_output first_accepted = {NULL, 0};
-    o->local_step_init_op = rill_assign(g, o->local_step, global_step, "sync_rep_local_step_init").node;
+    /* TF's local_step_init_op sets the local step; rill's also zeroes its own dropped-steps
+     * counter, so that a Supervisor given either init op as its local_init_op (the usual TF 1.x
+     * way: local_init_op=opt.chief_init_op) leaves no variable of this optimizer uninitialised. */
+    rill_node *step_init[2] = {
+        rill_assign(g, o->local_step, global_step, "sync_rep_local_step_assign").node,
+        rill_variable_initializer(o->dropped)};
+    o->local_step_init_op = rill_group(g, step_init, 2, "sync_rep_local_step_init");
     inits[ni++] = o->local_step_init_op;
     rill_output nr = rill_const_scalar(g, RILL_INT32, o->replicas_to_aggregate, "replicas_to_aggregate");
     for (int i = 0; i < n; i++) {

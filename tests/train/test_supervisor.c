@@ -445,6 +445,7 @@ static void test_non_chief(void)
     CHECK(sess == NULL);
     CHECK_EQ_INT(rill_status_code(s), RILL_DEADLINE_EXCEEDED);
     CHECK_STR_CONTAINS(rill_status_message(s), "Session was not ready after waiting 1 secs.");
+    CHECK_STR_CONTAINS(rill_status_message(s), "uninitialized value");
     rill_session_free(sess);
     sess = NULL;
     rill_supervisor_free(sv);
@@ -467,6 +468,88 @@ static void test_non_chief(void)
     CHECK_STR_CONTAINS(rill_status_message(s), "Writing a summary requires a summary writer.");
     rill_tensor_free(t);
     CHECK_EQ_INT(rill_supervisor_stop(sv, s), RILL_OK);
+out:
+    rill_supervisor_free(sv);
+    rill_session_free(sess);
+    free_model(&m);
+    rill_status_free(s);
+}
+
+/* A string vector constant: a stand-in for tf.report_uninitialized_variables's answer. */
+static rill_node *names_const(rill_graph *g, const char *const *names, int n, const char *name)
+{
+    int64_t d[1] = {n};
+    rill_tensor *t = rill_tensor_new(RILL_STRING, d, 1);
+    for (int i = 0; i < n; i++) rill_tensor_set_string(t, i, names[i], strlen(names[i]));
+    rill_output o = rill_const(g, t, name);
+    rill_tensor_free(t);
+    return o.node;
+}
+
+/* Ready ops that are string tensors (TF's): ready when they name nothing; and
+ * ready_for_local_init_op gating the local init op. */
+static void test_ready_ops(void)
+{
+    rill_status *s = rill_status_new();
+    model m;
+    rill_supervisor *sv = NULL;
+    rill_session *sess = NULL;
+    if (!build_model(&m, 1)) goto out;
+    const char *w[] = {"w", "b"};
+    rill_node *never = names_const(m.g, w, 2, "not_ready"), *now = names_const(m.g, w, 0, "ready");
+    rill_supervisor_options o = RILL_SUPERVISOR_OPTIONS_INIT;
+    o.is_chief = false;
+    o.max_wait_secs = 1;
+    o.recovery_wait_secs = 0.1;
+    /* A ready op naming variables never becomes ready: the deadline's error names them. */
+    o.ready_op = never;
+    sv = rill_supervisor_new(m.g, &o, s);
+    if (!CHECK(sv != NULL)) goto out;
+    CHECK(rill_supervisor_prepare_or_wait_for_session(sv, NULL, s) == NULL);
+    CHECK_EQ_INT(rill_status_code(s), RILL_DEADLINE_EXCEEDED);
+    CHECK_STR_CONTAINS(rill_status_message(s), "Session was not ready after waiting 1 secs. "
+                                               "Not ready: Variables not initialized: w, b");
+    rill_supervisor_free(sv);
+    /* One naming nothing is ready: the local init op ran, w still has no value. */
+    o.ready_op = now;
+    sv = rill_supervisor_new(m.g, &o, s);
+    if (!CHECK(sv != NULL)) goto out;
+    sess = rill_supervisor_prepare_or_wait_for_session(sv, NULL, s);
+    if (!CHECK(sess != NULL)) goto out;
+    CHECK_EQ_INT(fetch(sess, m.local, 0), 7);
+    rill_session_free(sess);
+    sess = NULL;
+    rill_supervisor_free(sv);
+    /* ready_for_local_init_op that never holds: no local init, and the error says so. */
+    o.ready_op = now;
+    o.ready_for_local_init_op = never;
+    sv = rill_supervisor_new(m.g, &o, s);
+    if (!CHECK(sv != NULL)) goto out;
+    CHECK(rill_supervisor_prepare_or_wait_for_session(sv, NULL, s) == NULL);
+    CHECK_EQ_INT(rill_status_code(s), RILL_DEADLINE_EXCEEDED);
+    CHECK_STR_CONTAINS(rill_status_message(s),
+                       "Not ready for local init: Variables not initialized: w, b");
+    rill_supervisor_free(sv);
+    /* A chief whose init leaves ready_for_local_init_op unsatisfied fails with TF's text. */
+    o.is_chief = true;
+    sv = rill_supervisor_new(m.g, &o, s);
+    if (!CHECK(sv != NULL)) goto out;
+    CHECK(rill_supervisor_prepare_or_wait_for_session(sv, NULL, s) == NULL);
+    CHECK_EQ_INT(rill_status_code(s), RILL_FAILED_PRECONDITION);
+    CHECK_STR_CONTAINS(rill_status_message(s), "Init operations did not make model ready for "
+                                               "local_init.  Init op: init");
+    CHECK_STR_CONTAINS(rill_status_message(s), "error: Variables not initialized: w, b");
+    rill_supervisor_free(sv);
+    /* ... and one it satisfies runs the local init op (the default ready op: a chief whose
+     * ready op holds already would take the model as live and not initialise it). */
+    o.ready_for_local_init_op = now;
+    o.ready_op = NULL;
+    sv = rill_supervisor_new(m.g, &o, s);
+    if (!CHECK(sv != NULL)) goto out;
+    sess = rill_supervisor_prepare_or_wait_for_session(sv, NULL, s);
+    if (!CHECK(sess != NULL)) goto out;
+    CHECK_EQ_INT(fetch(sess, m.local, 0), 7);
+    CHECK(fetch(sess, m.w, 0) == 1);
 out:
     rill_supervisor_free(sv);
     rill_session_free(sess);
@@ -529,6 +612,7 @@ int main(void)
     test_periodic_checkpoint();
     test_summaries();
     test_non_chief();
+    test_ready_ops();
     test_request_stop();
     nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     TEST_MAIN_END();

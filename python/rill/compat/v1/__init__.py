@@ -1193,6 +1193,12 @@ def _session_options(config, target=""):
             "device_filters": [str(f) for f in getattr(config, "device_filters", None) or []]}
     if target:
         opts["target"] = target if isinstance(target, str) else target.decode()
+        # The session (and a Supervisor's) keeps this process's server of that target alive
+        # until it is freed: a program that drops its Server first (main's locals go in the
+        # order they were made) still saves its last checkpoint on a live server.
+        srv = train._SERVERS.get(opts["target"])
+        if srv is not None:
+            opts["server"] = srv._srv
     return opts
 
 

@@ -1,4 +1,5 @@
 """tf.train: servers (this part of issue 11: the in-process local server)."""
+import atexit
 import sys
 import weakref
 
@@ -427,8 +428,29 @@ class SyncReplicasOptimizer:
     def local_step_init_op(self):
         return self._op("local_step_init")
 
+    @property
+    def ready_for_local_init_op(self):
+        """TF's: the global variables not yet initialised (a string tensor), which a Supervisor
+        given it as ready_for_local_init_op waits to be empty before its local init op."""
+        if self._graph is None:
+            raise ValueError("apply_gradients must be called before this")
+        if getattr(self, "_rfli", None) is None:
+            tf = self._tf
+            with self._graph.as_default():
+                self._rfli = tf.report_uninitialized_variables(tf.global_variables())
+        return self._rfli
+
 
 _SYNC_OPTIMIZERS = []
+_LIVE_SUPERVISORS = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_supervisors_at_exit():
+    """Before the interpreter tears down modules (in no useful order), every Supervisor the
+    program did not stop is stopped, so none is freed after the server it runs on."""
+    for sv in list(_LIVE_SUPERVISORS):
+        sv._stop_at_exit()
 
 
 # --- Supervisor ---
@@ -455,7 +477,7 @@ class Supervisor:
                  save_summaries_secs=120, save_model_secs=600, recovery_wait_secs=30,
                  stop_grace_secs=120, checkpoint_basename="model.ckpt", session_manager=None,
                  summary_writer=0, init_fn=None, local_init_run_options=None,
-                 restore_over_live=False):
+                 restore_over_live=False, ready_for_local_init_op=0):
         tf = _v1()
         self._tf = tf
         self._graph = graph or tf.get_default_graph()
@@ -466,12 +488,13 @@ class Supervisor:
                 "save_summaries_secs": float(save_summaries_secs or 0),
                 "recovery_wait_secs": min(float(recovery_wait_secs), 0.5),
                 "restore_over_live": bool(restore_over_live)}
-        if init_op not in (0, None):
-            opts["init_op"] = init_op._op
-        if local_init_op not in (0, None):
-            opts["local_init_op"] = local_init_op._op
-        if ready_op not in (0, None):
-            opts["ready_op"] = ready_op._op
+        # TF's USE_DEFAULT is 0 here; the ops may be Operations or Tensors (a ready op is a
+        # string tensor: ready when it names no variable, as report_uninitialized_variables).
+        for key, op in (("init_op", init_op), ("local_init_op", local_init_op),
+                        ("ready_op", ready_op),
+                        ("ready_for_local_init_op", ready_for_local_init_op)):
+            if op not in (0, None):
+                opts[key] = (op.op if isinstance(op, tf.Tensor) else op)._op
         if saver is None:
             opts["saver"] = False
         elif saver != 0:
@@ -482,6 +505,9 @@ class Supervisor:
             opts["global_step"] = tf.convert_to_tensor(self._global_step)._out
         self._sv = _rill.Supervisor(self._graph._g, opts)
         self._syncs = [o for o in _SYNC_OPTIMIZERS if o._graph is self._graph]
+        self._stopped = False
+        self._server = None
+        _LIVE_SUPERVISORS.add(self)
 
     @property
     def is_chief(self):
@@ -497,6 +523,8 @@ class Supervisor:
         config = config or tf.ConfigProto()
         opts = tf._session_options(config, master)
         self._master = master
+        # kept to the end: stop() tells the ps tasks through it, also at exit
+        self._server = _SERVERS.get(master if isinstance(master, str) else master.decode())
         sess = tf.Session._adopt(self._graph, self._sv.prepare_or_wait_for_session(opts), config,
                                  self)
         for o in self._syncs:
@@ -547,12 +575,29 @@ class Supervisor:
     def stop(self, threads=None, close_summary_writer=True, ignore_live_threads=False):
         """Stops the services (the chief saves a last checkpoint); on a cluster this worker then
         tells the ps tasks it finished, so that they exit once every worker has."""
+        self._stopped = True
         if getattr(self, "_coord", None) is not None:
             self._coord.request_stop()
-        self._sv.stop()
-        srv = _SERVERS.get(getattr(self, "_master", None) or "")
-        if srv is not None:
-            srv._report_finished()
+        try:
+            self._sv.stop()
+        finally:
+            if self._server is not None:
+                self._server._report_finished()
+
+    def _stop_at_exit(self):
+        """A program that ends without sv.stop() (TF's mnist_replica.py returns from main):
+        stopped as stop() would, once the Supervisor is dropped or the interpreter exits, so
+        that the chief's last checkpoint is written on a live cluster and the ps tasks are
+        told this worker finished. Errors are printed, not raised: the program is done."""
+        if getattr(self, "_stopped", True):
+            return
+        try:
+            self.stop()
+        except Exception as e:  # noqa: BLE001
+            print(f"rill: Supervisor stopped at exit: {e}", file=sys.stderr)
+
+    def __del__(self):
+        self._stop_at_exit()
 
     def summary_computed(self, sess, summary, global_step=None):
         step = -1 if global_step is None else int(global_step)
