@@ -219,6 +219,10 @@ typedef struct rill_supervisor_options {
      * global step newer than the checkpoint's (TF's behaviour). By default [false] it goes on
      * from the live model and logs both steps. */
     bool restore_over_live;
+    /* Prepares sessions only (tf.train.MonitoredSession's session creators): the chief restores
+     * from logdir or initialises, the others wait, as above; no event file, no services, no
+     * checkpoint at stop (the hooks write those). */
+    bool prepare_only;
 } rill_supervisor_options;
 #define RILL_SUPERVISOR_OPTIONS_INIT                                                               \
     {.is_chief = true, .save_model_secs = 600, .save_summaries_secs = 120,                         \

@@ -2714,7 +2714,7 @@ static double opt_double(PyObject *opts, const char *key, double def)
 /* Supervisor(graph, {is_chief, logdir, init_op, local_init_op, ready_op,
  * ready_for_local_init_op, saver (Saver, or
  * False for none), summary_op (False: none), global_step ((Op, index)), save_model_secs,
- * save_summaries_secs, recovery_wait_secs, max_wait_secs, restore_over_live}) */
+ * save_summaries_secs, recovery_wait_secs, max_wait_secs, restore_over_live, prepare_only}) */
 static PyObject *supervisor_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     (void)kw;
@@ -2747,6 +2747,7 @@ static PyObject *supervisor_new(PyTypeObject *type, PyObject *args, PyObject *kw
     o.max_wait_secs = opt_double(opts, "max_wait_secs", o.max_wait_secs);
     if ((v = PyDict_GetItemString(opts, "restore_over_live")))
         o.restore_over_live = PyObject_IsTrue(v) == 1;
+    if ((v = PyDict_GetItemString(opts, "prepare_only"))) o.prepare_only = PyObject_IsTrue(v) == 1;
     rill_status *s = rill_status_new();
     rill_supervisor *sv = rill_supervisor_new(g->g, &o, s);
     if (!sv) {

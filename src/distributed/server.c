@@ -702,6 +702,9 @@ static void do_finished(rill_server *srv, rill__tcp_request *req, rill__mread *r
     if (first) {
         t->finished = true;
         srv->nfinished++;
+        char name[96];
+        snprintf(name, sizeof name, "/job:%s/task:%u", job, index);
+        rill__resource_mgr_task_finished(srv->self.rm, name);
     }
     int n = srv->nfinished, total = srv->ntrainers;
     pthread_mutex_unlock(&srv->jmu);

@@ -137,6 +137,11 @@ void rill__resource_mgr_each_task(rill__resource_mgr *rm, void (*fn)(void *arg, 
 /* Seconds a blocking kernel waits before saying what for, then again at that interval (<= 0:
  * it never says). */
 double rill__resource_mgr_stall_report_s(rill__resource_mgr *rm);
+/* A training task ("/job:worker/task:1") told this task it finished (the distributed layer
+ * calls this on a FINISHED report): a sync step that waits only for finished tasks' gradients
+ * can never complete, and ends (cpu_data_flow.c). */
+void rill__resource_mgr_task_finished(rill__resource_mgr *rm, const char *task);
+bool rill__resource_mgr_is_finished(rill__resource_mgr *rm, const char *task);
 
 /* --- what the blocking kernels of a task wait for ---
  * A kernel that blocks (a take, a dequeue, an enqueue into a full queue) registers its wait

@@ -27,6 +27,7 @@ struct rill__resource_mgr {
     pthread_mutex_t cluster_mu;
     char **tasks; /* the cluster's tasks, "/job:J/task:T" */
     int ntasks;
+    rill__vec finished; /* the training tasks that reported they finished (char *) */
     double stall_report_s;
     pthread_mutex_t waits_mu;
     rill__wait *waits;
@@ -92,6 +93,8 @@ void rill__resource_mgr_free(rill__resource_mgr *rm)
     for (int i = 0; i < rm->ntasks; i++) rill__free(rm->tasks[i]);
     rill__free(rm->tasks);
     pthread_mutex_destroy(&rm->mu);
+    for (int i = 0; i < rm->finished.n; i++) rill__free(rm->finished.items[i]);
+    rill__vec_free(&rm->finished);
     pthread_mutex_destroy(&rm->cluster_mu);
     pthread_mutex_destroy(&rm->waits_mu);
     rill__free(rm);
@@ -163,6 +166,26 @@ void rill__resource_mgr_each_task(rill__resource_mgr *rm, void (*fn)(void *arg, 
     pthread_mutex_lock(&rm->cluster_mu);
     for (int i = 0; i < rm->ntasks; i++) fn(arg, rm->tasks[i]);
     pthread_mutex_unlock(&rm->cluster_mu);
+}
+
+void rill__resource_mgr_task_finished(rill__resource_mgr *rm, const char *task)
+{
+    pthread_mutex_lock(&rm->cluster_mu);
+    bool known = false;
+    for (int i = 0; i < rm->finished.n && !known; i++)
+        known = strcmp(rm->finished.items[i], task) == 0;
+    if (!known) rill__vec_push(&rm->finished, rill__strdup(task));
+    pthread_mutex_unlock(&rm->cluster_mu);
+}
+
+bool rill__resource_mgr_is_finished(rill__resource_mgr *rm, const char *task)
+{
+    pthread_mutex_lock(&rm->cluster_mu);
+    bool found = false;
+    for (int i = 0; i < rm->finished.n && !found; i++)
+        found = strcmp(rm->finished.items[i], task) == 0;
+    pthread_mutex_unlock(&rm->cluster_mu);
+    return found;
 }
 
 double rill__resource_mgr_stall_report_s(rill__resource_mgr *rm)

@@ -85,10 +85,11 @@ rill_supervisor *rill_supervisor_new(rill_graph *g, const rill_supervisor_option
     pthread_mutex_init(&sv->mu, NULL);
     pthread_cond_init(&sv->cv, NULL);
     sv->error = rill_status_new();
-    if (!o->is_chief) { /* only a chief keeps these (TF) */
+    if (!o->is_chief || o->prepare_only) { /* only a chief keeps these (TF); or hooks do */
         sv->o.save_model_secs = 0;
         sv->o.save_summaries_secs = 0;
-    } else if (o->logdir && *o->logdir) {
+    }
+    if (o->is_chief && o->logdir && *o->logdir) {
         sv->logdir = rill__strdup(o->logdir);
         size_t n = strlen(sv->logdir);
         while (n > 1 && sv->logdir[n - 1] == '/') sv->logdir[--n] = 0;
@@ -118,8 +119,10 @@ rill_supervisor *rill_supervisor_new(rill_graph *g, const rill_supervisor_option
                             strerror(errno));
             goto fail;
         }
-        sv->writer = rill_summary_writer_new(sv->logdir, NULL, s);
-        if (!sv->writer) goto fail;
+        if (!o->prepare_only) {
+            sv->writer = rill_summary_writer_new(sv->logdir, NULL, s);
+            if (!sv->writer) goto fail;
+        }
     }
     return sv;
 fail:
@@ -336,6 +339,18 @@ static void report(rill_supervisor *sv, const rill_status *e)
     pthread_mutex_unlock(&sv->mu);
 }
 
+/* A queue runner ended with e: OUT_OF_RANGE (its input ended, or a sync step that can never
+ * complete) is a clean stop, as a TF Coordinator's clean_stop_exception_types; else an
+ * error. */
+static void qr_ended(rill_supervisor *sv, const rill_status *e)
+{
+    if (rill_status_code(e) != RILL_OUT_OF_RANGE) {
+        report(sv, e);
+        return;
+    }
+    rill_supervisor_request_stop(sv, NULL);
+}
+
 static rill_code save_checkpoint(rill_supervisor *sv, rill_status *s)
 {
     int64_t step = read_step(sv, sv->svc_sess, s);
@@ -453,7 +468,7 @@ rill_session *rill_supervisor_prepare_or_wait_for_session(rill_supervisor *sv,
         }
         rill_status_free(e);
     }
-    if (c == RILL_OK && sv->o.is_chief && sv->logdir) {
+    if (c == RILL_OK && sv->o.is_chief && sv->logdir && !sv->o.prepare_only) {
         sv->svc_sess = rill__session_sibling(sess, s);
         if (!sv->svc_sess) c = rill_status_code(s);
     }
@@ -495,7 +510,7 @@ bool rill_supervisor_should_stop(rill_supervisor *sv)
     for (int i = 0; i < sv->nqrs; i++) {
         if (rill_queue_runner_running(sv->qrs[i])) continue; /* the common case: no allocation */
         rill_status *e = rill_status_new();
-        if (rill_queue_runner_error(sv->qrs[i], e) != RILL_OK) report(sv, e);
+        if (rill_queue_runner_error(sv->qrs[i], e) != RILL_OK) qr_ended(sv, e);
         rill_status_free(e);
     }
     pthread_mutex_lock(&sv->mu);
@@ -547,7 +562,7 @@ rill_code rill_supervisor_stop(rill_supervisor *sv, rill_status *s)
     rill_status *e = rill_status_new();
     for (int i = 0; i < sv->nqrs; i++) {
         if (rill_queue_runner_stop(sv->qrs[i], e) != RILL_OK && rill_status_code(e) != RILL_CANCELLED)
-            report(sv, e);
+            qr_ended(sv, e);
         rill_status_clear(e);
     }
     sv->nqrs = 0;

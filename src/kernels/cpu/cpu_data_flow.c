@@ -296,6 +296,53 @@ static void describe_accum(accum *x, int need, double waited, rill__wait_report 
                  present);
 }
 
+/* The training tasks of the cluster ("worker" and "chief" jobs): how many, and how many of
+ * them told this task they finished. */
+typedef struct trainers {
+    rill__resource_mgr *rm;
+    int n, finished;
+} trainers;
+
+static void count_trainer(void *arg, const char *task)
+{
+    trainers *t = arg;
+    if (!training_task(task)) return;
+    t->n++;
+    t->finished += rill__resource_mgr_is_finished(t->rm, task);
+}
+
+/* Under x->mu: whether x's current step can never complete, with `waiting` workers blocked on
+ * their tokens: every training task that has not finished (told this task so) and is not
+ * waiting for a token could still send one gradient, and with all of those it still would not
+ * have need. Only once some task finished: TensorFlow waits forever there (the other workers
+ * stopped at the last step and this one's gradient came too late or was stale); rill ends the
+ * step with OUT_OF_RANGE, which ends a MonitoredSession's or managed_session's loop as the end
+ * of the input does. msg gets why. */
+static bool cannot_complete(accum *x, int need, int waiting, char *msg, size_t len)
+{
+    if (!x->rm || x->counter >= need) return false;
+    trainers t = {x->rm, 0, 0};
+    rill__resource_mgr_each_task(x->rm, count_trainer, &t);
+    int can_send = t.n - t.finished - waiting;
+    if (t.finished == 0 || x->counter + (can_send > 0 ? can_send : 0) >= need) return false;
+    char present[512];
+    list_present(x, present, sizeof present);
+    snprintf(msg, len,
+             "sync step %lld cannot complete: accumulator '%.200s' takes %d gradients and has "
+             "%d%s%.300s; %d of the cluster's %d training tasks finished (told this task so) "
+             "and %d wait%s for %s token%s, so no more gradients will come (TensorFlow would "
+             "wait here forever)",
+             (long long)x->global_step, x->name, need, x->counter, *present ? " " : "", present,
+             t.finished, t.n, waiting, waiting == 1 ? "s" : "", waiting == 1 ? "its" : "their",
+             waiting == 1 ? "" : "s");
+    return true;
+}
+
+/* A token's wait polls cannot_complete this often, and fails once it held this long (a
+ * worker's last gradient may still be on its way when the others' reports come). */
+#define FINISHED_POLL_S 0.5
+#define FINISHED_GRACE_S 2.0
+
 static double elem(const rill_tensor *t, int64_t i)
 {
     const void *p = rill_tensor_data(t);
@@ -660,6 +707,20 @@ static bool describe_sync_step(rill__resource_mgr *rm, rill__wait_report *r, dou
     return waits;
 }
 
+/* Whether the sync step that has stalled longest here can never complete with `waiting`
+ * workers waiting for tokens (why: the text). */
+static bool sync_step_cannot_complete(rill__resource_mgr *rm, int waiting, char *why, size_t len)
+{
+    longest l = {0};
+    rill__resource_each(rm, "accumulator", find_longest, &l);
+    if (!l.x) return false;
+    pthread_mutex_lock(&l.x->mu);
+    bool hopeless = l.x->stalled_since > 0 &&
+                    cannot_complete(l.x, l.x->stall_need, waiting, why, len);
+    pthread_mutex_unlock(&l.x->mu);
+    return hopeless;
+}
+
 static void describe_dequeue(void *arg, rill__wait_report *r)
 {
     dequeue_wait *d = arg;
@@ -696,10 +757,36 @@ static void dequeue_kernel(rill__kctx *ctx)
     else q->first = &me;
     q->last = &me;
     wait_end e = WAIT_ON;
+    double next_poll = start + FINISHED_POLL_S, hopeless_since = 0;
+    char why[1500];
     while (q->n == 0 || q->first != &me) {
         e = wait_slice(ctx, &q->cv, &q->mu, deadline);
         if (e != WAIT_ON) break;
         double now = rill__now_seconds();
+        if (now >= next_poll && strcmp(q->name, "sync_token_q") == 0) {
+            /* SyncReplicasOptimizer's token queue (src/train/sync_replicas.c names it): the
+             * sync step this token waits for may never complete (cannot_complete); the
+             * accumulators' locks are taken outside the queue's. */
+            next_poll = now + FINISHED_POLL_S;
+            int waiting = 0;
+            for (waiter *wt = q->first; wt; wt = wt->next) waiting++;
+            pthread_mutex_unlock(&q->mu);
+            bool hopeless = sync_step_cannot_complete(ctx->rm, waiting, why, sizeof why);
+            pthread_mutex_lock(&q->mu);
+            if (!hopeless) {
+                hopeless_since = 0;
+            } else if (!hopeless_since) {
+                hopeless_since = now;
+            } else if (now - hopeless_since >= FINISHED_GRACE_S && (q->n == 0 || q->first != &me)) {
+                waiter_remove(q, &me);
+                pthread_cond_broadcast(&q->cv);
+                pthread_mutex_unlock(&q->mu);
+                rill__resource_mgr_wait_end(ctx->rm, &w);
+                rill__kctx_fail(ctx, RILL_OUT_OF_RANGE, "waiting for a token from queue '%s': %s",
+                                q->name, why);
+                return;
+            }
+        }
         if (now < next_report) continue;
         next_report = now + interval;
         /* What the token waits for: the accumulators' locks are taken outside the queue's. */

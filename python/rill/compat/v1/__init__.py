@@ -1218,7 +1218,7 @@ class Session:
         self._graph, self._config, self._sess, self._closed = graph, config, rsess, False
         self._supervisor = supervisor
         import os
-        limit = os.environ.get("RILL_TRAIN_STEPS")
+        limit = os.environ.get("RILL_TRAIN_STEPS") if supervisor is not None else None
         self._step_limit = int(limit) if limit else None
         return self
 

@@ -173,3 +173,25 @@ class FileWriter:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class FileWriterCache:
+    """tf.summary.FileWriterCache: one FileWriter per directory, shared by whoever writes there
+    (the hooks of a MonitoredTrainingSession)."""
+    _cache = {}
+    _lock = _threading.Lock()
+
+    @staticmethod
+    def get(logdir):
+        with FileWriterCache._lock:
+            w = FileWriterCache._cache.get(str(logdir))
+            if w is None or w._closed:
+                w = FileWriterCache._cache[str(logdir)] = FileWriter(logdir)
+            return w
+
+    @staticmethod
+    def clear():
+        with FileWriterCache._lock:
+            for w in FileWriterCache._cache.values():
+                w.close()
+            FileWriterCache._cache.clear()

@@ -428,6 +428,13 @@ class SyncReplicasOptimizer:
     def local_step_init_op(self):
         return self._op("local_step_init")
 
+    def make_session_run_hook(self, is_chief, num_tokens=-1):
+        """The hook a MonitoredTrainingSession runs this optimizer's init ops with: the local
+        init op (the chief's chief_init_op, the others' local_step_init_op) once the global
+        variables are ready, then on the chief the initial tokens and the chief's queue
+        runner, on a thread its coordinator stops."""
+        return _SyncReplicasOptimizerHook(self, is_chief, num_tokens)
+
     @property
     def ready_for_local_init_op(self):
         """TF's: the global variables not yet initialised (a string tensor), which a Supervisor
@@ -442,6 +449,50 @@ class SyncReplicasOptimizer:
 
 
 _SYNC_OPTIMIZERS = []
+
+
+class _SyncReplicasOptimizerHook:
+    """SyncReplicasOptimizer.make_session_run_hook's (TF's _SyncReplicasOptimizerHook)."""
+
+    def __init__(self, opt, is_chief, num_tokens):
+        self._opt, self._is_chief, self._num_tokens = opt, is_chief, num_tokens
+
+    def begin(self):
+        o = self._opt
+        if o._graph is None:
+            raise ValueError("SyncReplicasOptimizer.apply_gradient should be called before "
+                             "using the hook.")
+        if self._is_chief:
+            self._local_init_op = o.chief_init_op
+            self._q_runner = o.get_chief_queue_runner()
+            self._init_tokens_op = o.get_init_tokens_op(self._num_tokens)
+        else:
+            self._local_init_op = o.local_step_init_op
+            self._q_runner = self._init_tokens_op = None
+        self._ready_for_local_init_op = o.ready_for_local_init_op
+
+    def after_create_session(self, session, coord):
+        names = session.run(self._ready_for_local_init_op)
+        if len(names):
+            raise RuntimeError(
+                "Init operations did not make model ready for SyncReplicasOptimizer local_init. "
+                "Init op: %s, error: Variables not initialized: %s" % (
+                    self._local_init_op.name,
+                    ", ".join(n.decode() if isinstance(n, bytes) else str(n) for n in names)))
+        session.run(self._local_init_op)
+        if self._init_tokens_op is not None:
+            session.run(self._init_tokens_op)
+        if self._q_runner is not None:
+            self._q_runner.create_threads(session, coord=coord, daemon=True, start=True)
+
+    def before_run(self, run_context):
+        return None
+
+    def after_run(self, run_context, run_values):
+        pass
+
+    def end(self, session):
+        pass
 _LIVE_SUPERVISORS = weakref.WeakSet()
 
 
@@ -621,3 +672,13 @@ import types as _types  # noqa: E402
 # tf.train.queue_runner (TF's module of the same three names)
 queue_runner = _types.SimpleNamespace(QueueRunner=QueueRunner, add_queue_runner=add_queue_runner,
                                       start_queue_runners=start_queue_runners)
+
+# --- MonitoredTrainingSession, the hook protocol and TF's standard hooks ---
+from ._monitored import (ChiefSessionCreator, MonitoredSession,  # noqa: E402,F401
+                         MonitoredTrainingSession, Scaffold, SessionCreator, SessionRunArgs,
+                         SessionRunContext, SessionRunHook, SessionRunValues,
+                         SingularMonitoredSession, WorkerSessionCreator)
+from ._hooks import (CheckpointSaverHook, CheckpointSaverListener,  # noqa: E402,F401
+                     FeedFnHook, FinalOpsHook, GlobalStepWaiterHook, LoggingTensorHook,
+                     NanLossDuringTrainingError, NanTensorHook, SecondOrStepTimer,
+                     StepCounterHook, StopAtStepHook, SummarySaverHook)
