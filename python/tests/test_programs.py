@@ -132,7 +132,8 @@ def _close(a, b, tol):
 # program never closes: queue runners left running, a dataset's prefetch thread, an Estimator,
 # summary writers, sessions never closed; the others ran in the first run, and would take long.
 SANITIZED_PROGRAMS = {"p01_basic_operations.py", "p11_tfdata.py", "p12_queue_images.py",
-                      "p14_tensorboard_basic.py", "p21_random_ops.py", "p22_losses.py"}
+                      "p14_tensorboard_basic.py", "p21_random_ops.py", "p22_losses.py",
+                      "p23_monitored_hooks.py"}
 
 
 @pytest.mark.parametrize("name", _program_names())
@@ -221,3 +222,5 @@ _spec("p20_lr_decay.py", checks=[(r"loss ([\d.]+)", 2e-4, "all"), (r"W \[\s*([-\
                                  (r"(piecewise: .*)", 0, "exact"), (r"(polynomial: .*)", 0, "exact")])
 _spec("p21_random_ops.py", checks=[(r"(.+)", 0, "exact")])
 _spec("p22_losses.py", checks=[(NUM.pattern, 1e-4, "all")])
+# deterministic data (numpy seeded alike) and plain SGD: every printed line is TF's
+_spec("p23_monitored_hooks.py", checks=[(r"(.+)", 0, "exact")])

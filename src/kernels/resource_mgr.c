@@ -163,9 +163,18 @@ void rill__resource_mgr_set_cluster(rill__resource_mgr *rm, const char *const *t
 void rill__resource_mgr_each_task(rill__resource_mgr *rm, void (*fn)(void *arg, const char *task),
                                   void *arg)
 {
+    /* fn runs outside cluster_mu, on a copy: it may ask rill__resource_mgr_is_finished */
     pthread_mutex_lock(&rm->cluster_mu);
-    for (int i = 0; i < rm->ntasks; i++) fn(arg, rm->tasks[i]);
+    int n = rm->ntasks;
+    char **copy = rill__calloc((size_t)n + 1, sizeof *copy);
+    RILL_CHECK_ALLOC(copy);
+    for (int i = 0; i < n; i++) copy[i] = rill__strdup(rm->tasks[i]);
     pthread_mutex_unlock(&rm->cluster_mu);
+    for (int i = 0; i < n; i++) {
+        fn(arg, copy[i]);
+        rill__free(copy[i]);
+    }
+    rill__free(copy);
 }
 
 void rill__resource_mgr_task_finished(rill__resource_mgr *rm, const char *task)

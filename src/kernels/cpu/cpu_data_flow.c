@@ -301,6 +301,7 @@ static void describe_accum(accum *x, int need, double waited, rill__wait_report 
 typedef struct trainers {
     rill__resource_mgr *rm;
     int n, finished;
+    bool has_chief_job;
 } trainers;
 
 static void count_trainer(void *arg, const char *task)
@@ -309,6 +310,22 @@ static void count_trainer(void *arg, const char *task)
     if (!training_task(task)) return;
     t->n++;
     t->finished += rill__resource_mgr_is_finished(t->rm, task);
+    t->has_chief_job |= strncmp(task, "/job:chief/", 11) == 0;
+}
+
+/* The chief (TF's: task 0 of the "chief" job, else of "worker"), whose queue runner makes
+ * the tokens, told this task it finished: no token will come again. msg gets why. */
+static bool chief_finished(rill__resource_mgr *rm, char *msg, size_t len)
+{
+    trainers t = {rm, 0, 0, false};
+    rill__resource_mgr_each_task(rm, count_trainer, &t);
+    const char *chief = t.has_chief_job ? "/job:chief/task:0" : "/job:worker/task:0";
+    if (t.n == 0 || !rill__resource_mgr_is_finished(rm, chief)) return false;
+    snprintf(msg, len,
+             "no token will come: the chief %s, whose queue runner makes them, finished training "
+             "(told this task so) (TensorFlow would wait here forever)",
+             chief);
+    return true;
 }
 
 /* Under x->mu: whether x's current step can never complete, with `waiting` workers blocked on
@@ -321,7 +338,7 @@ static void count_trainer(void *arg, const char *task)
 static bool cannot_complete(accum *x, int need, int waiting, char *msg, size_t len)
 {
     if (!x->rm || x->counter >= need) return false;
-    trainers t = {x->rm, 0, 0};
+    trainers t = {x->rm, 0, 0, false};
     rill__resource_mgr_each_task(x->rm, count_trainer, &t);
     int can_send = t.n - t.finished - waiting;
     if (t.finished == 0 || x->counter + (can_send > 0 ? can_send : 0) >= need) return false;
@@ -711,6 +728,7 @@ static bool describe_sync_step(rill__resource_mgr *rm, rill__wait_report *r, dou
  * workers waiting for tokens (why: the text). */
 static bool sync_step_cannot_complete(rill__resource_mgr *rm, int waiting, char *why, size_t len)
 {
+    if (chief_finished(rm, why, len)) return true;
     longest l = {0};
     rill__resource_each(rm, "accumulator", find_longest, &l);
     if (!l.x) return false;
@@ -782,6 +800,8 @@ static void dequeue_kernel(rill__kctx *ctx)
                 pthread_cond_broadcast(&q->cv);
                 pthread_mutex_unlock(&q->mu);
                 rill__resource_mgr_wait_end(ctx->rm, &w);
+                rill__log(RILL_LOG_WARNING, "ending a step waiting for a token from queue '%s': %s",
+                          q->name, why);
                 rill__kctx_fail(ctx, RILL_OUT_OF_RANGE, "waiting for a token from queue '%s': %s",
                                 q->name, why);
                 return;
