@@ -95,6 +95,8 @@ def test_waiter_and_feed_conflicts():
 
     with tf.train.MonitoredSession(hooks=[waiter, Feeder()]) as sess:
         sess.run(train)  # fed by the hook
+        # run_step_fn: the step function's run goes through the hooks too (the Feeder feeds)
+        assert sess.run_step_fn(lambda ctx: ctx.run_with_hooks(gs)) >= 1
         with pytest.raises(RuntimeError, match="Same tensor is fed by a SessionRunHook and user"):
             sess.run(train, feed_dict={x: np.ones(2, np.float32)})
     with pytest.raises(ValueError, match="One of num_steps or last_step must be specified"):

@@ -30,7 +30,7 @@ def _global_step_tensor(hook_name):
     gs = tf.train.get_global_step()
     if gs is None:
         raise RuntimeError(f"Global step should be created to use {hook_name}.")
-    return tf.convert_to_tensor(gs) if not isinstance(gs, tf.Tensor) else gs
+    return tf.convert_to_tensor(gs)
 
 
 def _as_tensor(x):

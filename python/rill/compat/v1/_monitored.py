@@ -12,8 +12,6 @@ UnavailableError (a ps restarted) closes the session, makes a new one and runs t
 as TF's recoverable session does."""
 import collections
 import logging
-import os
-import sys
 
 from ... import _rill
 
@@ -200,7 +198,6 @@ class _PreparedSessionCreator(SessionCreator):
         self._config = config
         self._checkpoint_dir = checkpoint_dir
         self._max_wait_secs = max_wait_secs
-        self._sv = None
 
     def _supervisor(self):
         tf = _tf()
@@ -230,8 +227,7 @@ class _PreparedSessionCreator(SessionCreator):
         restored = bool(self._checkpoint_dir) and self._scaffold.saver is not None and \
             tf.train.latest_checkpoint(self._checkpoint_dir) is not None
         rs = sv.prepare_or_wait_for_session(tf._session_options(config, self._master))
-        sess = tf.Session._adopt(g, rs, config, None)
-        self._sv = sv
+        sess = tf.Session._adopt(g, rs, config, None)  # rs keeps sv alive
         if self._is_chief and not restored and self._scaffold.init_fn is not None:
             self._scaffold.init_fn(sess)
         return sess
@@ -259,9 +255,6 @@ class WorkerSessionCreator(_PreparedSessionCreator):
 
 # --- MonitoredSession ---
 
-_PREEMPTION_ERRORS = None
-
-
 def _preemption_errors():
     tf = _tf()
     return (tf.errors.AbortedError, tf.errors.UnavailableError)
@@ -272,7 +265,6 @@ class _MonitoredSession:
 
     def __init__(self, session_creator, hooks, should_recover, stop_grace_period_secs=120):
         tf = _tf()
-        self._graph_was_finalized = False
         self._hooks = list(hooks or [])
         for h in self._hooks:
             h.begin()
@@ -306,9 +298,6 @@ class _MonitoredSession:
     def should_stop(self):
         return self._closed or self._should_stop or (self._coord is not None and
                                                      self._coord.should_stop())
-
-    def _check_stop(self):
-        return self.should_stop()
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self._closed:
@@ -370,8 +359,8 @@ class _MonitoredSession:
             def __init__(self):
                 self.session = outer._sess
 
-            def run_with_hooks(self, *args, **kwargs):
-                return outer._hooked_run(*args, **kwargs) if not kwargs.get("_raw") else None
+            def run_with_hooks(self, fetches, feed_dict=None, options=None, run_metadata=None):
+                return outer._hooked_run(fetches, feed_dict, options, run_metadata)
 
             def request_stop(self):
                 outer._should_stop = True
@@ -523,5 +512,3 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
     return MonitoredSession(session_creator=creator, hooks=all_hooks,
                             stop_grace_period_secs=stop_grace_period_secs)
 
-
-del sys, os

@@ -4,6 +4,7 @@ import sys
 import weakref
 
 from ... import _rill
+from ._monitored import SessionRunHook
 
 # This process's servers by target, so that a Supervisor whose sessions ran on one can tell the
 # ps tasks, when it stops, that this worker finished (docs/LAUNCHING.md, "When the job ends").
@@ -451,7 +452,7 @@ class SyncReplicasOptimizer:
 _SYNC_OPTIMIZERS = []
 
 
-class _SyncReplicasOptimizerHook:
+class _SyncReplicasOptimizerHook(SessionRunHook):
     """SyncReplicasOptimizer.make_session_run_hook's (TF's _SyncReplicasOptimizerHook)."""
 
     def __init__(self, opt, is_chief, num_tokens):
@@ -484,15 +485,6 @@ class _SyncReplicasOptimizerHook:
             session.run(self._init_tokens_op)
         if self._q_runner is not None:
             self._q_runner.create_threads(session, coord=coord, daemon=True, start=True)
-
-    def before_run(self, run_context):
-        return None
-
-    def after_run(self, run_context, run_values):
-        pass
-
-    def end(self, session):
-        pass
 _LIVE_SUPERVISORS = weakref.WeakSet()
 
 
