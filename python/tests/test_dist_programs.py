@@ -195,17 +195,6 @@ def test_supervisor_setup_one_worker(tmp_path):
     assert re.search(r"model\.ckpt-100[01]$", prefix), prefix  # its read of the step races the update
 
 
-# Known bug, not yet fixed (2026-12-03): on 1 ps + 2 workers running mts_replica.py, about one
-# run in four stalls: the ps's first push to a worker hangs in the TCP handshake with that
-# worker's server (rill__local_task_connect -> client_handshake, 60 s) while the worker waits
-# on the ps, which then answers no status request; the Supervisor-based mnist_replica.py did
-# not stall in 10 runs. These tests run (and pass three runs in four) but may fail until it is
-# found.
-_TRANSPORT_STALL = pytest.mark.xfail(
-    reason="known: ps->worker handshake stall on the first push (see the comment above)",
-    strict=False)
-
-
 MTS_LINE = r"worker (\d): local step (\d+), global step (\d+), loss ([-\d.]+)"
 
 
@@ -219,7 +208,6 @@ def _mts_checks(out, steps, report):
     return losses
 
 
-@_TRANSPORT_STALL
 def test_mts_replica_async(tmp_path):
     """MonitoredTrainingSession with StopAtStepHook on 1 ps + 2 workers, asynchronous: both
     stop at the last step, the chief's CheckpointSaverHook saved it, losses as TF's."""
@@ -235,7 +223,6 @@ def test_mts_replica_async(tmp_path):
     assert any(p.name.startswith("events.out.tfevents.") for p in (tmp_path / "rill" / "ck").iterdir())
 
 
-@_TRANSPORT_STALL
 def test_mts_replica_sync_ends(tmp_path):
     """The same with --sync_replicas and make_session_run_hook. TensorFlow's chief hangs at the
     end here (measured: its MonitoredSession's close waits on the chief queue runner's take,
@@ -250,7 +237,6 @@ def test_mts_replica_sync_ends(tmp_path):
     assert steps and max(steps) <= 600, report
 
 
-@_TRANSPORT_STALL
 def test_mts_restart_from_checkpoint(tmp_path):
     """A MonitoredTrainingSession job stopped at step 300 and started again (a new cluster)
     with StopAtStepHook(last_step=600): the chief restores model.ckpt-300 and training goes

@@ -252,8 +252,10 @@ typedef struct push_item {
     rill_tensor *t;
 } push_item;
 
-/* Pushes items[from, to) (one step, one task) in one TENSOR message from their own buffers. */
-static void push_group(push_item **items, int from, int to, rill_status **errors)
+/* Pushes items[from, to) (one step, one task) in one TENSOR message from their own buffers.
+ * With pooled_only, it uses only a pooled connection: when the peer has none it sends nothing,
+ * sets no error and returns false (the caller hands the items to the task's sender thread). */
+static bool push_group(push_item **items, int from, int to, rill_status **errors, bool pooled_only)
 {
     push_item *a = items[from];
     rill__rendezvous *rv = a->rv;
@@ -303,6 +305,12 @@ static void push_group(push_item **items, int from, int to, rill_status **errors
                       "/job:%s/replica:0/task:%d (%s) closed %d pooled "
                       "connection%s (restarted?): pushing on a fresh one",
                       a->job, a->index, a->addr, nstale, nstale == 1 ? "" : "s");
+        if (!ch && pooled_only) {
+            rill__mbuf_free(&q);
+            rill__mbuf_free(&blob);
+            rill_status_free(s);
+            return false;
+        }
         if (!ch) {
             ch = rill__local_task_connect(rv->task, a->addr, rv->task->opts.connect_deadline_s, s);
             ok = ch != NULL;
@@ -335,40 +343,13 @@ static void push_group(push_item **items, int from, int to, rill_status **errors
     rill__mbuf_free(&q);
     rill__mbuf_free(&blob);
     rill_status_free(s);
+    return true;
 }
 
 static bool same_group(const push_item *a, const push_item *b)
 {
     return a->rv == b->rv && a->owner == b->owner && a->step == b->step && a->index == b->index &&
            strcmp(a->job, b->job) == 0;
-}
-
-/* The pushes a thread gathered: one message per (step, task), up to 64 tensors each. */
-static void push_flush(void **vitems, int n, rill_status **errors)
-{
-    push_item **items = (push_item **)vitems;
-    /* Order them by group, keeping each group's order (a stable insertion sort: n is small). */
-    for (int i = 1; i < n; i++) {
-        int j = i;
-        while (j > 0 && !same_group(items[j - 1], items[i])) j--;
-        if (j == i || j == 0) continue;
-        push_item *x = items[i];
-        rill_status *e = errors[i];
-        memmove(items + j + 1, items + j, (size_t)(i - j) * sizeof *items);
-        memmove(errors + j + 1, errors + j, (size_t)(i - j) * sizeof *errors);
-        items[j] = x;
-        errors[j] = e;
-    }
-    for (int i = 0; i < n;) {
-        int j = i + 1;
-        while (j < n && j - i < 64 && same_group(items[i], items[j])) j++;
-        push_group(items, i, j, errors);
-        i = j;
-    }
-    for (int i = 0; i < n; i++) {
-        rill_tensor_free(items[i]->t);
-        rill__free(items[i]);
-    }
 }
 
 /* A big push on its way: written by the sender thread of its task, which then wakes the parked
@@ -378,6 +359,7 @@ typedef struct rv_job {
     struct rv_job *lnext; /* in rv->jobs */
     push_item *it;
     bool done, dropped; /* dropped: the node no longer waits (its step failed): freed when done */
+    bool orphan;        /* a deferred push no node waits for: freed when done, a failure logged */
     rill_status *err;
     void (*wake)(void *);
     void *wake_arg;
@@ -426,7 +408,14 @@ static void *sender_main(void *arg)
         if (!sd->head) sd->tail = NULL;
         pthread_mutex_unlock(&rv->mu);
         rill_status *err = NULL;
-        push_group(&j->it, 0, 1, &err);
+        push_group(&j->it, 0, 1, &err, false);
+        if (j->orphan) {
+            if (err) rill__log(RILL_LOG_WARNING, "%s", rill_status_message(err));
+            rill_status_free(err);
+            job_free(j);
+            pthread_mutex_lock(&rv->mu);
+            continue;
+        }
         pthread_mutex_lock(&rv->mu);
         j->done = true;
         j->err = err;
@@ -468,6 +457,62 @@ static bool sender_queue(rill__rendezvous *rv, rv_job *j)
     sd->tail = j;
     pthread_cond_signal(&sd->cv);
     return true;
+}
+
+/* The pushes a thread gathered: one message per (step, task), up to 64 tensors each. */
+static void push_flush(void **vitems, int n, rill_status **errors)
+{
+    push_item **items = (push_item **)vitems;
+    /* Order them by group, keeping each group's order (a stable insertion sort: n is small). */
+    for (int i = 1; i < n; i++) {
+        int j = i;
+        while (j > 0 && !same_group(items[j - 1], items[i])) j--;
+        if (j == i || j == 0) continue;
+        push_item *x = items[i];
+        rill_status *e = errors[i];
+        memmove(items + j + 1, items + j, (size_t)(i - j) * sizeof *items);
+        memmove(errors + j + 1, errors + j, (size_t)(i - j) * sizeof *errors);
+        items[j] = x;
+        errors[j] = e;
+    }
+    /* On a server's own thread (a step run where its request or tensor arrived) a push never
+     * connects: the handshake waits for the peer's server thread, which may itself be in a
+     * push that waits for this one's (two tasks that push to each other for the first time at
+     * once stalled so until the connect deadline). A group without a pooled connection goes to
+     * its task's sender thread instead, which connects; nothing waits for it there, as nothing
+     * waits for a deferred push: the receiver's _RemoteRecv reports a tensor that never came,
+     * and the sender logs why. */
+    bool pooled_only = rill__tcp_on_server_thread();
+    for (int i = 0; i < n;) {
+        int j = i + 1;
+        while (j < n && j - i < 64 && same_group(items[i], items[j])) j++;
+        if (!push_group(items, i, j, errors, pooled_only)) {
+            rill__rendezvous *rv = items[i]->rv;
+            pthread_mutex_lock(&rv->mu);
+            for (int k = i; k < j; k++) {
+                rv_job *job = rill__calloc(1, sizeof *job);
+                RILL_CHECK_ALLOC(job);
+                job->it = items[k];
+                job->orphan = true;
+                if (sender_queue(rv, job)) {
+                    items[k] = NULL;
+                } else {
+                    rill__free(job);
+                    errors[k] = rill_status_new();
+                    rill_status_set(errors[k], RILL_RESOURCE_EXHAUSTED,
+                                    "no thread to push '%s' to /job:%s/task:%d", items[k]->key,
+                                    items[k]->job, items[k]->index);
+                }
+            }
+            pthread_mutex_unlock(&rv->mu);
+        }
+        i = j;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!items[i]) continue;
+        rill_tensor_free(items[i]->t);
+        rill__free(items[i]);
+    }
 }
 
 static void senders_stop(rill__rendezvous *rv)

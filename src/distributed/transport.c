@@ -1298,6 +1298,11 @@ rill__tcp_response *rill__tcp_deferred_response(rill__tcp_deferred *d)
 /* The server whose thread this is (srv_main), or NULL. */
 static __thread rill__tcp_server *tl_server;
 
+bool rill__tcp_on_server_thread(void)
+{
+    return tl_server != NULL;
+}
+
 void rill__tcp_deferred_finish(rill__tcp_deferred *d)
 {
     rill__tcp_server *srv = d->srv;

@@ -205,6 +205,9 @@ rill__tcp_response *rill__tcp_deferred_response(rill__tcp_deferred *d);
 /* Hands the response to the server thread, which sends it; d is freed there. Every deferred
  * request must be finished before rill__tcp_server_free. */
 void rill__tcp_deferred_finish(rill__tcp_deferred *d);
+/* Whether the calling thread is a TCP server's own (it runs the handlers): such a thread must
+ * never wait for another task's server, which may be waiting for this one. */
+bool rill__tcp_on_server_thread(void);
 
 /* Serves one REQUEST, inline on the server's thread: it must not block for long, since every
  * other connection waits meanwhile (defer what may block). Leaving the response untouched answers an empty RESPONSE. */

@@ -1404,6 +1404,56 @@ static void test_free_server_under_blocking_runs(void)
     }
 }
 
+/* Two tasks that push to each other for the first time at once, each from its server's own
+ * thread (where a step's part runs when the tensor it waited for arrives): ps0 gets x and sends
+ * x + 1 to ps1 while ps1 gets x and sends 2x to ps0. When such a push connected there, each
+ * handshake waited for the other server's thread, which waited in its own: the step stalled
+ * until the connect deadline (1 ps + 2 workers of a Python program did so once in four runs).
+ * Fresh clusters, so that every round's pushes are first contacts. */
+static void test_first_pushes_both_ways(void)
+{
+    rill_server_options o = {.connect_deadline_s = 3, .step_deadline_s = 20};
+    for (int round = 0; round < 12; round++) {
+        cluster c;
+        if (!cluster_start_with(&c, 2, &o)) {
+            cluster_stop(&c);
+            return;
+        }
+        rill_status *s = rill_status_new();
+        rill_graph *g = rill_graph_new();
+        rill_graph_push_device(g, "/job:worker/task:0");
+        rill_output x = rill_placeholder(g, RILL_FLOAT, rill_shape_scalar(), "x");
+        rill_graph_pop_device(g);
+        rill_graph_push_device(g, "/job:ps/task:0");
+        rill_output a = rill_add(g, x, rill_const_float(g, 1, NULL), "a");
+        rill_graph_pop_device(g);
+        rill_graph_push_device(g, "/job:ps/task:1");
+        rill_output b = rill_mul(g, x, rill_const_float(g, 2, NULL), "b");
+        rill_output cc = rill_mul(g, a, rill_const_float(g, 3, NULL), "c"); /* ps0 -> ps1 */
+        rill_graph_pop_device(g);
+        rill_graph_push_device(g, "/job:ps/task:0");
+        rill_output d = rill_mul(g, b, rill_const_float(g, 4, NULL), "d"); /* ps1 -> ps0 */
+        rill_graph_pop_device(g);
+        rill_session *sess = CHECK(rill_graph_ok(g)) ? session_on(c.w, g, s) : NULL;
+        if (CHECK(sess != NULL)) {
+            rill_tensor *xv = rill_tensor_scalar_float(5);
+            rill_output f[] = {cc, d};
+            float got[2];
+            double t0 = mono_now();
+            if (CHECK(fetch_floats(sess, &x, &xv, 1, f, got, 2))) {
+                CHECK_NEAR(got[0], 18, 0);
+                CHECK_NEAR(got[1], 40, 0);
+            }
+            CHECK(mono_now() - t0 < 2.5);
+            rill_tensor_free(xv);
+        }
+        rill_session_free(sess);
+        rill_graph_free(g);
+        rill_status_free(s);
+        cluster_stop(&c);
+    }
+}
+
 int main(void)
 {
     setenv("RILL_OPENCL_CPU_AS_GPU", "0", 1);
@@ -1414,6 +1464,7 @@ int main(void)
     test_split_over_ps();
     test_hung_ps();
     test_tail_step();
+    test_first_pushes_both_ways();
     test_any_placement();
     test_remote_order();
     test_empty_and_string_fetches();
