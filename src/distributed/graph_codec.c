@@ -30,12 +30,25 @@ static const char *const known_attrs[] = {
     "activation",
 };
 
+/* The name's static string: one the op definitions use, else (a client's graph carries every
+ * attribute its front end set, rill_op_builder) one interned for the process, if it looks like
+ * an attribute name (rill__attr_intern bounds how many there may be). */
 static const char *intern(const char *name, size_t len)
 {
     for (size_t i = 0; i < sizeof known_attrs / sizeof known_attrs[0]; i++)
         if (strlen(known_attrs[i]) == len && memcmp(known_attrs[i], name, len) == 0)
             return known_attrs[i];
-    return NULL;
+    if (len == 0 || len > 64) return NULL;
+    char buf[65];
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_'))
+            return NULL;
+        buf[i] = c;
+    }
+    buf[len] = 0;
+    return rill__attr_intern(buf, true);
 }
 
 /* --- writer --- */
@@ -89,7 +102,7 @@ bool rill__graph_encode(const rill_graph *g, uint8_t **out, size_t *len, rill_st
 {
     wbuf w = {0};
     put(&w, "RGPH", 4);
-    put_u32(&w, 1);
+    put_u32(&w, 2);
     int nn = rill_graph_num_nodes(g);
     put_u32(&w, (uint32_t)nn);
     for (int i = 0; i < nn; i++) {
@@ -133,6 +146,8 @@ bool rill__graph_encode(const rill_graph *g, uint8_t **out, size_t *len, rill_st
         }
         put_i64(&w, n->seed);
         put_i64(&w, n->seed2);
+        put_u32(&w, n->colocate_with ? (uint32_t)n->colocate_with->id + 1 : 0);
+        put_u32(&w, n->initializer ? (uint32_t)n->initializer->id + 1 : 0);
     }
     *out = w.p;
     *len = w.n;
@@ -344,7 +359,7 @@ rill_graph *rill__graph_decode(const uint8_t *buf, size_t len, char ***devices, 
     uint32_t version = get_u32(&r, "version");
     uint32_t nn = get_u32(&r, "node count");
     if (!r.bad && memcmp(magic, "RGPH", 4) != 0) fail(&r, "bad magic%s", "");
-    if (!r.bad && version != 1) fail(&r, "unsupported version%s", "");
+    if (!r.bad && version != 2) fail(&r, "unsupported version%s", "");
     if (!r.bad && (nn > MAX_NODES || nn > len / 8)) fail(&r, "too many nodes%s", "");
     if (r.bad) {
         rill_status_set(s, RILL_DATA_LOSS, "graph from the wire: %s", r.why);
@@ -354,6 +369,10 @@ rill_graph *rill__graph_decode(const uint8_t *buf, size_t len, char ***devices, 
     char **devs = rill__calloc((size_t)nn + 1, sizeof *devs);
     RILL_CHECK_ALLOC(devs);
     uint32_t *ctrl_from = NULL, *ctrl_to = NULL;
+    /* Each node's colocation group and (a variable's) initializer: 1 + a node's index, or 0;
+     * either may name a later node, so they are linked once every node is built. */
+    uint32_t *links = rill__calloc(2 * (size_t)nn + 1, sizeof *links);
+    RILL_CHECK_ALLOC(links);
     size_t nctrl = 0, ctrl_cap = 0;
     for (uint32_t i = 0; i < nn && !r.bad; i++) {
         char *name = dup_str(&r, "node name");
@@ -396,6 +415,10 @@ rill_graph *rill__graph_decode(const uint8_t *buf, size_t len, char ***devices, 
             if (get_attr(&r, &attrs[got])) got++;
         }
         int64_t seed = get_i64(&r, "seed"), seed2 = get_i64(&r, "seed2");
+        links[2 * i] = get_u32(&r, "colocation");
+        links[2 * i + 1] = get_u32(&r, "initializer");
+        if (!r.bad && (links[2 * i] > nn || links[2 * i + 1] > nn))
+            fail(&r, "colocation or initializer out of range%s", "");
         rill_node *n = NULL;
         if (!r.bad) {
             char *exact = rill__asprintf("%s/", name);
@@ -417,6 +440,13 @@ rill_graph *rill__graph_decode(const uint8_t *buf, size_t len, char ***devices, 
                                     rill_graph_node(g, (int)ctrl_from[k]));
     rill__free(ctrl_from);
     rill__free(ctrl_to);
+    for (uint32_t i = 0; !r.bad && rill_graph_ok(g) && i < nn &&
+                         (int)i < rill_graph_num_nodes(g); i++) {
+        rill_node *n = rill_graph_node(g, (int)i);
+        if (links[2 * i]) n->colocate_with = rill_graph_node(g, (int)links[2 * i] - 1);
+        if (links[2 * i + 1]) n->initializer = rill_graph_node(g, (int)links[2 * i + 1] - 1);
+    }
+    rill__free(links);
     if (!r.bad && rill_graph_ok(g) && r.off != r.n) fail(&r, "trailing bytes%s", "");
     bool ok = !r.bad && rill_graph_ok(g) && rill_graph_num_nodes(g) == (int)nn;
     if (!ok) {

@@ -92,6 +92,7 @@ typedef struct sig {
 } sig;
 
 typedef struct master {
+    rill__client *client; /* a session on another process's server: all the rest is unused */
     rill__local_task *local_task; /* the task whose target the session named */
     rill_graph *g;
     rill_session_options opts;
@@ -116,13 +117,26 @@ typedef struct master {
 static pthread_mutex_t tasks_mu = PTHREAD_MUTEX_INITIALIZER;
 static rill__local_task *local_tasks[MAX_LOCAL_TASKS];
 
-/* The published task answering target, or NULL. */
+const char *rill__target_address(const char *target)
+{
+    if (strncmp(target, "grpc://", 7) == 0 || strncmp(target, "rill://", 7) == 0)
+        return target[7] ? target + 7 : NULL;
+    return NULL;
+}
+
+/* The published task answering target ("grpc://" names a task as "rill://" does), or NULL. */
 static rill__local_task *lookup_task(const char *target)
 {
     rill__local_task *found = NULL;
+    const char *addr = rill__target_address(target);
     pthread_mutex_lock(&tasks_mu);
-    for (int i = 0; i < MAX_LOCAL_TASKS && !found; i++)
-        if (local_tasks[i] && strcmp(local_tasks[i]->target, target) == 0) found = local_tasks[i];
+    for (int i = 0; i < MAX_LOCAL_TASKS && !found; i++) {
+        rill__local_task *t = local_tasks[i];
+        if (!t) continue;
+        const char *own = rill__target_address(t->target);
+        if (strcmp(t->target, target) == 0 || (addr && own && strcmp(own, addr) == 0))
+            found = t;
+    }
     pthread_mutex_unlock(&tasks_mu);
     return found;
 }
@@ -1152,6 +1166,9 @@ static rill_code master_run(void *mp, rill__deadline dl, const rill_output *feed
                             rill_node *const *targets, int ntargets, rill_status *s)
 {
     master *m = mp;
+    if (m->client)
+        return rill__client_run(m->client, dl, feeds, feed_values, nfeeds, fetches, fetch_values,
+                                nfetches, targets, ntargets, s);
     pthread_mutex_lock(&m->mu);
     if (!rill__place(m->g, &m->pl, m->devp, m->ndevs, m->opts.allow_soft_placement,
                      m->opts.log_device_placement, s)) {
@@ -1205,6 +1222,11 @@ static void master_close(void *mp)
 {
     master *m = mp;
     if (!m) return;
+    if (m->client) {
+        rill__client_close(m->client);
+        rill__free(m);
+        return;
+    }
     for (sig *sg = m->sigs; sg;) {
         sig *nx = sg->next;
         sig_free(m, sg);
@@ -1228,10 +1250,20 @@ static void *master_open(const char *target, rill_graph *g, const rill_session_o
                          rill_status *s)
 {
     rill__local_task *lt = lookup_task(target);
+    if (!lt && rill__target_address(target)) {
+        /* Another process's server: its master runs the graph (TF's client/master split). */
+        rill__client *c = rill__client_open(target, g, o, s);
+        if (!c) return NULL;
+        master *m = rill__calloc(1, sizeof *m);
+        RILL_CHECK_ALLOC(m);
+        m->client = c;
+        return m;
+    }
     if (!lt) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
                         "No session factory registered for the given session options: {target: "
-                        "\"%s\"}: no server of this process answers it",
+                        "\"%s\"}: no server of this process answers it, and it names no "
+                        "\"grpc://host:port\" or \"rill://host:port\" of another's",
                         target);
         return NULL;
     }
@@ -1260,6 +1292,10 @@ static void *master_open(const char *target, rill_graph *g, const rill_session_o
 static void master_cancel(void *mp)
 {
     master *m = mp;
+    if (m->client) {
+        rill__client_cancel(m->client);
+        return;
+    }
     /* The master's own pieces run in local sessions of their own. */
     pthread_mutex_lock(&m->sigs_mu);
     for (sig *sg = m->sigs; sg; sg = sg->next) rill_session_cancel(sg->pieces[m->self].sess);
@@ -1288,6 +1324,16 @@ static const rill__remote_ops master_ops = {
     .close = master_close,
     .cancel = master_cancel,
 };
+
+/* Sessions on a target work from a process that serves nothing too (a client): the hooks are
+ * registered when the library loads. A static link keeps this file through rill_static's
+ * --undefined=rill__master_anchor (CMakeLists.txt). */
+const int rill__master_anchor = 1;
+
+__attribute__((constructor)) static void register_master_ops(void)
+{
+    rill__register_remote(&master_ops);
+}
 
 /* --- the tasks of this process, by target --- */
 
@@ -1468,9 +1514,22 @@ static void adopt_run(rill__local_task *t, const uint8_t run[16], const char *fr
     pthread_mutex_unlock(&t->id_mu);
 }
 
+bool rill__is_client_identity(const char *task)
+{
+    return strncmp(task, RILL__CLIENT_PREFIX, strlen(RILL__CLIENT_PREFIX)) == 0;
+}
+
 bool rill__local_task_admit(void *arg, const rill__identity *c, uint8_t run[16], rill_status *why)
 {
     rill__local_task *t = arg;
+    /* A client (a notebook, a driver process) names no cluster: it may run sessions on this
+     * task's master, which the request handler enforces. The secret, if any, it proved. */
+    if (all_zero(c->cluster, 32) && rill__is_client_identity(c->task)) {
+        pthread_mutex_lock(&t->id_mu);
+        memcpy(run, t->id.run, 16);
+        pthread_mutex_unlock(&t->id_mu);
+        return true;
+    }
     char spec[600];
     size_t n = rill_cluster_spec_to_string(t->cluster, spec, sizeof spec);
     if (n >= sizeof spec) snprintf(spec + sizeof spec - 5, 5, "...}");

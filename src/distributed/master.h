@@ -57,6 +57,28 @@ bool rill__local_task_admit(void *t, const rill__identity *client, uint8_t run[1
 rill__channel *rill__local_task_connect(rill__local_task *t, const char *addr, double deadline_s,
                                         rill_status *s);
 
+/* --- a session on another process's server (client.c) --- */
+
+/* What a client that is no task of a cluster names itself in its handshake: "client:" and who
+ * it is. A server admits it without a cluster (with the secret, when the server has one) and
+ * lets it only run sessions (rpc.h, REGISTER_CLIENT). */
+#define RILL__CLIENT_PREFIX "client:"
+bool rill__is_client_identity(const char *task);
+
+/* A session whose graph runs on the master of the server at target ("grpc://host:port",
+ * "rill://host:port"), from a process that need serve nothing. The same hooks as a master's. */
+typedef struct rill__client rill__client;
+rill__client *rill__client_open(const char *target, rill_graph *g, const rill_session_options *o,
+                                rill_status *s);
+rill_code rill__client_run(rill__client *c, rill__deadline d, const rill_output *feeds,
+                           rill_tensor *const *feed_values, int nfeeds, const rill_output *fetches,
+                           rill_tensor **fetch_values, int nfetches, rill_node *const *targets,
+                           int ntargets, rill_status *s);
+void rill__client_cancel(rill__client *c);
+void rill__client_close(rill__client *c);
+/* The "host:port" of a "grpc://" or "rill://" target (borrowed from it), or NULL. */
+const char *rill__target_address(const char *target);
+
 /* Publishes t (borrowed until rill__master_remove_task) so that sessions naming t->target are
  * run by the master, and registers the master's session hooks with the runtime. */
 void rill__master_add_task(rill__local_task *t);

@@ -21,6 +21,14 @@
  *   FINISHED  str job, u32 task_index -> (empty): that training task ("worker" or "chief" job)
  *             is done with the ps tasks (rill_server_report_finished); a ps's join returns once
  *             every training task of its cluster has said so and been answered
+   REGISTER_CLIENT u64 owner, u32 flags (1: allow_soft_placement, 2: log_device_placement),
+ *             u64 operation_timeout_ms, u32 inter_op_threads, u32 intra_op_threads,
+ *             u32 nfilters {str device_filter} (payload: graph codec, the client's whole graph)
+ *                                     -> u64 handle: a session on the server's own target
+ *             (its master places the graph over the cluster); RUN then runs it with feeds,
+ *             step_owner 0 and step_id the run's timeout in ms (0: none), and fetches come
+ *             back as for a partition (client.c). A client's connection, which names no task
+ *             of the cluster, may send only REGISTER_CLIENT, RUN, DEREGISTER and CANCEL
  * REGISTER's meta carries u64 owner after the op: the id of the master that registers.
  * "tensors" = u32 n, n x {str name (requests only), tensor_desc}; the bytes of the n tensors
  * follow each other in the payload. */
@@ -41,7 +49,8 @@ enum {
     RILL__RPC_TENSOR = 6,
     RILL__RPC_ABORT = 7,
     RILL__RPC_STATUS = 8,
-    RILL__RPC_FINISHED = 9
+    RILL__RPC_FINISHED = 9,
+    RILL__RPC_REGISTER_CLIENT = 10
 };
 
 typedef rill__pbw rill__mbuf; /* the core's growable byte buffer */

@@ -39,6 +39,7 @@ typedef struct reg_graph {
     rill_session *sess;
     bool blocking; /* holds an op that may wait on other steps: run off the transport thread */
     bool parks;    /* holds a _RemoteRecv: run asynchronously (it parks, no thread waits) */
+    bool client;   /* a client's whole graph, run by this task's master (REGISTER_CLIENT) */
     atomic_int refs;
 } reg_graph;
 
@@ -122,6 +123,7 @@ static uint64_t payload_limit(void *arg, const rill__tcp_request *req)
         return own > lim && own <= srv->self.opts.max_payload ? own : lim;
     }
     case RILL__RPC_REGISTER:
+    case RILL__RPC_REGISTER_CLIENT:
     case RILL__RPC_RUN: return srv->self.opts.max_payload;
     default: return 0;
     }
@@ -157,6 +159,10 @@ static void do_get_devices(rill_server *srv, rill__tcp_response *resp)
     rill_status_free(s);
 }
 
+static void add_graph(rill_server *srv, const rill__tcp_request *req, uint64_t owner,
+                      rill_graph *g, rill_session *sess, bool client, rill__tcp_response *resp,
+                      rill_status *s);
+
 static void do_register(rill_server *srv, rill__tcp_request *req, rill__mread *rd,
                         rill__tcp_response *resp)
 {
@@ -182,10 +188,18 @@ static void do_register(rill_server *srv, rill__tcp_request *req, rill__mread *r
     rill_session_options *o = rill_session_options_new();
     rill_session *sess = rill__session_new_with_rm(g, o, srv->self.rm, s);
     rill_session_options_free(o);
+    add_graph(srv, req, owner, g, sess, false, resp, s);
+    rill_status_free(s);
+}
+
+/* Registers g with its session sess (or, sess NULL, answers s's error and frees g). */
+static void add_graph(rill_server *srv, const rill__tcp_request *req, uint64_t owner,
+                      rill_graph *g, rill_session *sess, bool client, rill__tcp_response *resp,
+                      rill_status *s)
+{
     if (!sess) {
         rill__tcp_response_set_error(resp, rill_status_code(s), "%s", rill_status_message(s));
         rill_graph_free(g);
-        rill_status_free(s);
         return;
     }
     reg_graph *r = rill__calloc(1, sizeof *r);
@@ -193,9 +207,12 @@ static void do_register(rill_server *srv, rill__tcp_request *req, rill__mread *r
     r->g = g;
     r->sess = sess;
     r->owner = owner;
+    r->client = client;
     snprintf(r->task, sizeof r->task, "%s", req->task);
     atomic_init(&r->refs, 1);
-    for (int i = 0; i < rill_graph_num_nodes(g); i++)
+    /* A client's steps are the master's: they wait for other tasks, off the transport thread. */
+    r->blocking = client;
+    for (int i = 0; i < rill_graph_num_nodes(g) && !client; i++)
         if (rill_graph_node(g, i)->op->blocking) r->blocking = true;
         else if (rill_graph_node(g, i)->op->waits_for_peer) r->parks = true;
     pthread_mutex_lock(&srv->mu);
@@ -207,7 +224,7 @@ static void do_register(rill_server *srv, rill__tcp_request *req, rill__mread *r
         for (int i = 0; i < srv->graphs.n && !taken; i++)
             taken = ((reg_graph *)srv->graphs.items[i])->handle == r->handle;
     }
-    r->recv_bytes = rill__graph_recv_bytes(g);
+    r->recv_bytes = client ? 0 : rill__graph_recv_bytes(g);
     rill__vec_push(&srv->graphs, r);
     update_tensor_limit(srv);
     pthread_mutex_unlock(&srv->mu);
@@ -215,6 +232,55 @@ static void do_register(rill_server *srv, rill__tcp_request *req, rill__mread *r
     rill__mbuf_u64(&m, r->handle);
     rill__tcp_response_set_meta(resp, m.p, (uint32_t)m.n);
     rill__mbuf_free(&m);
+}
+
+/* REGISTER_CLIENT (on a pool thread: opening a master asks every task for its devices): a
+ * client's whole graph, each node asking for the device it named, and a session on this task's
+ * target, whose master places and runs it over the cluster as for a session of this process. */
+static void do_register_client(rill_server *srv, rill__tcp_request *req, rill__mread *rd,
+                               rill__tcp_response *resp)
+{
+    uint64_t owner = rill__mread_u64(rd);
+    rill_session_options *o = rill_session_options_new();
+    uint32_t flags = rill__mread_u32(rd);
+    int64_t timeout_ms = (int64_t)rill__mread_u64(rd);
+    uint32_t inter = rill__mread_u32(rd), intra = rill__mread_u32(rd);
+    uint32_t nfilters = rill__mread_u32(rd);
+    rill_status *s = rill_status_new();
+    if (rd->bad || nfilters > RILL_MAX_DEVICE_FILTERS || inter > 4096 || intra > 4096) {
+        rill__tcp_response_set_error(resp, RILL_INVALID_ARGUMENT,
+                                     "malformed REGISTER_CLIENT request from %s", req->peer);
+        goto out;
+    }
+    const char *filters[RILL_MAX_DEVICE_FILTERS];
+    char *owned[RILL_MAX_DEVICE_FILTERS] = {0};
+    for (uint32_t i = 0; i < nfilters && !rd->bad; i++) filters[i] = owned[i] = rill__mread_str(rd);
+    if (rd->bad) {
+        rill__tcp_response_set_error(resp, RILL_INVALID_ARGUMENT,
+                                     "malformed REGISTER_CLIENT request from %s", req->peer);
+        for (uint32_t i = 0; i < nfilters; i++) rill__free(owned[i]);
+        goto out;
+    }
+    rill_session_options_set_device_filters(o, filters, (int)nfilters);
+    for (uint32_t i = 0; i < nfilters; i++) rill__free(owned[i]);
+    rill_session_options_set_target(o, srv->self.target);
+    rill_session_options_set_allow_soft_placement(o, flags & 1);
+    rill_session_options_set_log_device_placement(o, (flags & 2) != 0);
+    rill_session_options_set_operation_timeout_ms(o, timeout_ms > 0 ? timeout_ms : 0);
+    rill_session_options_set_inter_op_threads(o, (int)inter);
+    rill_session_options_set_intra_op_threads(o, (int)intra);
+    rill_graph *g = rill__graph_decode(req->payload, req->payload_len, NULL, s);
+    if (!g) {
+        rill__tcp_response_set_error(resp, rill_status_code(s), "%s", rill_status_message(s));
+        goto out;
+    }
+    rill_session *sess = rill_session_new(g, o, s);
+    if (sess)
+        rill__log(RILL_LOG_INFO, "/job:%s/task:%d: %s (%s) opened a session of %d nodes here",
+                  srv->self.job, srv->self.index, req->task, req->peer, rill_graph_num_nodes(g));
+    add_graph(srv, req, owner, g, sess, true, resp, s);
+out:
+    rill_session_options_free(o);
     rill_status_free(s);
 }
 
@@ -369,6 +435,13 @@ static void do_run(rill__tcp_request *req, rill__mread *r, reg_graph *rg, rill__
 {
     run_call rc = {0};
     if (run_parse(&rc, req, r, rg, resp)) {
+        /* A client's RUN carries the run's timeout (ms, 0: none) where a master's names its
+         * step: the master here makes the steps. */
+        if (rg->client) {
+            int64_t ms = (int64_t)rc.step.step_id;
+            rc.step = (rill__deadline){ms > 0 ? rill__now_seconds() + (double)ms / 1000.0 : 0,
+                                       ms > 0 ? ms : 0, 0, 0};
+        }
         rill_code code = rill__session_run_until(rg->sess, rc.step, rc.feeds, rc.fv, (int)rc.nf,
                                                  rc.fetches, rc.outv, (int)rc.nfetch, rc.targets,
                                                  (int)rc.nt, rc.s);
@@ -451,14 +524,16 @@ typedef struct blocking_run {
 static void on_hangup(void *arg)
 {
     blocking_run *b = arg;
-    rill_session_cancel(b->rg->sess);
+    if (b->rg) rill_session_cancel(b->rg->sess);
 }
 
 static void blocking_run_job(blocking_run *b)
 {
     rill__mread r = {.p = b->req.meta, .n = b->req.meta_len};
-    rill__mread_u32(&r); /* the op */
-    do_run(&b->req, &r, b->rg, rill__tcp_deferred_response(b->d));
+    if (rill__mread_u32(&r) == RILL__RPC_REGISTER_CLIENT)
+        do_register_client(b->srv, &b->req, &r, rill__tcp_deferred_response(b->d));
+    else
+        do_run(&b->req, &r, b->rg, rill__tcp_deferred_response(b->d));
     if (b->req.payload) rill__aligned_free(b->req.payload, b->req.payload_len);
     rill__free((void *)b->req.meta);
     rill__tcp_deferred_finish(b->d); /* b is released on the server thread after this */
@@ -550,7 +625,8 @@ static void on_release(void *arg)
     rill__free(b);
 }
 
-/* A RUN of a graph that may block goes to the pool, which takes over the reference to rg. */
+/* A RUN of a graph that may block goes to the pool, which takes over the reference to rg; so
+ * does a REGISTER_CLIENT (rg NULL). */
 static void run_off_thread(rill_server *srv, rill__tcp_request *req, reg_graph *rg,
                            rill__tcp_response *resp)
 {
@@ -749,8 +825,18 @@ static void handle(void *arg, rill__tcp_request *req, rill__tcp_response *resp)
     rill_server *srv = arg;
     rill__mread r = {.p = req->meta, .n = req->meta_len};
     uint32_t op = rill__mread_u32(&r);
+    /* A client that is no task of the cluster (client.c) runs sessions, nothing else. */
+    if (!r.bad && rill__is_client_identity(req->task) && op != RILL__RPC_REGISTER_CLIENT &&
+        op != RILL__RPC_RUN && op != RILL__RPC_DEREGISTER && op != RILL__RPC_CANCEL) {
+        rill__tcp_response_set_error(resp, RILL_PERMISSION_DENIED,
+                                     "%s (%s) is no task of the cluster: a client may only run "
+                                     "sessions here (request %u refused)",
+                                     req->task, req->peer, op);
+        return;
+    }
     switch (r.bad ? 0 : op) {
     case RILL__RPC_GET_DEVICES: do_get_devices(srv, resp); break;
+    case RILL__RPC_REGISTER_CLIENT: run_off_thread(srv, req, NULL, resp); break;
     case RILL__RPC_REGISTER: do_register(srv, req, &r, resp); break;
     case RILL__RPC_RUN: {
         rill__mread peek = r;

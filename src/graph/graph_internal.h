@@ -129,6 +129,11 @@ const rill__attr *rill__node_attr(const rill_node *n, const char *name);
  * setting *want to the kind expected. Every other attribute is read through the typed getters
  * below, which ignore a wrong kind as absent, so any kind is fine for it. */
 bool rill__attr_kind_ok(const char *name, rill__attr_kind kind, rill__attr_kind *want);
+/* name as a string that lives as long as the process (one per distinct name: attribute names
+ * must be static, rill__attr). bounded: NULL once RILL__MAX_INTERNED_ATTRS names are interned
+ * (names from the wire: a peer cannot grow the table without end). */
+#define RILL__MAX_INTERNED_ATTRS 4096
+const char *rill__attr_intern(const char *name, bool bounded);
 int64_t rill__attr_int(const rill_node *n, const char *name, int64_t def);
 double rill__attr_float(const rill_node *n, const char *name, double def);
 bool rill__attr_bool(const rill_node *n, const char *name, bool def);

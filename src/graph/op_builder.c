@@ -31,12 +31,19 @@ typedef struct interned {
 static pthread_mutex_t intern_mu = PTHREAD_MUTEX_INITIALIZER;
 static interned *names;
 
-static const char *intern(const char *s)
+static int nnames;
+
+const char *rill__attr_intern(const char *s, bool bounded)
 {
     pthread_mutex_lock(&intern_mu);
     interned *p = names;
     while (p && strcmp(p->name, s) != 0) p = p->next;
+    if (!p && bounded && nnames >= RILL__MAX_INTERNED_ATTRS) {
+        pthread_mutex_unlock(&intern_mu);
+        return NULL;
+    }
     if (!p) {
+        nnames++;
         size_t n = strlen(s) + 1;
         p = rill__malloc(sizeof *p + n);
         RILL_CHECK_ALLOC(p);
@@ -87,7 +94,7 @@ static rill__attr *slot(rill_op_builder *b, const char *name, rill__attr_kind ki
                      name, b->op, b->name ? b->name : b->op, KIND_NAMES[kind], KIND_NAMES[want]);
         return NULL;
     }
-    const char *nm = intern(name);
+    const char *nm = rill__attr_intern(name, false);
     for (int i = 0; i < b->nattrs; i++)
         if (b->attrs[i].name == nm) {
             rill__attr *a = &b->attrs[i];

@@ -152,7 +152,7 @@ static void test_hostile(const uint8_t *good, size_t len)
     for (int round = 0; round < 2000; round++) {
         size_t n = (size_t)rand() % 256;
         for (size_t i = 0; i < n; i++) m[i] = (uint8_t)rand();
-        if (n >= 4 && round % 2) memcpy(m, "RGPH\x01\x00\x00\x00", n >= 8 ? 8 : 4);
+        if (n >= 4 && round % 2) memcpy(m, "RGPH\x02\x00\x00\x00", n >= 8 ? 8 : 4);
         rill_graph *g = rill__graph_decode(m, n, NULL, s);
         if (g) decoded++, rill_graph_free(g);
         else refused++;
