@@ -194,7 +194,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool ok = call(&q, payload, plen, &rep);
     uint32_t op = q.n >= 4 ? rill__get_u32(q.p) : 0;
     /* Leave nothing behind: a graph registered, tensors pushed for a step. */
-    if (ok && op == RILL__RPC_REGISTER && rep.n == 8) deregister(get_u64(rep.p, rep.n, 0));
+    if (ok && (op == RILL__RPC_REGISTER || op == RILL__RPC_REGISTER_CLIENT) && rep.n == 8)
+        deregister(get_u64(rep.p, rep.n, 0));
     if (op == RILL__RPC_TENSOR) {
         rill__mbuf a = {0};
         rill__mbuf_u32(&a, RILL__RPC_ABORT);

@@ -47,10 +47,12 @@ def _tf_env():
     return env
 
 
-def run_cluster(side, program, args, workdir, workers=2, ps_exits=None):
+def run_cluster(side, program, args, workdir, workers=2, started=None):
     """Runs program as 1 ps + `workers` workers under side ('tf' or 'rill'); returns
-    {task: (returncode, stdout, stderr)} with tasks 'ps', 'worker0', ... For rill the ps must
-    end by itself (ps_exits is None or True); TensorFlow's is stopped after the workers."""
+    {task: (returncode, stdout, stderr)} with tasks 'ps', 'worker0', ... started: the workers
+    that are started (default all). For rill the ps must end by itself when every worker was
+    started; TensorFlow's, and a ps some of whose workers never came, is stopped after them."""
+    started = list(range(workers)) if started is None else list(started)
     os.makedirs(workdir, exist_ok=True)
     if not os.path.exists(os.path.join(workdir, "MNIST_data")):
         os.symlink(FASHION, os.path.join(workdir, "MNIST_data"))
@@ -70,7 +72,7 @@ def run_cluster(side, program, args, workdir, workers=2, ps_exits=None):
                                 stderr=subprocess.PIPE, text=True)
 
     ps = start("ps", 0)
-    procs = {f"worker{i}": start("worker", i) for i in range(workers)}
+    procs = {f"worker{i}": start("worker", i) for i in started}
     out = {}
     try:
         for name, p in procs.items():
@@ -85,7 +87,7 @@ def run_cluster(side, program, args, workdir, workers=2, ps_exits=None):
         for p in procs.values():
             if p.poll() is None:
                 p.kill()
-        if side == "tf":
+        if side == "tf" or len(started) < workers:
             ps.send_signal(signal.SIGTERM)
         try:
             o, e = ps.communicate(timeout=30)
@@ -177,6 +179,25 @@ def test_mnist_replica(tmp_path, sync):
         local = [max(int(s) for s in re.findall(r"training step (\d+) done", rill_out[w][1]))
                  for w in ("worker0", "worker1")]
         assert sum(local) >= 2 * 600 - 2 * 50, report
+
+
+def test_device_filters_worker_alone(tmp_path):
+    """mnist_replica.py's chief with device_filters=["/job:ps", "/job:worker/task:0"] while
+    worker 1 of its cluster never starts: it trains to the last step on TF and on rill alike,
+    and rill's session says which tasks it uses (so which it waits for)."""
+    args = ["--data_dir=MNIST_data", "--train_steps=200", "--batch_size=100"]
+    outs = {}
+    for side in ("tf", "rill"):
+        out = run_cluster(side, "mnist_replica.py", args, str(tmp_path / side), started=[0])
+        outs[side] = out
+        assert out["worker0"][0] == 0, side + _report(out)
+        assert "[test:" not in out["worker0"][2], side + _report(out)
+    report = "\n=== TensorFlow" + _report(outs["tf"]) + "\n=== rill" + _report(outs["rill"])
+    for side in ("tf", "rill"):
+        x = _last(XENT, outs[side]["worker0"][1])
+        assert x and x[0] == "200", report
+    assert ("session on /job:worker/task:0 uses 2 of the cluster's 3 tasks (device_filters): "
+            "/job:ps/task:0, /job:worker/task:0") in outs["rill"]["worker0"][2], report
 
 
 def test_supervisor_setup_one_worker(tmp_path):

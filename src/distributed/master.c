@@ -385,6 +385,17 @@ static bool discover(master *m, rill_status *s)
     m->devp = rill__calloc((size_t)m->ndevs + 1, sizeof *m->devp);
     RILL_CHECK_ALLOC(m->devp);
     for (int i = 0; i < m->ndevs; i++) m->devp[i] = &m->devs[i];
+    if (m->opts.ndevice_filters) {
+        /* Which tasks this session talks to, and so waits for: the others may be down. */
+        char line[2048];
+        int n = snprintf(line, sizeof line, "session on /job:%s/task:%d uses %d of the cluster's "
+                                            "%d tasks (device_filters):",
+                         m->local_task->job, m->local_task->index, m->ntasks, cap);
+        for (int ti = 0; ti < m->ntasks && n > 0 && (size_t)n < sizeof line; ti++)
+            n += snprintf(line + n, sizeof line - (size_t)n, "%s /job:%s/task:%d", ti ? "," : "",
+                          m->tasks[ti].job, m->tasks[ti].index);
+        rill__log(RILL_LOG_INFO, "%s", line);
+    }
     return true;
 }
 

@@ -255,10 +255,14 @@ bool rill__place(rill_graph *g, rill__placement *pl, rill__device *const *devs, 
                             "%s devices is available.",
                             n->name, req, gr->spec.type);
         } else if (gr->spec.has_job || gr->spec.has_replica || gr->spec.has_task) {
+            char *list = device_list(devs, ndev);
             rill_status_set(s, RILL_INVALID_ARGUMENT,
                             "Cannot assign a device for operation '%s': Could not satisfy "
-                            "explicit device specification '%s'",
-                            n->name, req);
+                            "explicit device specification '%s': the session's devices are %s "
+                            "(a session with ConfigProto.device_filters has the devices of the "
+                            "tasks they match)",
+                            n->name, req, list);
+            rill__free(list);
         } else {
             char *reg = rill__kernels_registered_for(n->op->name);
             rill_status_set(s, RILL_INVALID_ARGUMENT,

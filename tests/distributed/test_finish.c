@@ -495,6 +495,28 @@ static void test_late_worker_with_device_filters(void)
     rill_status_clear(s);
     CHECK(train_filtered(c.w[1], "/job:worker/task:1", false, 10, true, s) >= 60);
     if (!rill_status_ok(s)) fprintf(stderr, "  %s\n", rill_status_message(s));
+    /* A node on a task the filters leave out fails at the first run, naming it and the task. */
+    rill_graph *g = rill_graph_new();
+    rill_graph_push_device(g, "/job:worker/task:0");
+    rill_output on_gone = rill_const_float(g, 1, "on_worker0");
+    rill_graph_pop_device(g);
+    rill_session_options *fo = rill_session_options_new();
+    rill_session_options_set_target(fo, rill_server_target(c.w[1]));
+    const char *filters[] = {"/job:ps", "/job:worker/task:1"};
+    rill_session_options_set_device_filters(fo, filters, 2);
+    rill_session *fs = rill_session_new(g, fo, s);
+    if (CHECK(fs != NULL)) {
+        rill_tensor *t = NULL;
+        CHECK_EQ_INT(rill_session_run(fs, NULL, NULL, 0, &on_gone, &t, 1, NULL, 0, s),
+                     RILL_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(rill_status_message(s), "'on_worker0'");
+        CHECK_STR_CONTAINS(rill_status_message(s), "'/job:worker/task:0'");
+        CHECK_STR_CONTAINS(rill_status_message(s), "/job:worker/replica:0/task:1/device:CPU:0");
+        CHECK_STR_CONTAINS(rill_status_message(s), "device_filters");
+    }
+    rill_session_free(fs);
+    rill_session_options_free(fo);
+    rill_graph_free(g);
     /* Filters that do not parse, or too many. */
     model m;
     build(&m, "/job:worker/task:1");
