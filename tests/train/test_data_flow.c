@@ -956,12 +956,32 @@ static void test_sync_no_chief_times_out(void)
     CHECK_EQ_INT(rill_status_code(s), RILL_DEADLINE_EXCEEDED);
     CHECK_STR_CONTAINS(rill_status_message(s), "queue 'sync_token_q'");
     CHECK_STR_CONTAINS(rill_status_message(s), "timed out after 0.2 s");
+    /* Better than "is it running?": it says that nothing has taken gradients yet. */
+    CHECK_STR_CONTAINS(rill_status_message(s),
+                       "the chief's queue runner has not started: nothing has taken gradients "
+                       "from accumulator 'w/grad_accum' yet (it holds 1 for sync step 0");
     rill_tensor_free(out);
-    rill_tensor_free(t);
     /* The gradient went into the accumulator before the wait. */
     rill_output nacc =
         rill_accumulator_num_accumulated(g, "w/grad_accum", RILL_FLOAT, rill_shape_vector(2), NULL);
     CHECK_EQ_INT(fetch_scalar(sess, nacc, s), 1);
+    /* The chief's op runs once (takes it, makes a token) and then no more: the step that got
+     * the token ends, the next one waits for a taker that took 0 s ago and does not again. */
+    rill_node *chief = rill_sync_replicas_chief_queue_runner_op(o, s);
+    if (CHECK(chief != NULL)) {
+        run_targets(sess, chief, s);
+        out = run1(sess, &grad, &t, 1, (rill_output){train, 0}, s);
+        CHECK(out != NULL);
+        rill_tensor_free(out);
+        out = run1(sess, &grad, &t, 1, (rill_output){train, 0}, s);
+        CHECK(out == NULL);
+        CHECK_STR_CONTAINS(rill_status_message(s),
+                           "the chief's queue runner takes no more: its last take from "
+                           "accumulator 'w/grad_accum' was 0 s ago (it holds 1 gradients for "
+                           "sync step 1");
+        rill_tensor_free(out);
+    }
+    rill_tensor_free(t);
 out:
     rill_session_free(sess);
     rill_sync_replicas_optimizer_free(o);

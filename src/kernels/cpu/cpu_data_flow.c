@@ -131,6 +131,8 @@ typedef struct accum {
      * it: the step is still not done, and a worker waiting for its token waits for that. */
     double stalled_since;
     int stall_need;
+    int64_t takes;    /* takes completed (the chief's queue runner's steps) */
+    double last_take; /* when the last one completed */
     rill__resource_mgr *rm; /* the manager it lives in (its cluster's tasks) */
 } accum;
 
@@ -511,6 +513,8 @@ static void take_grad_kernel(rill__kctx *ctx)
         x->counter = 0;
         for (int i = 0; i < x->nfrom; i++) x->got[i] = 0;
         x->global_step++;
+        x->takes++;
+        x->last_take = rill__now_seconds();
     }
     pthread_mutex_unlock(&x->mu);
     rill__resource_mgr_wait_end(ctx->rm, &w);
@@ -739,6 +743,40 @@ static bool sync_step_cannot_complete(rill__resource_mgr *rm, int waiting, char 
     return hopeless;
 }
 
+static void first_accum(void *arg, void *obj)
+{
+    accum **x = arg;
+    if (!*x) *x = obj;
+}
+
+/* For a wait on the token queue with no sync step stalled here: whether the chief's queue
+ * runner (the only taker from the accumulators, and maker of the tokens) takes at all. out gets
+ * the text when an accumulator lives here and no take waits on it; false otherwise. */
+static bool describe_no_take(rill__resource_mgr *rm, const char *queue, char *out, size_t len)
+{
+    if (strcmp(queue, "sync_token_q") != 0) return false;
+    accum *x = NULL;
+    rill__resource_each(rm, "accumulator", first_accum, &x);
+    if (!x) return false;
+    pthread_mutex_lock(&x->mu);
+    bool idle = x->want == 0 && x->stalled_since == 0;
+    char present[512];
+    list_present(x, present, sizeof present);
+    if (idle && x->takes == 0)
+        snprintf(out, len,
+                 "the chief's queue runner has not started: nothing has taken gradients from "
+                 "accumulator '%.200s' yet (it holds %d for sync step %lld%s%.300s)",
+                 x->name, x->counter, (long long)x->global_step, *present ? ", " : "", present);
+    else if (idle)
+        snprintf(out, len,
+                 "the chief's queue runner takes no more: its last take from accumulator "
+                 "'%.200s' was %.0f s ago (it holds %d gradients for sync step %lld%s%.300s)",
+                 x->name, rill__now_seconds() - x->last_take, x->counter,
+                 (long long)x->global_step, *present ? ", " : "", present);
+    pthread_mutex_unlock(&x->mu);
+    return idle;
+}
+
 static void describe_dequeue(void *arg, rill__wait_report *r)
 {
     dequeue_wait *d = arg;
@@ -746,7 +784,12 @@ static void describe_dequeue(void *arg, rill__wait_report *r)
     int64_t step;
     rill__wait_report sync = {0};
     if (!describe_sync_step(d->rm, &sync, &waited, &step)) {
-        snprintf(r->what, sizeof r->what, "%s", d->what);
+        char idle[1000];
+        if (describe_no_take(d->rm, d->queue, idle, sizeof idle))
+            snprintf(r->what, sizeof r->what, "waiting for a token from queue '%.200s': %.700s",
+                     d->queue, idle);
+        else
+            snprintf(r->what, sizeof r->what, "%s", d->what);
         return;
     }
     *r = sync;
@@ -814,9 +857,13 @@ static void dequeue_kernel(rill__kctx *ctx)
         rill__wait_report r = {0};
         double waited;
         int64_t step;
+        char idle[1000];
         if (describe_sync_step(ctx->rm, &r, &waited, &step) && stall_log_due(interval))
             rill__log(RILL_LOG_WARNING, "waiting %.0f s for a token from queue '%s': %s",
                       now - start, q->name, r.what);
+        else if (describe_no_take(ctx->rm, q->name, idle, sizeof idle) && stall_log_due(interval))
+            rill__log(RILL_LOG_WARNING, "waiting %.0f s for a token from queue '%s': %s",
+                      now - start, q->name, idle);
         pthread_mutex_lock(&q->mu);
     }
     if (e != WAIT_ON) {
@@ -828,11 +875,15 @@ static void dequeue_kernel(rill__kctx *ctx)
         double waited = 0;
         char lead[700] = "", who[512];
         int64_t step;
-        if (describe_sync_step(ctx->rm, &r, &waited, &step) && r.ntasks) {
-            list_tasks(&r, who, sizeof who);
-            snprintf(lead, sizeof lead, "sync step %lld waited %.0f s for gradients from %s",
-                     (long long)step, waited, who);
-            snprintf(what, sizeof what, "Dequeueing from queue '%s'", q->name); /* no guess */
+        if (describe_sync_step(ctx->rm, &r, &waited, &step)) {
+            if (r.ntasks) {
+                list_tasks(&r, who, sizeof who);
+                snprintf(lead, sizeof lead, "sync step %lld waited %.0f s for gradients from %s",
+                         (long long)step, waited, who);
+                snprintf(what, sizeof what, "Dequeueing from queue '%s'", q->name); /* no guess */
+            }
+        } else if (describe_no_take(ctx->rm, q->name, lead, sizeof lead)) {
+            snprintf(what, sizeof what, "Dequeueing from queue '%s'", q->name);
         }
         fail_wait(ctx, e, what, lead, NULL);
         return;
