@@ -293,6 +293,55 @@ static rill_code chief_prepare(rill_supervisor *sv, rill_session *sess, rill_sta
     return rill_session_run_targets(sess, &sv->init_op, 1, s);
 }
 
+/* The tasks holding the global variables a not-ready message names (as whole words), as
+ * " (on /job:ps/task:0, which answers: it ran the check)" into out ("" when none is placed on
+ * a task). */
+static void holders(rill_supervisor *sv, const char *msg, char *out, size_t len)
+{
+    out[0] = 0;
+    int n = rill_graph_global_variables(sv->g, NULL, 0);
+    rill_output *vars = rill__calloc((size_t)n + 1, sizeof *vars);
+    RILL_CHECK_ALLOC(vars);
+    rill_graph_global_variables(sv->g, vars, n);
+    char tasks[4][96];
+    int nt = 0;
+    for (int i = 0; i < n; i++) {
+        const char *name = rill_node_name(vars[i].node);
+        size_t k = strlen(name);
+        bool named = false;
+        for (const char *p = strstr(msg, name); p && !named; p = strstr(p + 1, name)) {
+            char before = p == msg ? ' ' : p[-1], after = p[k];
+            named = !(before == '_' || before == '/' || (before >= '0' && before <= '9') ||
+                      (before >= 'A' && before <= 'Z') || (before >= 'a' && before <= 'z')) &&
+                    !(after == '_' || after == '/' || (after >= '0' && after <= '9') ||
+                      (after >= 'A' && after <= 'Z') || (after >= 'a' && after <= 'z'));
+        }
+        rill_device_name d;
+        const char *dev = rill_node_requested_device(vars[i].node);
+        if (!named || !dev || !rill_device_name_parse(dev, &d, NULL) || !d.has_job) continue;
+        char t[96];
+        snprintf(t, sizeof t, "/job:%s/task:%d", d.job, d.has_task ? d.task : 0);
+        bool seen = false;
+        for (int j = 0; j < nt && !seen; j++) seen = strcmp(tasks[j], t) == 0;
+        if (!seen && nt < 4) snprintf(tasks[nt++], sizeof tasks[0], "%s", t);
+    }
+    rill__free(vars);
+    if (!nt) return;
+    size_t used = (size_t)snprintf(out, len, " (on ");
+    for (int j = 0; j < nt && used < len; j++)
+        used += (size_t)snprintf(out + used, len - used, "%s%s", j ? ", " : "", tasks[j]);
+    if (used < len)
+        snprintf(out + used, len - used, ", which %s: %s)", nt > 1 ? "answer" : "answers",
+                 nt > 1 ? "they ran the check" : "it ran the check");
+}
+
+/* Whether a readiness check failed on the wire (a task gone or not answering): the wait goes
+ * on, saying so, as a ps that restarts while a worker waits is waited for. */
+static bool unreachable(const rill_status *s)
+{
+    return rill_status_code(s) == RILL_UNAVAILABLE || rill_status_code(s) == RILL_DEADLINE_EXCEEDED;
+}
+
 /* A non-chief's wait, in the order of TF's SessionManager, polled until it holds or
  * max_wait_secs pass: once ready_for_local_init_op holds (when there is one), the local init
  * op runs, then the model must be ready (the ready op, by default every global variable
@@ -310,19 +359,23 @@ static rill_code wait_ready(rill_supervisor *sv, rill_session *sess, rill_status
         if (c == RILL_OK && sv->local_init_op)
             c = rill_session_run_targets(sess, &sv->local_init_op, 1, s);
         if (c == RILL_OK) c = ready(sv, sess, s);
-        if (c == RILL_OK || !uninitialized(s)) return c;
+        if (c == RILL_OK || !(uninitialized(s) || unreachable(s))) return c;
+        /* What is not ready, where it lives and whether that task answers. */
+        char where[512] = "";
+        if (uninitialized(s)) holders(sv, rill_status_message(s), where, sizeof where);
+        else snprintf(where, sizeof where, " (a task does not answer the readiness check)");
         double t = rill__now_seconds();
         if (t - start >= max_wait) {
             char *why = rill__strdup(rill_status_message(s));
             rill_status_set(s, RILL_DEADLINE_EXCEEDED,
-                            "Session was not ready after waiting %.0f secs. Not ready%s: %s", max_wait,
-                            local_ready ? "" : " for local init", why);
+                            "Session was not ready after waiting %.0f secs. Not ready%s: %s%s",
+                            max_wait, local_ready ? "" : " for local init", why, where);
             rill__free(why);
             return RILL_DEADLINE_EXCEEDED;
         }
         if (t >= next_log) {
-            rill__log(RILL_LOG_INFO, "Waiting for model to be ready.  Ready%s: %s",
-                      local_ready ? "" : " for local init", rill_status_message(s));
+            rill__log(RILL_LOG_INFO, "Waiting for model to be ready.  Ready%s: %s%s",
+                      local_ready ? "" : " for local init", rill_status_message(s), where);
             next_log = t + 3;
         }
         struct timespec ts = {(time_t)poll, (long)((poll - (double)(time_t)poll) * 1e9)};

@@ -542,6 +542,38 @@ out:
     cluster_stop(&c);
 }
 
+/* A non-chief whose chief never initialises the model waits for it, and says what is not
+ * ready, which task holds it and that this task answers (it ran the check); the ps is there, so
+ * what is missing is the chief's init. */
+static void test_non_chief_names_what_it_waits_for(void)
+{
+    cluster c;
+    if (!cluster_start(&c, 1, 2, NULL)) goto out;
+    rill_status *s = rill_status_new();
+    model m;
+    build(&m, "/job:worker/task:1");
+    rill_supervisor_options o = RILL_SUPERVISOR_OPTIONS_INIT;
+    o.is_chief = false;
+    o.max_wait_secs = 1;
+    o.recovery_wait_secs = 0.2;
+    rill_supervisor *sv = rill_supervisor_new(m.g, &o, s);
+    rill_session_options *so = rill_session_options_new();
+    rill_session_options_set_target(so, rill_server_target(c.w[1]));
+    rill_session *sess = sv ? rill_supervisor_prepare_or_wait_for_session(sv, so, s) : NULL;
+    CHECK(sess == NULL);
+    CHECK_EQ_INT(rill_status_code(s), RILL_DEADLINE_EXCEEDED);
+    CHECK_STR_CONTAINS(rill_status_message(s), "Not ready: ");
+    CHECK_STR_CONTAINS(rill_status_message(s), "uninitialized value");
+    CHECK_STR_CONTAINS(rill_status_message(s),
+                       "(on /job:ps/task:0, which answers: it ran the check)");
+    rill_session_options_free(so);
+    rill_supervisor_free(sv);
+    unbuild(&m);
+    rill_status_free(s);
+out:
+    cluster_stop(&c);
+}
+
 int main(void)
 {
     /* The CPU only: with PoCL standing in for a GPU, this model's training step fails today
@@ -559,5 +591,6 @@ int main(void)
     test_ps_not_there();
     test_with_a_secret();
     test_late_worker_with_device_filters();
+    test_non_chief_names_what_it_waits_for();
     TEST_MAIN_END();
 }
