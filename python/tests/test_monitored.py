@@ -107,3 +107,21 @@ def test_waiter_and_feed_conflicts():
     tf.Variable(1.0)
     with pytest.raises(RuntimeError, match="Global step should be created to use StopAtStepHook"):
         tf.train.MonitoredSession(hooks=[tf.train.StopAtStepHook(last_step=1)])
+
+
+def test_supervisor_summary_needing_a_feed_fails_at_start(tmp_path):
+    """Better than TF, whose summary thread dies save_summaries_secs later (stopping the
+    training): a merged summary that needs a placeholder fails when the session starts, naming
+    the summary and the placeholder; summary_op=None runs the same graph."""
+    with tf.Graph().as_default():
+        lr = tf.placeholder(tf.float32, [], name="lr")
+        tf.summary.scalar("learning_rate", lr)
+        inc = tf.assign_add(tf.train.get_or_create_global_step(), 1)
+        sv = tf.train.Supervisor(logdir=str(tmp_path / "a"))
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="summary 'learning_rate' needs a value fed for placeholder 'lr'"):
+            with sv.managed_session():
+                pass
+        sv = tf.train.Supervisor(logdir=str(tmp_path / "b"), summary_op=None)
+        with sv.managed_session() as sess:
+            assert sess.run(inc) == 1

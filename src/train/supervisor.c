@@ -491,10 +491,62 @@ static void *services_main(void *arg)
     return NULL;
 }
 
+/* The Placeholder (no default) among n's inputs, transitively, or NULL; seen marks nodes. */
+static rill_node *needs_feed(rill_node *n, char *seen)
+{
+    if (seen[n->id]) return NULL;
+    seen[n->id] = 1;
+    if (strcmp(n->op->name, "Placeholder") == 0) return n;
+    for (int i = 0; i < n->ninputs; i++) {
+        rill_node *p = needs_feed(n->inputs[i].node, seen);
+        if (p) return p;
+    }
+    for (int i = 0; i < n->ncontrol; i++) {
+        rill_node *p = needs_feed(n->control_inputs[i], seen);
+        if (p) return p;
+    }
+    return NULL;
+}
+
+/* The summary thread runs the summary op with no feeds: one that needs a placeholder would die
+ * there after save_summaries_secs (TF's does, and takes the training with it). Found now, the
+ * error names the summary and the placeholder. */
+static bool summaries_runnable(rill_supervisor *sv, rill_status *s)
+{
+    if (!sv->o.is_chief || !sv->logdir || sv->o.prepare_only || sv->o.save_summaries_secs <= 0 ||
+        !sv->summary_op.node)
+        return true;
+    rill_node *top = sv->summary_op.node;
+    int nn = rill_graph_num_nodes(sv->g);
+    char *seen = rill__calloc((size_t)nn + 1, 1);
+    RILL_CHECK_ALLOC(seen);
+    rill_node *ph = needs_feed(top, seen), *summary = top;
+    /* The summary the placeholder feeds: the merged one's input that reaches it. */
+    for (int i = 0; ph && strcmp(top->op->name, "MergeSummary") == 0 && i < top->ninputs; i++) {
+        memset(seen, 0, (size_t)nn + 1);
+        if (needs_feed(top->inputs[i].node, seen) == ph) {
+            summary = top->inputs[i].node;
+            break;
+        }
+    }
+    rill__free(seen);
+    if (!ph) return true;
+    rill_status_set(s, RILL_INVALID_ARGUMENT,
+                    "The Supervisor's summary op '%s' cannot run: summary '%s' needs a value fed "
+                    "for placeholder '%s', and the summary thread runs it every %g s without "
+                    "feeds (TensorFlow's thread fails there later, stopping the training). Give "
+                    "the Supervisor summary_op=None and write such summaries with "
+                    "sv.summary_computed(sess, sess.run(summary_op, feed_dict=...)), or "
+                    "summarize values that need no feed",
+                    top->name, summary->name, ph->name, sv->o.save_summaries_secs);
+    return false;
+}
+
 rill_session *rill_supervisor_prepare_or_wait_for_session(rill_supervisor *sv,
                                                           const rill_session_options *so,
                                                           rill_status *s)
 {
+    if (!summaries_runnable(sv, s)) return NULL;
     rill_session *sess = rill_session_new(sv->g, so, s);
     if (!sess) return NULL;
     /* The chief: the model restored or initialised, ready_for_local_init_op must hold (TF's

@@ -426,6 +426,42 @@ out:
     rill_status_free(s);
 }
 
+/* A summary of a fed value in the summary op the Supervisor's thread runs without feeds: the
+ * session does not start, and the error names the summary and the placeholder; with
+ * summary_op=None (no_summary_op) the same graph runs. */
+static void test_summary_needing_a_feed(void)
+{
+    rill_status *s = rill_status_new();
+    char logdir[256];
+    snprintf(logdir, sizeof logdir, "%s/run_fed", tmpdir);
+    model m;
+    rill_supervisor *sv = NULL;
+    rill_session *sess = NULL;
+    if (!build_model(&m, 1)) goto out;
+    rill_output lr = rill_placeholder(m.g, RILL_FLOAT, rill_shape_scalar(), "learning_rate");
+    rill_summary_scalar(m.g, "lr", rill_mul(m.g, lr, rill_const_float(m.g, 2, NULL), NULL));
+    rill_supervisor_options o = chief_options(logdir);
+    o.save_summaries_secs = 120; /* TF's default */
+    sv = rill_supervisor_new(m.g, &o, s);
+    if (!CHECK(sv != NULL)) goto out;
+    sess = rill_supervisor_prepare_or_wait_for_session(sv, NULL, s);
+    CHECK(sess == NULL);
+    CHECK_EQ_INT(rill_status_code(s), RILL_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(rill_status_message(s), "summary 'lr' needs a value fed for placeholder "
+                                               "'learning_rate'");
+    CHECK_STR_CONTAINS(rill_status_message(s), "summary_op=None");
+    rill_supervisor_free(sv);
+    o.no_summary_op = true;
+    sv = rill_supervisor_new(m.g, &o, s);
+    sess = sv ? rill_supervisor_prepare_or_wait_for_session(sv, NULL, s) : NULL;
+    if (CHECK(sess != NULL)) CHECK_EQ_INT(rill_supervisor_stop(sv, s), RILL_OK);
+out:
+    rill_supervisor_free(sv);
+    rill_session_free(sess);
+    free_model(&m);
+    rill_status_free(s);
+}
+
 static void test_non_chief(void)
 {
     rill_status *s = rill_status_new();
@@ -613,6 +649,7 @@ int main(void)
     test_summaries();
     test_non_chief();
     test_ready_ops();
+    test_summary_needing_a_feed();
     test_request_stop();
     nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     TEST_MAIN_END();
