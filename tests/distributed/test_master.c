@@ -443,9 +443,15 @@ static void test_local_server(void)
         CHECK(len == 24 && memcmp(str, "Hello, distributed rill!", 24) == 0);
     }
     rill_tensor_free(out);
-    /* A target nobody answers. */
+    /* A target nobody answers: another process's master is waited for up to the connect
+     * deadline, here the operation timeout; one that is no address is no target at all. */
     rill_session_options *o = rill_session_options_new();
     rill_session_options_set_target(o, "rill://127.0.0.1:1");
+    rill_session_options_set_operation_timeout_ms(o, 300);
+    CHECK(rill_session_new(g, o, s) == NULL);
+    CHECK_EQ_INT(rill_status_code(s), RILL_UNAVAILABLE);
+    CHECK_STR_CONTAINS(rill_status_message(s), "the master at rill://127.0.0.1:1 did not answer");
+    rill_session_options_set_target(o, "local");
     CHECK(rill_session_new(g, o, s) == NULL);
     CHECK_STR_CONTAINS(rill_status_message(s), "No session factory registered");
     rill_session_options_free(o);
