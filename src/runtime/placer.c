@@ -258,9 +258,8 @@ bool rill__place(rill_graph *g, rill__placement *pl, rill__device *const *devs, 
             char *list = device_list(devs, ndev);
             rill_status_set(s, RILL_INVALID_ARGUMENT,
                             "Cannot assign a device for operation '%s': Could not satisfy "
-                            "explicit device specification '%s': the session's devices are %s "
-                            "(a session with ConfigProto.device_filters has the devices of the "
-                            "tasks they match)",
+                            "explicit device specification '%s'. The session's devices are %s "
+                            "(with ConfigProto.device_filters, those of the tasks they match)",
                             n->name, req, list);
             rill__free(list);
         } else {
