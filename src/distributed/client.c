@@ -216,13 +216,14 @@ static void put_name(rill__mbuf *q, rill_output o)
     rill__mbuf_str(q, name);
 }
 
-rill_code rill__client_run(rill__client *c, rill__deadline d, const rill_output *feeds,
-                           rill_tensor *const *feed_values, int nfeeds, const rill_output *fetches,
-                           rill_tensor **fetch_values, int nfetches, rill_node *const *targets,
-                           int ntargets, rill_status *s)
+/* One RUN; *handle_out gets the handle it named. */
+static rill_code run_once(rill__client *c, rill__deadline d, const rill_output *feeds,
+                          rill_tensor *const *feed_values, int nfeeds, const rill_output *fetches,
+                          rill_tensor **fetch_values, int nfetches, rill_node *const *targets,
+                          int ntargets, uint64_t *handle_out, rill_status *s)
 {
     for (int i = 0; i < nfetches; i++) fetch_values[i] = NULL;
-    if (nfeeds > 64 * 64 || nfetches > 4096 || ntargets > 4096) {
+    if (nfeeds > 4096 || nfetches > 4096 || ntargets > 4096) {
         rill_status_set(s, RILL_INVALID_ARGUMENT,
                         "a run on another process's master takes at most 4096 feeds, fetches "
                         "and targets each");
@@ -232,6 +233,7 @@ rill_code rill__client_run(rill__client *c, rill__deadline d, const rill_output 
     bool ok = rill_graph_num_nodes(c->g) == c->nsent || send_graph(c, s);
     uint64_t handle = c->handle;
     pthread_mutex_unlock(&c->mu);
+    *handle_out = handle;
     if (!ok) return rill_status_code(s);
     int64_t ms = d.timeout_ms > 0 ? d.timeout_ms : 0;
     double wait = CLIENT_STEP_DEADLINE_S;
@@ -293,6 +295,31 @@ rill_code rill__client_run(rill__client *c, rill__deadline d, const rill_output 
     }
     rill_status_clear(s);
     return RILL_OK;
+}
+
+rill_code rill__client_run(rill__client *c, rill__deadline d, const rill_output *feeds,
+                           rill_tensor *const *feed_values, int nfeeds, const rill_output *fetches,
+                           rill_tensor **fetch_values, int nfetches, rill_node *const *targets,
+                           int ntargets, rill_status *s)
+{
+    uint64_t handle = 0;
+    rill_code code = run_once(c, d, feeds, feed_values, nfeeds, fetches, fetch_values, nfetches,
+                              targets, ntargets, &handle, s);
+    /* The master's process was restarted at its address and forgot the graph: send it again
+     * (the variables, on the ps tasks, are where they were) and run once more. */
+    if (code == RILL_NOT_FOUND && strstr(rill_status_message(s), "is not registered")) {
+        pthread_mutex_lock(&c->mu);
+        if (c->handle == handle) {
+            c->handle = 0; /* forgotten there: nothing to drop at close */
+            c->nsent = 0;
+        }
+        pthread_mutex_unlock(&c->mu);
+        rill__log(RILL_LOG_INFO, "the master at %s forgot this session's graph (restarted?): "
+                                 "sending it again", c->target);
+        code = run_once(c, d, feeds, feed_values, nfeeds, fetches, fetch_values, nfetches, targets,
+                        ntargets, &handle, s);
+    }
+    return code;
 }
 
 rill__client *rill__client_open(const char *target, rill_graph *g, const rill_session_options *o,

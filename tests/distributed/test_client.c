@@ -34,10 +34,18 @@ static const char *SECRET = "0123456789abcdef0123456789abcdef-client-test";
 
 /* The child: a ps and a worker of one cluster, serving until killed (with_secret: both demand
  * SECRET). */
+static pid_t serve_again(bool with_secret);
+
 static pid_t serve(bool with_secret)
 {
     snprintf(ps_addr, sizeof ps_addr, "127.0.0.1:%d", test_free_port());
     snprintf(wk_addr, sizeof wk_addr, "127.0.0.1:%d", test_free_port());
+    return serve_again(with_secret);
+}
+
+/* The same, at the addresses of the last serve(). */
+static pid_t serve_again(bool with_secret)
+{
     pid_t pid = fork();
     if (pid == 0) {
         rill_status *s = rill_status_new();
@@ -400,6 +408,30 @@ static void test_client_may_only_run(void)
     unserve(child);
 }
 
+/* The cluster's processes restart at their addresses: the session's next run finds its graph
+ * forgotten there, sends it again and runs (the model starts over: the ps restarted too). */
+static void test_master_restarted(void)
+{
+    pid_t child = serve(false);
+    rill_status *s = rill_status_new();
+    model m;
+    build(&m);
+    rill_session *sess = client_session(m.g, "grpc", 0, s);
+    if (CHECK(sess != NULL)) {
+        CHECK(rill_session_run_targets(sess, &m.init, 1, s) == RILL_OK);
+        CHECK(train(sess, &m, 20, 5, NULL) == 20);
+        unserve(child);
+        child = serve_again(false);
+        CHECK(rill_session_run_targets(sess, &m.init, 1, s) == RILL_OK);
+        if (!rill_status_ok(s)) fprintf(stderr, "  %s\n", rill_status_message(s));
+        CHECK(train(sess, &m, 10, 5, NULL) == 10);
+        rill_session_free(sess);
+    }
+    unbuild(&m);
+    rill_status_free(s);
+    unserve(child);
+}
+
 int main(void)
 {
     setenv("RILL_OPENCL_CPU_AS_GPU", "0", 1);
@@ -408,5 +440,6 @@ int main(void)
     test_no_master();
     test_secret();
     test_client_may_only_run();
+    test_master_restarted();
     TEST_MAIN_END();
 }
