@@ -47,14 +47,9 @@ def _tf_env():
     return env
 
 
-def run_cluster(side, program, args, workdir, workers=2, started=None, hang_s=None):
-    """Runs program as 1 ps + `workers` workers under side ('tf' or 'rill'); returns
-    {task: (returncode, stdout, stderr)} with tasks 'ps', 'worker0', ... started: the workers
-    that are started (default all). For rill the ps must end by itself when every worker was
-    started; TensorFlow's, and a ps some of whose workers never came, is stopped after them.
-    hang_s: a worker still running that long after the start is killed and marked "[hung]"
-    (for TensorFlow's runs where it is known to hang)."""
-    started = list(range(workers)) if started is None else list(started)
+def _launcher(side, program, args, workdir, workers):
+    """start(job, index): a process of program as that task of 1 ps + `workers` workers on free
+    loopback ports, under side ('tf' or 'rill'), in workdir (with MNIST_data)."""
     os.makedirs(workdir, exist_ok=True)
     if not os.path.exists(os.path.join(workdir, "MNIST_data")):
         os.symlink(FASHION, os.path.join(workdir, "MNIST_data"))
@@ -72,7 +67,18 @@ def run_cluster(side, program, args, workdir, workers=2, started=None, hang_s=No
         return subprocess.Popen(cmd + hosts + list(args) + [f"--job_name={job}", f"--task_index={i}"],
                                 cwd=workdir, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
+    return start
 
+
+def run_cluster(side, program, args, workdir, workers=2, started=None, hang_s=None):
+    """Runs program as 1 ps + `workers` workers under side ('tf' or 'rill'); returns
+    {task: (returncode, stdout, stderr)} with tasks 'ps', 'worker0', ... started: the workers
+    that are started (default all). For rill the ps must end by itself when every worker was
+    started; TensorFlow's, and a ps some of whose workers never came, is stopped after them.
+    hang_s: a worker still running that long after the start is killed and marked "[hung]"
+    (for TensorFlow's runs where it is known to hang)."""
+    started = list(range(workers)) if started is None else list(started)
+    start = _launcher(side, program, args, workdir, workers)
     ps = start("ps", 0)
     procs = {f"worker{i}": start("worker", i) for i in started}
     out = {}
@@ -336,24 +342,7 @@ def run_client_cluster(side, program, args, workdir, workers=2):
     """1 ps + `workers` workers that only serve (server.join(), on TF and on rill alike), and a
     fourth process, no task of the cluster, that drives them; the servers are stopped with
     SIGTERM once the client ended. Returns {task: (returncode, stdout, stderr)}."""
-    os.makedirs(workdir, exist_ok=True)
-    if not os.path.exists(os.path.join(workdir, "MNIST_data")):
-        os.symlink(FASHION, os.path.join(workdir, "MNIST_data"))
-    ports = _free_ports(1 + workers)
-    hosts = [f"--ps_hosts=127.0.0.1:{ports[0]}",
-             "--worker_hosts=" + ",".join(f"127.0.0.1:{p}" for p in ports[1:])]
-    path = os.path.join(PROGRAMS, program)
-    if side == "tf":
-        cmd, env = [sys.executable, REFERENCE, path], _tf_env()
-    else:
-        cmd, env = [sys.executable, "-m", "rill.run", path], dict(os.environ)
-        env["RILL_OPENCL_CPU_AS_GPU"] = "0"
-
-    def start(job, i):
-        return subprocess.Popen(cmd + hosts + list(args) + [f"--job_name={job}", f"--task_index={i}"],
-                                cwd=workdir, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-
+    start = _launcher(side, program, args, workdir, workers)
     servers = {"ps": start("ps", 0)}
     servers.update({f"worker{i}": start("worker", i) for i in range(workers)})
     out = {}

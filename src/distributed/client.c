@@ -372,17 +372,7 @@ void rill__client_cancel(rill__client *c)
     rill__tcp_options o;
     tcp_options(c, &o);
     /* A connection of its own: the runs hold theirs. */
-    rill__channel *ch = rill__tcp_connect(c->addr, &o, 5, s);
-    if (ch) {
-        rill__mbuf q = {0};
-        rill__mbuf_u32(&q, RILL__RPC_CANCEL);
-        rill__mbuf_u64(&q, c->owner);
-        rill__reply rep = {0};
-        rill__channel_call(ch, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, NULL, 0, &rep, 5, s);
-        if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
-        rill__mbuf_free(&q);
-        rill__channel_close(ch);
-    }
+    rill__send_cancel(rill__tcp_connect(c->addr, &o, 5, s), c->owner);
     rill_status_free(s);
 }
 

@@ -1314,17 +1314,8 @@ static void master_cancel(void *mp)
     for (int t = 0; t < m->ntasks; t++) {
         if (m->tasks[t].local) continue;
         rill_status *s = rill_status_new();
-        rill__channel *ch = rill__local_task_connect(m->local_task, m->tasks[t].addr, 5, s);
-        if (ch) {
-            rill__mbuf q = {0};
-            rill__mbuf_u32(&q, RILL__RPC_CANCEL);
-            rill__mbuf_u64(&q, m->owner);
-            rill__reply rep = {0};
-            rill__channel_call(ch, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, NULL, 0, &rep, 5, s);
-            if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
-            rill__mbuf_free(&q);
-            rill__channel_close(ch);
-        }
+        rill__send_cancel(rill__local_task_connect(m->local_task, m->tasks[t].addr, 5, s),
+                          m->owner);
         rill_status_free(s);
     }
 }
@@ -1649,6 +1640,21 @@ rill__channel *rill__local_task_connect(rill__local_task *t, const char *addr, d
     rill__channel *ch = rill__tcp_connect(addr, &o, deadline_s, s);
     if (ch && !known && from_anyone) adopt_run(t, rill__channel_peer_run(ch), addr);
     return ch;
+}
+
+void rill__send_cancel(rill__channel *ch, uint64_t owner)
+{
+    if (!ch) return;
+    rill_status *s = rill_status_new();
+    rill__mbuf q = {0};
+    rill__mbuf_u32(&q, RILL__RPC_CANCEL);
+    rill__mbuf_u64(&q, owner);
+    rill__reply rep = {0};
+    rill__channel_call(ch, RILL__MSG_REQUEST, q.p, (uint32_t)q.n, NULL, 0, &rep, 5, s);
+    if (rep.payload_owned) rill__aligned_free(rep.payload, rep.payload_len);
+    rill__mbuf_free(&q);
+    rill__channel_close(ch);
+    rill_status_free(s);
 }
 
 void rill__local_device_spec(const char *full, char *out, size_t len)

@@ -57,6 +57,10 @@ bool rill__local_task_admit(void *t, const rill__identity *client, uint8_t run[1
 rill__channel *rill__local_task_connect(rill__local_task *t, const char *addr, double deadline_s,
                                         rill_status *s);
 
+/* Sends CANCEL for owner's steps on ch (a connection of the caller's own, within 5 s; the
+ * answer is not waited on for errors) and closes ch. NULL ch: nothing. */
+void rill__send_cancel(rill__channel *ch, uint64_t owner);
+
 /* --- a session on another process's server (client.c) --- */
 
 /* What a client that is no task of a cluster names itself in its handshake: "client:" and who
