@@ -245,12 +245,35 @@ static double slice_deadline(const rill__kctx *ctx, const rill__rendezvous *rv, 
 /* A pushed tensor waiting for its thread's flush (push_flush). */
 typedef struct push_item {
     rill__rendezvous *rv;
-    const char *job, *key, *addr; /* borrowed from the node and the cluster */
+    const char *job, *key, *addr; /* borrowed from the node and the cluster (key and job: own
+                                   * copies once owned) */
     int index;
     uint64_t owner, step;
     double deadline;
     rill_tensor *t;
+    bool owned; /* job and key are its own: it may outlive its node (a sender thread's) */
 } push_item;
+
+/* Makes it->job and it->key its own: a push handed to a sender thread may be written after its
+ * step ended and its graph was freed (an orphan push, or a node that no longer waits). */
+static void item_own(push_item *it)
+{
+    if (it->owned) return;
+    it->job = rill__strdup(it->job);
+    it->key = rill__strdup(it->key);
+    it->owned = true;
+}
+
+static void item_free(push_item *it)
+{
+    if (!it) return;
+    rill_tensor_free(it->t);
+    if (it->owned) {
+        rill__free((void *)it->job);
+        rill__free((void *)it->key);
+    }
+    rill__free(it);
+}
 
 /* Pushes items[from, to) (one step, one task) in one TENSOR message from their own buffers.
  * With pooled_only, it uses only a pooled connection: when the peer has none it sends nothing,
@@ -370,7 +393,8 @@ typedef struct rv_job {
 typedef struct rv_sender {
     struct rv_sender *next;
     rill__rendezvous *rv;
-    const char *job; /* borrowed from the cluster spec */
+    char job[RILL_JOB_NAME_MAX]; /* its own copy: a push's job is its node's attribute, freed
+                                  * with its graph while the sender lives on */
     int index;
     pthread_t th;
     pthread_cond_t cv;
@@ -380,8 +404,7 @@ typedef struct rv_sender {
 
 static void job_free(rv_job *j)
 {
-    rill_tensor_free(j->it->t);
-    rill__free(j->it);
+    item_free(j->it);
     rill_status_free(j->err);
     rill__free(j);
 }
@@ -442,7 +465,8 @@ static bool sender_queue(rill__rendezvous *rv, rv_job *j)
     if (!sd) {
         sd = rill__calloc(1, sizeof *sd);
         RILL_CHECK_ALLOC(sd);
-        *sd = (rv_sender){.rv = rv, .job = j->it->job, .index = j->it->index};
+        *sd = (rv_sender){.rv = rv, .index = j->it->index};
+        snprintf(sd->job, sizeof sd->job, "%s", j->it->job);
         pthread_cond_init(&sd->cv, NULL);
         if (pthread_create(&sd->th, NULL, sender_main, sd) != 0) {
             pthread_cond_destroy(&sd->cv);
@@ -493,6 +517,7 @@ static void push_flush(void **vitems, int n, rill_status **errors)
                 rv_job *job = rill__calloc(1, sizeof *job);
                 RILL_CHECK_ALLOC(job);
                 job->it = items[k];
+                item_own(job->it);
                 job->orphan = true;
                 if (sender_queue(rv, job)) {
                     items[k] = NULL;
@@ -508,11 +533,7 @@ static void push_flush(void **vitems, int n, rill_status **errors)
         }
         i = j;
     }
-    for (int i = 0; i < n; i++) {
-        if (!items[i]) continue;
-        rill_tensor_free(items[i]->t);
-        rill__free(items[i]);
-    }
+    for (int i = 0; i < n; i++) item_free(items[i]);
 }
 
 static void senders_stop(rill__rendezvous *rv)
@@ -572,6 +593,7 @@ static void big_push(rill__kctx *ctx, rill__rendezvous *rv, const push_item *pro
         RILL_CHECK_ALLOC(j->it);
         *j->it = *proto;
         j->it->t = rill_tensor_ref(ctx->inputs[0]);
+        item_own(j->it);
         j->wake = ctx->wake;
         j->wake_arg = ctx->wake_arg;
         if (!sender_queue(rv, j)) {
@@ -628,7 +650,8 @@ static void remote_send_kernel(rill__kctx *ctx)
                        ctx->step_owner,
                        ctx->step_id,
                        slice_deadline(ctx, rv, rill__now_seconds()),
-                       NULL};
+                       NULL,
+                       false};
     /* A big tensor goes alone, at once, on its task's sender thread: gathering gains it
      * nothing, its consumer can start on it while the next one is on the wire, and pushes to
      * different tasks go at once. */
