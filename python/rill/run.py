@@ -19,7 +19,8 @@ _ALIASES = ("tensorflow", "tensorflow.compat", "tensorflow.compat.v1")
 # tensorflow.<name>... -> rill.compat.v1.<name>... for these packages of TF's Python tree
 _SUBPACKAGES = ("tensorflow.examples",)
 # the contrib submodules rill has (every other tensorflow.contrib.x stays an ImportError)
-_CONTRIB = ("tensorflow.contrib", "tensorflow.contrib.layers", "tensorflow.contrib.framework")
+_CONTRIB = ("tensorflow.contrib", "tensorflow.contrib.layers", "tensorflow.contrib.framework",
+            "tensorflow.contrib.rnn")
 
 
 def _compat_module():

@@ -227,8 +227,26 @@ static void fill_shape(rill_node *n, rill_status *s)
         n->out_shapes[0] = out;
     } else if (strcmp(d.node->op->name, "Shape") == 0) {
         n->out_shapes[0] = rill__in_shape(d.node, 0);
+    } else if (strcmp(d.node->op->name, "Pack") == 0 && d.node->ninputs <= RILL_MAX_DIMS) {
+        /* tf.stack([batch, 128]): the constant dims are known (TF's partial shape). */
+        rill_shape out = {.rank = d.node->ninputs};
+        for (int i = 0; i < out.rank; i++) {
+            rill_node *e = d.node->inputs[i].node;
+            const rill__attr *v = strcmp(e->op->name, "Const") == 0 ? rill__node_attr(e, "value")
+                                                                    : NULL;
+            out.dims[i] = v && v->v.tensor->numel == 1 ? rill_tensor_get_int64(v->v.tensor, 0) : -1;
+            if (out.dims[i] < -1) out.dims[i] = -1;
+        }
+        n->out_shapes[0] = out;
     } else {
-        n->out_shapes[0] = rill_shape_unknown();
+        rill_shape ds = rill__in_shape(n, 0);
+        if (ds.rank == 1 && ds.dims[0] >= 0 && ds.dims[0] <= RILL_MAX_DIMS) {
+            rill_shape out = {.rank = (int)ds.dims[0]};
+            for (int i = 0; i < out.rank; i++) out.dims[i] = -1;
+            n->out_shapes[0] = out;
+        } else {
+            n->out_shapes[0] = rill_shape_unknown();
+        }
     }
 }
 

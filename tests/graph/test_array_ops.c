@@ -387,7 +387,20 @@ static void test_fill(void)
         s = rill_output_shape(f3);
         want = rill_shape_matrix(4, 1);
         CHECK(rill_shape_equal(&s, &want));
-        CHECK_EQ_INT(rill_output_shape(f4).rank, -1);
+        /* Dims from a tensor of known length: the rank is known; from tf.stack([n, 5]): the
+         * constant dims are (TF's partial shape). */
+        s = rill_output_shape(f4);
+        CHECK(s.rank == 2 && s.dims[0] == -1 && s.dims[1] == -1);
+        rill_output n = rill_placeholder(g, RILL_INT32, rill_shape_scalar(), "n");
+        rill_op_builder *pb = rill_op_builder_new(g, "Pack", "dims");
+        rill_op_builder_add_input(pb, n);
+        rill_op_builder_add_input(pb, rill_const_scalar(g, RILL_INT32, 5, NULL));
+        rill_op_builder_set_int(pb, "axis", 0);
+        rill_node *pack = rill_op_builder_finish(pb);
+        if (CHECK(pack != NULL)) {
+            s = rill_output_shape(rill_fill(g, rill_node_output(pack, 0), v, NULL));
+            CHECK(s.rank == 2 && s.dims[0] == -1 && s.dims[1] == 5);
+        }
         double ref[12];
         for (int i = 0; i < 12; i++) ref[i] = val;
         rill_session *sess = oc_session(g);

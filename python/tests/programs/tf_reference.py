@@ -59,7 +59,14 @@ def _contrib():
     for n in dir(tf_slim):
         if not n.startswith("_"):
             setattr(framework, n, getattr(tf_slim, n))
-    return _module("tensorflow.contrib", layers=layers, framework=framework)
+    # contrib.rnn: TF 1.15 exported the core cells and static unrolls there as well
+    rnn = _module("tensorflow.contrib.rnn")
+    for n in ("BasicLSTMCell", "BasicRNNCell", "DropoutWrapper", "GRUCell", "LSTMCell",
+              "LSTMStateTuple", "MultiRNNCell", "ResidualWrapper", "RNNCell"):
+        setattr(rnn, n, getattr(tf.nn.rnn_cell, n))
+    rnn.static_rnn = tf.nn.static_rnn
+    rnn.static_bidirectional_rnn = tf.nn.static_bidirectional_rnn
+    return _module("tensorflow.contrib", layers=layers, framework=framework, rnn=rnn)
 
 
 sys.modules["tensorflow"] = tf

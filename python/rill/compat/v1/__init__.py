@@ -949,6 +949,27 @@ class Variable:
     def eval(self, session=None):
         return self._value.eval(session=session)
 
+    def assign(self, value, use_locking=None, name=None, read_value=True):
+        from ._graph_utils import assign
+        return assign(self, value, use_locking=use_locking, name=name)
+
+    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+        from ._graph_utils import assign_add
+        return assign_add(self, delta, use_locking=use_locking, name=name)
+
+    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
+        from ._graph_utils import assign_sub
+        return assign_sub(self, delta, use_locking=use_locking, name=name)
+
+    def load(self, value, session=None):
+        """Writes value into the variable (TF's Variable.load: through the initializer's
+        feed, no new op per call)."""
+        sess = session or get_default_session()
+        if sess is None:
+            raise ValueError("Either session argument should be provided or default session "
+                             "should be established")
+        sess.run(self.initializer, {self.initializer.inputs[1]: value})
+
     def __repr__(self):
         return f"<tf.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}_ref>"
 
