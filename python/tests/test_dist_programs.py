@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -82,7 +83,6 @@ def run_cluster(side, program, args, workdir, workers=2, started=None, hang_s=No
     ps = start("ps", 0)
     procs = {f"worker{i}": start("worker", i) for i in started}
     out = {}
-    import time
     t0 = time.time()
     try:
         for name, p in procs.items():
@@ -315,7 +315,6 @@ def test_sync_step_no_worker_can_finish_ends(tmp_path):
     worker 1's managed_session loop cleanly. When worker 1 starts in time, it leaves at once
     (the global step is past 20) and the chief's sync step then holding only its own gradient
     can never complete: the same, for the chief. (Or the chief had a spare token: both end.)"""
-    import time
     t0 = time.time()
     out = rill_cluster("sync_early_finish.py", ["--chief_steps=200", "--worker_steps=20"],
                        tmp_path)

@@ -77,6 +77,14 @@ static void tcp_options(const rill__client *c, rill__tcp_options *o)
     o->identity = c->id;
 }
 
+static rill__channel *dial_master(void *arg, double attempt_s, rill_status *s)
+{
+    rill__client *c = arg;
+    rill__tcp_options o;
+    tcp_options(c, &o);
+    return rill__tcp_connect(c->addr, &o, attempt_s, s);
+}
+
 /* A connection to the master: an idle one, or a new one (waiting for a server that is not up
  * yet, up to the connect deadline). NULL with s set, naming the address. */
 static rill__channel *conn_get(rill__client *c, rill_status *s)
@@ -87,32 +95,16 @@ static rill__channel *conn_get(rill__client *c, rill_status *s)
     /* Between calls a pooled connection carries nothing but the server's close. */
     if (ch && !rill__channel_readable(ch, 0)) return ch;
     rill__channel_close(ch);
-    rill__tcp_options o;
-    tcp_options(c, &o);
-    double limit = connect_deadline(c), deadline = now_s() + limit, next_log = now_s() + 5;
-    for (;;) {
-        ch = rill__tcp_connect(c->addr, &o, limit < 5 ? limit : 5, s);
-        if (ch) return ch;
-        rill_code code = rill_status_code(s);
-        bool transient = code == RILL_UNAVAILABLE || code == RILL_DEADLINE_EXCEEDED ||
-                         code == RILL_RESOURCE_EXHAUSTED;
-        if (!transient || now_s() >= deadline) break;
-        if (now_s() >= next_log) {
-            rill__log(RILL_LOG_INFO, "waiting for the master at %s: %s", c->target,
-                      rill_status_message(s));
-            next_log = now_s() + 5;
-        }
-        usleep(200 * 1000);
+    char what[300];
+    snprintf(what, sizeof what, "the master at %s", c->target);
+    ch = rill__connect_retrying(what, connect_deadline(c), dial_master, c, s);
+    if (!ch && rill_status_code(s) != RILL_UNAVAILABLE) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", rill_status_message(s));
+        rill_status_set(s, rill_status_code(s), "connecting to the master at %s: %s", c->target,
+                        why);
     }
-    char why[1024];
-    snprintf(why, sizeof why, "%s", rill_status_message(s));
-    rill_code code = rill_status_code(s);
-    if (code == RILL_UNAVAILABLE || code == RILL_DEADLINE_EXCEEDED || code == RILL_RESOURCE_EXHAUSTED)
-        rill_status_set(s, RILL_UNAVAILABLE, "the master at %s did not answer within %.1f s: %s",
-                        c->target, limit, why);
-    else
-        rill_status_set(s, code, "connecting to the master at %s: %s", c->target, why);
-    return NULL;
+    return ch;
 }
 
 /* Hands ch back after a call the server answered (ok), else closes it. */

@@ -152,6 +152,44 @@ static double now(void)
  * the task every few seconds, until the server's connect deadline: then UNAVAILABLE). An idle
  * one that has not talked for a while gets a heartbeat first: a peer that hung or went away
  * while nobody called it is found in seconds, not at the step deadline. */
+typedef struct task_dial {
+    master *m;
+    task *t;
+} task_dial;
+
+static rill__channel *dial_task(void *arg, double attempt_s, rill_status *s)
+{
+    task_dial *d = arg;
+    return rill__local_task_connect(d->m->local_task, d->t->addr, attempt_s, s);
+}
+
+rill__channel *rill__connect_retrying(const char *what, double deadline_s, rill__dial_fn dial,
+                                      void *arg, rill_status *s)
+{
+    double deadline = now() + deadline_s, next_log = now();
+    double attempt = deadline_s < 5 ? deadline_s : 5;
+    for (;;) {
+        rill__channel *ch = dial(arg, attempt, s);
+        if (ch) return ch;
+        /* Refused for who the caller is (secret, cluster, run) is final; down or full is not. */
+        rill_code code = rill_status_code(s);
+        bool transient = code == RILL_UNAVAILABLE || code == RILL_DEADLINE_EXCEEDED ||
+                         code == RILL_RESOURCE_EXHAUSTED;
+        if (!transient) return NULL;
+        if (now() >= deadline) break;
+        if (now() >= next_log) {
+            rill__log(RILL_LOG_INFO, "waiting for %s: %s", what, rill_status_message(s));
+            next_log = now() + 5;
+        }
+        usleep(200 * 1000);
+    }
+    char why[1024]; /* the last attempt's error: refused, full, no route... */
+    snprintf(why, sizeof why, "%s", rill_status_message(s));
+    rill_status_set(s, RILL_UNAVAILABLE, "%s did not come up within %g s: %s", what, deadline_s,
+                    why);
+    return NULL;
+}
+
 static rill__channel *channel_get(master *m, task *t, rill_status *s)
 {
     const rill_server_options *so = &m->local_task->opts;
@@ -184,32 +222,10 @@ static rill__channel *channel_get(master *m, task *t, rill_status *s)
         rill_status_clear(s);
         rill__channel_close(c.ch);
     }
-    double deadline = now() + so->connect_deadline_s, next_log = now();
-    for (;;) {
-        rill__channel *ch = rill__local_task_connect(m->local_task, t->addr, 5, s);
-        if (ch) return ch;
-        /* Refused for who this task is (secret, cluster, run) is final; down or full is not. */
-        rill_code code = rill_status_code(s);
-        bool transient = code == RILL_UNAVAILABLE || code == RILL_DEADLINE_EXCEEDED ||
-                         code == RILL_RESOURCE_EXHAUSTED;
-        if (!transient || now() >= deadline) break;
-        if (now() >= next_log) {
-            rill__log(RILL_LOG_INFO, "waiting for task /job:%s/replica:0/task:%d (%s): %s", t->job,
-                      t->index, t->addr, rill_status_message(s));
-            next_log = now() + 5;
-        }
-        usleep(200 * 1000);
-    }
-    rill_code code = rill_status_code(s);
-    if (code == RILL_UNAVAILABLE || code == RILL_DEADLINE_EXCEEDED ||
-        code == RILL_RESOURCE_EXHAUSTED) {
-        char why[1024]; /* the last attempt's error: refused, full, no route... */
-        snprintf(why, sizeof why, "%s", rill_status_message(s));
-        rill_status_set(s, RILL_UNAVAILABLE,
-                        "task /job:%s/replica:0/task:%d (%s) did not come up within %.0f s: %s",
-                        t->job, t->index, t->addr, so->connect_deadline_s, why);
-    }
-    return NULL;
+    char what[400];
+    snprintf(what, sizeof what, "task /job:%s/replica:0/task:%d (%s)", t->job, t->index, t->addr);
+    task_dial d = {m, t};
+    return rill__connect_retrying(what, so->connect_deadline_s, dial_task, &d, s);
 }
 
 /* Hands ch back to t's pool after a call that worked; closes it after one that did not (the

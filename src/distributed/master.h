@@ -57,6 +57,15 @@ bool rill__local_task_admit(void *t, const rill__identity *client, uint8_t run[1
 rill__channel *rill__local_task_connect(rill__local_task *t, const char *addr, double deadline_s,
                                         rill_status *s);
 
+/* One connection attempt within attempt_s: a channel, or NULL with s set. */
+typedef rill__channel *(*rill__dial_fn)(void *arg, double attempt_s, rill_status *s);
+/* dial(arg) until it connects, retrying while the peer is down, full or slow (a refusal for who
+ * the caller is, secret or cluster, is final and returned as it is) for up to deadline_s, with a
+ * log line "waiting for <what>: <why>" every 5 s; then UNAVAILABLE "<what> did not come up
+ * within <deadline_s> s: <the last attempt's error>". */
+rill__channel *rill__connect_retrying(const char *what, double deadline_s, rill__dial_fn dial,
+                                      void *arg, rill_status *s);
+
 /* Sends CANCEL for owner's steps on ch (a connection of the caller's own, within 5 s; the
  * answer is not waited on for errors) and closes ch. NULL ch: nothing. */
 void rill__send_cancel(rill__channel *ch, uint64_t owner);

@@ -247,22 +247,17 @@ static void do_register_client(rill_server *srv, rill__tcp_request *req, rill__m
     uint32_t inter = rill__mread_u32(rd), intra = rill__mread_u32(rd);
     uint32_t nfilters = rill__mread_u32(rd);
     rill_status *s = rill_status_new();
-    if (rd->bad || nfilters > RILL_MAX_DEVICE_FILTERS || inter > 4096 || intra > 4096) {
+    char *filters[RILL_MAX_DEVICE_FILTERS] = {0};
+    bool bad = rd->bad || nfilters > RILL_MAX_DEVICE_FILTERS || inter > 4096 || intra > 4096;
+    for (uint32_t i = 0; !bad && i < nfilters; i++) bad = !(filters[i] = rill__mread_str(rd));
+    if (!bad)
+        rill_session_options_set_device_filters(o, (const char *const *)filters, (int)nfilters);
+    for (uint32_t i = 0; i < RILL_MAX_DEVICE_FILTERS; i++) rill__free(filters[i]);
+    if (bad) {
         rill__tcp_response_set_error(resp, RILL_INVALID_ARGUMENT,
                                      "malformed REGISTER_CLIENT request from %s", req->peer);
         goto out;
     }
-    const char *filters[RILL_MAX_DEVICE_FILTERS];
-    char *owned[RILL_MAX_DEVICE_FILTERS] = {0};
-    for (uint32_t i = 0; i < nfilters && !rd->bad; i++) filters[i] = owned[i] = rill__mread_str(rd);
-    if (rd->bad) {
-        rill__tcp_response_set_error(resp, RILL_INVALID_ARGUMENT,
-                                     "malformed REGISTER_CLIENT request from %s", req->peer);
-        for (uint32_t i = 0; i < nfilters; i++) rill__free(owned[i]);
-        goto out;
-    }
-    rill_session_options_set_device_filters(o, filters, (int)nfilters);
-    for (uint32_t i = 0; i < nfilters; i++) rill__free(owned[i]);
     rill_session_options_set_target(o, srv->self.target);
     rill_session_options_set_allow_soft_placement(o, flags & 1);
     rill_session_options_set_log_device_placement(o, (flags & 2) != 0);

@@ -450,7 +450,8 @@ static void test_local_server(void)
     rill_session_options_set_operation_timeout_ms(o, 300);
     CHECK(rill_session_new(g, o, s) == NULL);
     CHECK_EQ_INT(rill_status_code(s), RILL_UNAVAILABLE);
-    CHECK_STR_CONTAINS(rill_status_message(s), "the master at rill://127.0.0.1:1 did not answer");
+    CHECK_STR_CONTAINS(rill_status_message(s),
+                       "the master at rill://127.0.0.1:1 did not come up within 0.3 s");
     rill_session_options_set_target(o, "local");
     CHECK(rill_session_new(g, o, s) == NULL);
     CHECK_STR_CONTAINS(rill_status_message(s), "No session factory registered");

@@ -142,14 +142,13 @@ def _activation(act):
     return act or _tf().tanh
 
 
-class BasicRNNCell(RNNCell):
-    def __init__(self, num_units, activation=None, reuse=None, name=None, dtype=None, **kwargs):
+class _UnitsCell(RNNCell):
+    """A cell whose state and output are num_units wide (BasicRNNCell, GRUCell)."""
+
+    def __init__(self, num_units, activation=None, reuse=None, name=None, dtype=None):
         super().__init__(reuse=reuse, name=name, dtype=dtype)
         self._num_units = num_units
         self._act = _activation(activation)
-
-    def _default_name(self):
-        return "basic_rnn_cell"
 
     @property
     def state_size(self):
@@ -158,6 +157,14 @@ class BasicRNNCell(RNNCell):
     @property
     def output_size(self):
         return self._num_units
+
+
+class BasicRNNCell(_UnitsCell):
+    def __init__(self, num_units, activation=None, reuse=None, name=None, dtype=None, **kwargs):
+        super().__init__(num_units, activation, reuse, name, dtype)
+
+    def _default_name(self):
+        return "basic_rnn_cell"
 
     def call(self, inputs, state):
         tf = _tf()
@@ -168,24 +175,14 @@ class BasicRNNCell(RNNCell):
         return h, h
 
 
-class GRUCell(RNNCell):
+class GRUCell(_UnitsCell):
     def __init__(self, num_units, activation=None, reuse=None, kernel_initializer=None,
                  bias_initializer=None, name=None, dtype=None, **kwargs):
-        super().__init__(reuse=reuse, name=name, dtype=dtype)
-        self._num_units = num_units
-        self._act = _activation(activation)
+        super().__init__(num_units, activation, reuse, name, dtype)
         self._kinit, self._binit = kernel_initializer, bias_initializer
 
     def _default_name(self):
         return "gru_cell"
-
-    @property
-    def state_size(self):
-        return self._num_units
-
-    @property
-    def output_size(self):
-        return self._num_units
 
     def call(self, inputs, state):
         tf = _tf()
