@@ -40,6 +40,7 @@ extern const rill__op_def rill__ops_conv3d[];
 extern const rill__op_def rill__ops_adagrad_da[];
 extern const rill__op_def rill__ops_string[];
 extern const rill__op_def rill__ops_check[];
+extern const rill__op_def rill__ops_control_flow[];
 
 /* One table a line (a new op file appends its own). */
 static const rill__op_def *const *op_tables(void)
@@ -52,6 +53,7 @@ static const rill__op_def *const *op_tables(void)
         rill__ops_conv,
         rill__ops_state,
         rill__ops_sendrecv,
+        rill__ops_control_flow,
         rill__ops_summary,
         rill__ops_data_flow,
         rill__ops_io,

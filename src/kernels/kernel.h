@@ -200,6 +200,19 @@ const rill__kernel_def *rill__kernel_lookup(const char *op, const char *device_t
 /* "  device='CPU'; T in [DT_FLOAT]" lines for error messages; caller frees. */
 char *rill__kernels_registered_for(const char *op);
 
+/* The dead tensor (control_flow.c): what a slot holds on a branch a Switch did not take. A node
+ * with a dead input (or a control input from a dead node) does not run and its outputs are dead;
+ * only Merge sees dead inputs. Holders take references as of any tensor (it is never freed). */
+extern rill_tensor rill__dead_tensor;
+static inline bool rill__is_dead(const rill_tensor *t)
+{
+    return t == &rill__dead_tensor;
+}
+static inline rill_tensor *rill__dead(void)
+{
+    return rill_tensor_ref(&rill__dead_tensor);
+}
+
 /* An output tensor of the given dtype and shape on the node's device (host memory for
  * host-memory outputs), recycled from last step when nobody else holds that buffer. The slot
  * owns it; the returned pointer is borrowed. NULL (ctx failed) when device memory runs out. */

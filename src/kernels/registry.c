@@ -15,6 +15,7 @@ extern const rill__kernel_def rill__cpu_kernels_nn[];
 extern const rill__kernel_def rill__cpu_kernels_state[];
 extern const rill__kernel_def rill__cpu_kernels_summary[];
 extern const rill__kernel_def rill__generic_kernels[];
+extern const rill__kernel_def rill__control_flow_kernels[];
 extern const rill__kernel_def rill__cpu_kernels_data_flow[];
 extern const rill__kernel_def rill__cpu_kernels_io[];
 extern const rill__kernel_def rill__cpu_kernels_fused[];
@@ -76,6 +77,7 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_state,
         rill__cpu_kernels_summary,
         rill__generic_kernels,
+        rill__control_flow_kernels,
         rill__cpu_kernels_data_flow,
         rill__cpu_kernels_io,
         rill__cpu_kernels_fused,

@@ -42,6 +42,10 @@ typedef struct pnode {
     rill__node_state *state; /* kernel state kept across steps (stable pointer) */
     rill__node_state local_state; /* for nodes that exist only in this plan */
     rill__device *device;
+    int nsucc_data;      /* succ[0, nsucc_data) are data edges, the rest control edges */
+    bool merge;          /* takes dead inputs (Merge) */
+    bool reads_unset;    /* may read an uninitialised variable (Switch: an error only if taken) */
+    rill__frame *frame;  /* a while loop (_Frame): runs its iteration plan */
 } pnode;
 
 typedef struct step {
@@ -70,6 +74,10 @@ typedef struct step {
     void *async_arg;
     rill_tensor **async_fetches;
     rill_status *async_status;
+    /* Control flow (plans with Switch or loops): per node, its outputs are dead; a control
+     * input came from a dead node. */
+    unsigned char *dead;
+    unsigned char *ctrl_dead;
 } step;
 
 enum {
@@ -109,6 +117,8 @@ struct rill__plan {
     bool parks;   /* some node's kernel may park: the step's thread wakes every 50 ms */
     bool blocks;  /* some node may wait on other steps (a queue): a woken node never runs on
                    * its waker's thread (a transport thread must not wait on a queue) */
+    bool dead_flow; /* some node may produce a dead tensor (Switch): deadness is tracked */
+    bool in_frame;  /* a loop's iteration plan: fetches may be dead */
     pthread_mutex_t mu;
     step *cached; /* NULL while a step runs on it */
 };
@@ -138,6 +148,7 @@ static bool is_expensive(const rill_node *n)
 {
     const char *op = n->op->name;
     int64_t numel = 0;
+    if (strcmp(op, "_Frame") == 0) return true; /* a whole loop */
     for (int i = 0; i < n->noutputs; i++) {
         int64_t e = rill_shape_num_elements(&n->out_shapes[i]);
         if (e > numel) numel = e;
@@ -174,6 +185,8 @@ static void describe_cycle(rill_graph *g, const char *inplan, const int *indeg, 
 rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
 {
     rill_graph *g = a->graph;
+    /* While loops become _Frame nodes first (the execution graph is this plan's own). */
+    if (a->exec_graph && !a->in_frame && !rill__frames_rewrite(g, s)) return NULL;
     int nn = rill_graph_num_nodes(g);
     char *inplan = rill__calloc((size_t)nn + 1, 1);
     int *order = rill__malloc(((size_t)nn + 1) * sizeof *order);
@@ -317,6 +330,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
     p->intra = a->intra_op_pool;
     p->rm = a->rm;
     p->cancel = a->cancel;
+    p->in_frame = a->in_frame;
     for (int i = 0; i < nn; i++) pidx[i] = -1;
     int nslots = 0;
     for (int i = 0; i < np; i++) {
@@ -359,7 +373,17 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         rill_node *n = pn->node;
         rill_dtype kt = rill__node_kernel_dtype(n);
         pn->device = n->assigned ? n->assigned : rill__cpu_device();
-        pn->kernel = rill__kernel_lookup(n->op->name, pn->device->kernel_key, kt);
+        pn->merge = strcmp(n->op->name, "Merge") == 0;
+        pn->reads_unset = strcmp(n->op->name, "Switch") == 0;
+        if (pn->reads_unset) p->dead_flow = true;
+        if (strcmp(n->op->name, "_Frame") == 0) {
+            static const rill__kernel_def frame_kernel = {.op = "_Frame"};
+            pn->kernel = &frame_kernel;
+            pn->frame = rill__frame_new(a, n, s);
+            if (!pn->frame) break;
+        } else {
+            pn->kernel = rill__kernel_lookup(n->op->name, pn->device->kernel_key, kt);
+        }
         if (!pn->kernel) {
             char *reg = rill__kernels_registered_for(n->op->name);
             rill_status_set(s, RILL_INVALID_ARGUMENT,
@@ -441,6 +465,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
             pn->succ[pn->nsucc++] = pidx[c->id];
             p->nodes[pidx[c->id]].npred++;
         }
+        pn->nsucc_data = pn->nsucc;
         for (int e = cstart[id]; e < cstart[id + 1]; e++) {
             int c = cnode[e];
             if (!inplan[c]) continue;
@@ -505,6 +530,7 @@ void rill__plan_free(rill__plan *p)
         rill__free(p->nodes[i].vars);
         rill__free(p->nodes[i].reads);
         rill__free(p->nodes[i].succ);
+        rill__frame_free(p->nodes[i].frame);
     }
     rill__free(p->nodes);
     rill__free(p->slot_consumers);
@@ -547,6 +573,10 @@ static step *step_new(rill__plan *p)
     st->tasks = rill__calloc(nn, sizeof *st->tasks);
     st->park = rill__calloc(nn, 1);
     st->woken = rill__calloc(nn, sizeof *st->woken);
+    st->dead = rill__calloc(nn, 1);
+    st->ctrl_dead = rill__calloc(nn, 1);
+    RILL_CHECK_ALLOC(st->dead);
+    RILL_CHECK_ALLOC(st->ctrl_dead);
     RILL_CHECK_ALLOC(st->park);
     RILL_CHECK_ALLOC(st->woken);
     RILL_CHECK_ALLOC(st->slots);
@@ -579,6 +609,8 @@ static void step_free(step *st)
     rill__free(st->tasks);
     rill__free(st->park);
     rill__free(st->woken);
+    rill__free(st->dead);
+    rill__free(st->ctrl_dead);
     rill_status_free(st->status);
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->cv);
@@ -656,6 +688,30 @@ static int execute(step *st, int i, void **item, rill__flush_fn *flush)
         rill_status_free(e);
         goto skip;
     }
+    /* A node with a dead input (or control input) does not run: its outputs are dead. Merge
+     * alone takes dead inputs. A parked node was live when it first ran. */
+    if (p->dead_flow && !pn->merge && !(pn->parks && (st->park[i] & PARK_EVER))) {
+        bool dead = st->ctrl_dead[i];
+        for (int k = 0; k < pn->ninputs && !dead; k++)
+            dead = pn->in_slot[k] >= 0 && rill__is_dead(st->slots[pn->in_slot[k]]);
+        if (dead && pn->parks) {
+            rill_status *e = rill_status_new();
+            rill_status_set(e, RILL_UNIMPLEMENTED,
+                            "'%s' would send a dead tensor (from the untaken branch of a cond) "
+                            "to another task: rill does not send dead tensors between tasks; "
+                            "place the cond's branches on the task of their inputs",
+                            pn->node->origin ? pn->node->origin->name : pn->node->name);
+            step_fail(st, e, pn->node);
+            rill_status_free(e);
+            goto release;
+        }
+        if (dead) {
+            for (int k = 0; k < pn->ninputs; k++) in[k] = NULL;
+            for (int o = 0; o < pn->noutputs; o++) st->slots[pn->out_base + o] = rill__dead();
+            st->dead[i] = 1;
+            goto release;
+        }
+    }
     /* A parked node runs again on the inputs it gathered the first time. */
     for (int k = 0; k < pn->ninputs && !(pn->parks && (st->park[i] & PARK_EVER)); k++) {
         rill__var *rv = pn->reads[k];
@@ -663,7 +719,7 @@ static int execute(step *st, int i, void **item, rill__flush_fn *flush)
             pthread_mutex_lock(&rv->mu);
             in[k] = rill_tensor_ref(rv->value);
             pthread_mutex_unlock(&rv->mu);
-            if (!in[k]) {
+            if (!in[k] && !pn->reads_unset) {
                 rill_status *e = rill_status_new();
                 rill_status_set(e, RILL_FAILED_PRECONDITION,
                                 "Attempting to use uninitialized value %s", rv->name);
@@ -693,8 +749,32 @@ static int execute(step *st, int i, void **item, rill__flush_fn *flush)
             goto release;
         }
     }
+    if (pn->reads_unset && !in[0]) {
+        /* A Switch of an uninitialised variable: an error only if the taken side is read. */
+        int taken = *(const bool *)rill_tensor_data(in[1]) ? 1 : 0;
+        if (p->slot_consumers[pn->out_base + taken] > 0) {
+            rill_status *e = rill_status_new();
+            rill_status_set(e, RILL_FAILED_PRECONDITION, "Attempting to use uninitialized value %s",
+                            pn->node->inputs[0].node->name);
+            step_fail(st, e, pn->node);
+            rill_status_free(e);
+        } else {
+            st->slots[pn->out_base] = rill__dead();
+            st->slots[pn->out_base + 1] = rill__dead();
+        }
+        goto release;
+    }
     {
         rill__kctx ctx = node_ctx(st, i);
+        if (pn->frame) {
+            rill_status *e = rill_status_new();
+            if (!rill__frame_run(pn->frame, in, ctx.outputs, st->deadline, p->cancel,
+                                 st->cancel_gen, e)) {
+                step_fail(st, e, pn->node);
+            }
+            rill_status_free(e);
+            goto release;
+        }
         if (pn->kernel->state_free) {
             pthread_mutex_lock(&pn->state->mu);
             pn->kernel->fn(&ctx);
@@ -718,6 +798,8 @@ static int execute(step *st, int i, void **item, rill__flush_fn *flush)
         if (ctx.status) {
             step_fail(st, ctx.status, pn->node);
             rill_status_free(ctx.status);
+        } else if (pn->merge && rill__is_dead(ctx.outputs[0])) {
+            st->dead[i] = 1;
         }
     }
     goto release;
@@ -870,6 +952,8 @@ static void complete(step *st, int i, int *stack, int *np, int cap)
     rill__plan *p = st->plan;
     pnode *pn = &p->nodes[i];
     int n = *np, newly = 0;
+    if (p->dead_flow && st->dead[i])
+        for (int k = pn->nsucc_data; k < pn->nsucc; k++) st->ctrl_dead[pn->succ[k]] = 1;
     for (int k = 0; k < pn->nsucc; k++) {
         int c = pn->succ[k];
         if (atomic_fetch_sub_explicit(&st->pending[c], 1, memory_order_acq_rel) != 1) continue;
@@ -1041,6 +1125,10 @@ static step *step_begin(rill__plan *p, rill_tensor *const *feed_values, rill_ten
     atomic_store(&st->remaining, p->n);
     st->done = false;
     if (p->parks) memset(st->park, 0, (size_t)p->n);
+    if (p->dead_flow) {
+        memset(st->dead, 0, (size_t)p->n);
+        memset(st->ctrl_dead, 0, (size_t)p->n);
+    }
     st->nwoken = 0;
     st->async_done = NULL;
     return st;
@@ -1134,7 +1222,14 @@ static rill_code step_end(step *st, rill_tensor **fetch_values, rill_status *s)
     for (int i = 0; i < p->nfetches; i++) {
         int slot = p->fetch_slot[i];
         if (code == RILL_OK) {
-            if (!st->slots[slot]) {
+            if (st->slots[slot] && rill__is_dead(st->slots[slot]) && !p->in_frame) {
+                pnode *src = slot_producer(p, slot);
+                rill_status_set(st->status, RILL_INVALID_ARGUMENT,
+                                "Retval[%d] does not have value: '%s:%d' is on a branch of a "
+                                "cond that was not taken",
+                                i, src ? src->node->name : "?", src ? slot - src->out_base : 0);
+                code = RILL_INVALID_ARGUMENT;
+            } else if (!st->slots[slot]) {
                 pnode *src = slot_producer(p, slot);
                 if (src && src->is_variable) {
                     rill_status_set(st->status, RILL_FAILED_PRECONDITION,

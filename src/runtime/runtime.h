@@ -164,6 +164,8 @@ typedef struct rill__plan_args {
     rill__threadpool *inter_op_pool; /* may be NULL */
     rill__threadpool *intra_op_pool; /* may be NULL */
     const atomic_uint *cancel;       /* the session's cancel counter (may be NULL) */
+    bool in_frame; /* the iteration plan of a while loop (frame.c): its loops are collapsed
+                    * already, and a fetch may be dead */
 } rill__plan_args;
 
 /* Prunes, checks and prepares. NULL with s set on failure (cycle, missing kernel, ...). */
@@ -186,5 +188,17 @@ rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_te
                          rill__deadline d, rill_status *s);
 int rill__plan_num_nodes(const rill__plan *p);
 rill_node *rill__plan_node(const rill__plan *p, int i);
+
+/* --- while loops (frame.c) --- */
+typedef struct rill__frame rill__frame;
+/* Collapses every while loop of execution graph g into a _Frame node (see frame.c). */
+bool rill__frames_rewrite(rill_graph *g, rill_status *s);
+/* The iteration plan of _Frame node n, built with outer's arguments. */
+rill__frame *rill__frame_new(const rill__plan_args *outer, rill_node *n, rill_status *s);
+void rill__frame_free(rill__frame *f);
+/* Runs the loop on its inputs in (borrowed) into out (new references); false with s set when
+ * an iteration failed, the deadline passed or the session was cancelled. */
+bool rill__frame_run(rill__frame *f, rill_tensor *const *in, rill_tensor **out, rill__deadline d,
+                     const atomic_uint *cancel, unsigned cancel_gen, rill_status *s);
 
 #endif
