@@ -40,11 +40,14 @@ static void merge_kernel(rill__kctx *ctx)
      .host_memory_inputs = 2},                                                               \
         {.op = "Merge", .device_type = dev, .dtype = ANY, .fn = merge_kernel,                \
          .host_memory_outputs = 2},                                                          \
-        {.op = "Enter", .device_type = dev, .dtype = ANY, .fn = pass_kernel},                \
-        {.op = "Exit", .device_type = dev, .dtype = ANY, .fn = pass_kernel},                 \
-        {.op = "NextIteration", .device_type = dev, .dtype = ANY, .fn = pass_kernel},        \
+        {.op = "Enter", .device_type = dev, .dtype = ANY, .fn = pass_kernel,             \
+         .forwards = true},                \
+        {.op = "Exit", .device_type = dev, .dtype = ANY, .fn = pass_kernel,             \
+         .forwards = true},                 \
+        {.op = "NextIteration", .device_type = dev, .dtype = ANY, .fn = pass_kernel,             \
+         .forwards = true},        \
         {.op = "LoopCond", .device_type = dev, .dtype = ANY, .fn = pass_kernel,              \
-         .host_memory_inputs = 1, .host_memory_outputs = 1}
+         .host_memory_inputs = 1, .host_memory_outputs = 1, .forwards = true}
 
 const rill__kernel_def rill__control_flow_kernels[] = {
     CF_KERNELS("CPU"),

@@ -30,6 +30,8 @@ typedef struct rill__kctx {
     rill__var *var;                /* VariableV2 nodes: the node's own variable */
     rill_tensor **outputs;         /* noutputs entries, to be set by the kernel */
     rill_tensor **recycle;         /* noutputs entries: last step's outputs (may be NULL) */
+    rill_tensor **recycle2;        /* the outputs of the step before (a loop's iterations, whose
+                                    * last outputs are still held: NULL elsewhere) */
     void **state;                  /* this node's persistent per-session state */
     rill_status *status;           /* NULL until rill__kctx_fail; the executor frees it */
     rill__threadpool *pool;        /* intra-op pool (may be NULL: run inline) */
@@ -192,6 +194,8 @@ typedef struct rill__kernel_def {
     rill__state_free_fn state_free;
     uint32_t host_memory_inputs;  /* bit i: input i lives in host memory */
     uint32_t host_memory_outputs; /* bit i: output i lives in host memory */
+    bool forwards; /* its one output is its input 0, unchanged: the executor hands the
+                    * reference on without calling fn (Identity, Enter, NextIteration, ...) */
 } rill__kernel_def;
 
 /* The kernel for (op, device type, dtype), or NULL. */

@@ -235,8 +235,17 @@ rill_tensor *rill__kctx_alloc_output(rill__kctx *ctx, int i, rill_dtype t, const
     if (dev && !dev->ops) dev = NULL; /* CPU:0: host memory */
     rill_tensor *c = ctx->recycle ? ctx->recycle[i] : NULL;
     rill_tensor *out;
-    if (c && c->dtype == t && c->numel == numel && t != RILL_STRING && c->buf->dev == dev &&
-        rill__tensor_exclusive(c)) {
+    bool fits = c && c->dtype == t && c->numel == numel && t != RILL_STRING && c->buf->dev == dev &&
+                rill__tensor_exclusive(c);
+    rill_tensor *c2 = !fits && ctx->recycle2 ? ctx->recycle2[i] : NULL;
+    if (c2 && c2->dtype == t && c2->numel == numel && t != RILL_STRING && c2->buf->dev == dev &&
+        rill__tensor_exclusive(c2)) {
+        /* the last output is still held (a loop variable): the one before is free */
+        ctx->recycle2[i] = c;
+        ctx->recycle[i] = c = c2;
+        fits = true;
+    }
+    if (fits) {
         rill__tensor_set_shape(c, s);
         out = rill_tensor_ref(c);
     } else {
@@ -249,6 +258,7 @@ rill_tensor *rill__kctx_alloc_output(rill__kctx *ctx, int i, rill_dtype t, const
             return NULL;
         }
         out = rill__tensor_wrap(t, s, b);
+        if (ctx->recycle2) rill__recycle_set(&ctx->recycle2[i], ctx->recycle[i]);
         if (ctx->recycle) rill__recycle_set(&ctx->recycle[i], out);
     }
     rill_tensor_free(ctx->outputs[i]);

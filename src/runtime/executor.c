@@ -54,6 +54,7 @@ typedef struct step {
     rill__deadline deadline;
     rill_tensor **slots;
     rill_tensor **cache; /* last step's output tensors, for recycling */
+    rill_tensor **cache2; /* a loop's iteration plan: those of the step before */
     atomic_int *slot_refs;
     atomic_int *pending;
     int *ready;          /* the caller's stack */
@@ -566,6 +567,10 @@ static step *step_new(rill__plan *p)
     st->plan = p;
     st->slots = rill__calloc(ns, sizeof *st->slots);
     st->cache = rill__calloc(ns, sizeof *st->cache);
+    if (p->in_frame) {
+        st->cache2 = rill__calloc(ns, sizeof *st->cache2);
+        RILL_CHECK_ALLOC(st->cache2);
+    }
     st->slot_refs = rill__calloc(ns, sizeof *st->slot_refs);
     st->pending = rill__calloc(nn, sizeof *st->pending);
     st->ready = rill__calloc(nn, sizeof *st->ready);
@@ -599,7 +604,9 @@ static void step_free(step *st)
     for (int i = 0; i < st->plan->nslots; i++) {
         rill_tensor_free(st->slots[i]);
         rill__recycle_set(&st->cache[i], NULL);
+        if (st->cache2) rill__recycle_set(&st->cache2[i], NULL);
     }
+    rill__free(st->cache2);
     rill__free(st->slots);
     rill__free(st->cache);
     rill__free(st->slot_refs);
@@ -651,6 +658,7 @@ static rill__kctx node_ctx(step *st, int i)
         .var = pn->var,
         .outputs = st->slots + pn->out_base,
         .recycle = st->cache + pn->out_base,
+        .recycle2 = st->cache2 ? st->cache2 + pn->out_base : NULL,
         .state = &pn->state->state,
         .pool = p->intra,
         .device = pn->device,
@@ -678,7 +686,8 @@ static int execute(step *st, int i, void **item, rill__flush_fn *flush)
     pnode *pn = &p->nodes[i];
     rill_tensor **in = st->inbuf + p->inbuf_off[i];
     if (atomic_load_explicit(&st->failed, memory_order_relaxed)) goto skip;
-    if (st->deadline.at && rill__now_seconds() >= st->deadline.at) {
+    /* (a loop's iteration plan: its _Frame looks at the deadline between iterations) */
+    if (st->deadline.at && !p->in_frame && rill__now_seconds() >= st->deadline.at) {
         rill_status *e = rill_status_new();
         rill_status_set(e, RILL_DEADLINE_EXCEEDED,
                         "Timed out waiting for notification: the step's %lld ms deadline "
@@ -762,6 +771,10 @@ static int execute(step *st, int i, void **item, rill__flush_fn *flush)
             st->slots[pn->out_base] = rill__dead();
             st->slots[pn->out_base + 1] = rill__dead();
         }
+        goto release;
+    }
+    if (pn->kernel->forwards && in[0]) {
+        st->slots[pn->out_base] = rill_tensor_ref(in[0]);
         goto release;
     }
     {

@@ -395,7 +395,8 @@ static void strided_slice_grad_kernel(rill__kctx *ctx)
 const rill__kernel_def rill__cpu_kernels_array[] = {
     {.op = "Const", .device_type = "CPU", .dtype = ANY, .fn = const_kernel},
     {.op = "Placeholder", .device_type = "CPU", .dtype = ANY, .fn = placeholder_kernel},
-    {.op = "Identity", .device_type = "CPU", .dtype = ANY, .fn = rill__cpu_identity},
+    {.op = "Identity", .device_type = "CPU", .dtype = ANY, .fn = rill__cpu_identity,
+     .forwards = true},
     {.op = "PlaceholderWithDefault", .device_type = "CPU", .dtype = ANY, .fn = rill__cpu_identity},
     {.op = "NoOp", .device_type = "CPU", .dtype = ANY, .fn = noop_kernel},
     {.op = "Reshape",

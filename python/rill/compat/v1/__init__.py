@@ -34,6 +34,7 @@ class Graph:
         self._device_stack = []
         self._control_stack = []
         self._ops = {}
+        self._cf_ctx = None  # the cond branch or loop body being built (control_flow.py)
 
     # the rill op of each Operation, and back
     def _wrap(self, rop):
@@ -60,11 +61,23 @@ class Graph:
         return device or None
 
     def _make(self, type, name, inputs=(), attrs=None, control_inputs=()):
+        ctx = self._cf_ctx
+        if ctx is not None:
+            # inside a cond branch or a loop body (control_flow.py): inputs from outside come
+            # in through the context; an op with none from inside waits on its pivot
+            inputs = ctx.op_inputs(type, inputs)
+            if not any(ctx.holds(t) for t in inputs):
+                control_inputs = tuple(control_inputs) + (ctx.pivot,)
+        return self._make_raw(type, name, inputs, attrs, control_inputs, ctx)
+
+    def _make_raw(self, type, name, inputs=(), attrs=None, control_inputs=(), ctx=None):
+        """_make without the control-flow context's rewriting; the op belongs to ctx."""
         device = self._device_for(type, name)
         deps = [o._op for c in self._control_stack for o in c] + [c._op for c in control_inputs]
         rop = self._g.op(type, name, [t._out for t in inputs], attrs or {}, device, deps)
         op = self._wrap(rop)
         op._origin = _caller_location()
+        op._cf_ctx = ctx
         return op
 
     def _explain(self, e):
@@ -113,11 +126,14 @@ class Graph:
     @_contextlib.contextmanager
     def control_dependencies(self, control_inputs):
         if control_inputs is None:
+            # TF: clears the control dependencies and the control-flow context
             saved, self._control_stack = self._control_stack, []
+            saved_cf, self._cf_ctx = self._cf_ctx, None
             try:
                 yield
             finally:
                 self._control_stack = saved
+                self._cf_ctx = saved_cf
             return
         ops = [x.op if isinstance(x, Tensor) else x for x in control_inputs]
         self._control_stack.append(ops)
@@ -246,6 +262,9 @@ def control_dependencies(control_inputs):
 # --- operations and tensors ---
 
 class Operation:
+    _cf_ctx = None  # the control-flow context the op was made in (control_flow.py)
+    _cf_out = None  # {output index: context} where an output belongs to another one
+
     def __init__(self, graph, rop):
         self._graph = graph
         self._op = rop
@@ -1442,6 +1461,7 @@ from . import _shape_ops as _shp  # noqa: E402
 _shp._install(__import__("sys").modules[__name__])  # tf.math.divide_no_nan, tf.linalg.norm
 from . import _sparse_ops  # noqa: E402  (tf.SparseTensor, tf.sparse_to_dense, tf.sparse.*, ...)
 from ._sparse_ops import *  # noqa: E402,F401,F403
+from .control_flow import cond, case, while_loop  # noqa: E402,F401  (tf.cond, tf.while_loop)
 _sparse_ops._install(__import__("sys").modules[__name__])  # tf.sparse, tf.nn.*_sparse, ctc_*
 from ._string_ops import *  # noqa: E402,F401,F403  (tf.as_string, tf.string_join, tf.strings, ...)
 from . import _string_ops as _strops  # noqa: E402
