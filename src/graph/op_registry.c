@@ -41,6 +41,7 @@ extern const rill__op_def rill__ops_adagrad_da[];
 extern const rill__op_def rill__ops_string[];
 extern const rill__op_def rill__ops_check[];
 extern const rill__op_def rill__ops_control_flow[];
+extern const rill__op_def rill__ops_tensor_array[];
 
 /* One table a line (a new op file appends its own). */
 static const rill__op_def *const *op_tables(void)
@@ -54,6 +55,7 @@ static const rill__op_def *const *op_tables(void)
         rill__ops_state,
         rill__ops_sendrecv,
         rill__ops_control_flow,
+        rill__ops_tensor_array,
         rill__ops_summary,
         rill__ops_data_flow,
         rill__ops_io,

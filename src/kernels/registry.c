@@ -16,6 +16,7 @@ extern const rill__kernel_def rill__cpu_kernels_state[];
 extern const rill__kernel_def rill__cpu_kernels_summary[];
 extern const rill__kernel_def rill__generic_kernels[];
 extern const rill__kernel_def rill__control_flow_kernels[];
+extern const rill__kernel_def rill__cpu_kernels_tensor_array[];
 extern const rill__kernel_def rill__cpu_kernels_data_flow[];
 extern const rill__kernel_def rill__cpu_kernels_io[];
 extern const rill__kernel_def rill__cpu_kernels_fused[];
@@ -78,6 +79,7 @@ static const rill__kernel_def *const *tables(void)
         rill__cpu_kernels_summary,
         rill__generic_kernels,
         rill__control_flow_kernels,
+        rill__cpu_kernels_tensor_array,
         rill__cpu_kernels_data_flow,
         rill__cpu_kernels_io,
         rill__cpu_kernels_fused,

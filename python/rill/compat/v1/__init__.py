@@ -1461,7 +1461,8 @@ from . import _shape_ops as _shp  # noqa: E402
 _shp._install(__import__("sys").modules[__name__])  # tf.math.divide_no_nan, tf.linalg.norm
 from . import _sparse_ops  # noqa: E402  (tf.SparseTensor, tf.sparse_to_dense, tf.sparse.*, ...)
 from ._sparse_ops import *  # noqa: E402,F401,F403
-from .control_flow import cond, case, while_loop  # noqa: E402,F401  (tf.cond, tf.while_loop)
+from .control_flow import (cond, case, while_loop, TensorArray, map_fn, scan,  # noqa: E402,F401
+                           foldl, foldr)  # (tf.cond, tf.while_loop, tf.TensorArray, tf.map_fn, ...)
 _sparse_ops._install(__import__("sys").modules[__name__])  # tf.sparse, tf.nn.*_sparse, ctc_*
 from ._string_ops import *  # noqa: E402,F401,F403  (tf.as_string, tf.string_join, tf.strings, ...)
 from . import _string_ops as _strops  # noqa: E402

@@ -13,7 +13,7 @@ import sys as _sys
 
 import numpy as _np
 
-__all__ = ["cond", "case", "while_loop"]
+__all__ = ["cond", "case", "while_loop", "TensorArray", "map_fn", "scan", "foldl", "foldr"]
 
 
 def _tf():
@@ -306,7 +306,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             loop_vars = (counter, lv0)
             if shape_invariants is not None:
                 shape_invariants = (tf.TensorShape([]), shape_invariants)
-        flat = [tf.convert_to_tensor(v) for v in _flatten(loop_vars)]
+        leaves = _flatten(loop_vars)
+        flat = [tf.convert_to_tensor(_flow_of(v)) for v in leaves]
         if shape_invariants is None:
             invs = [v.shape for v in flat]
         else:
@@ -325,7 +326,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         merges = [g._make_raw("Merge", "Merge", (e,), ctx=ctx) for e in enters]
         ctx.pivot = merges[0]
         with _entered(g, ctx):
-            pred = cond(*_pack(loop_vars, [m.outputs[0] for m in merges]))
+            pred = cond(*_pack(loop_vars, [_like(v, m.outputs[0]) for v, m in zip(leaves, merges)]))
             pred = ctx.output(pred)
         if pred.dtype != tf.bool or pred.shape.ndims not in (None, 0):
             raise ValueError("cond must return a bool scalar, got "
@@ -335,13 +336,14 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         ids = [g._make_raw("Identity", "Identity", (sw.outputs[1],), ctx=ctx) for sw in switches]
         ctx.pivot = ids[0]
         with _entered(g, ctx):
-            r = body(*_pack(loop_vars, [i.outputs[0] for i in ids]))
+            r = body(*_pack(loop_vars, [_like(v, i.outputs[0]) for v, i in zip(leaves, ids)]))
             if not _is_seq(r):
                 r = [r]
+            rleaves = _flatten(r)
             if not _same_structure(loop_vars, r) and len(_flatten(r)) != len(flat):
                 raise ValueError("The two structures don't have the same nested structure.\n\n"
                                  f"First structure: {loop_vars}\n\nSecond structure: {r}")
-            outs = [ctx.output(x) for x in _flatten(r)]
+            outs = [ctx.output(_flow_of(x)) for x in rleaves]
         if len(outs) != len(flat):
             raise ValueError("The two structures don't have the same number of elements. "
                              f"First structure: {len(flat)} elements, second: {len(outs)}")
@@ -360,7 +362,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                  for o, m in zip(outs, merges)]
         exits = [g._make_raw("Exit", "Exit", (sw.outputs[0],), control_inputs=nexts,
                              ctx=outer).outputs[0] for sw in switches]
-    result = _pack(r if maximum_iterations is None else (0, r[1]), exits)
+    result = _pack(r, [_like(x, e) for x, e in zip(rleaves, exits)])
     if maximum_iterations is not None:
         result = result[1]
     if (bare or not return_same_structure) and isinstance(result, (list, tuple)) \
@@ -379,3 +381,293 @@ def _flatten_shapes(invariants, loop_vars):
     if not _is_seq(invariants) or len(invariants) != len(loop_vars):
         raise ValueError("shape_invariants must have the same structure as loop_vars")
     return [s for i, v in zip(invariants, loop_vars) for s in _flatten_shapes(i, v)]
+
+
+# --- tf.TensorArray ---
+
+class TensorArray:
+    """TF 1.x's TensorArray: the handle of an array that lives for one step, and a flow tensor
+    that orders the ops on it. write, scatter, unstack and split return a new TensorArray (the
+    same array, the new flow), as TF's do."""
+
+    def __init__(self, dtype, size=None, dynamic_size=None, clear_after_read=None,
+                 tensor_array_name=None, handle=None, flow=None, infer_shape=True,
+                 element_shape=None, colocate_with_first_write_call=True, name=None):
+        tf = _tf()
+        self._dtype = tf.as_dtype(dtype)
+        self._infer_shape = infer_shape
+        self._dynamic_size = bool(dynamic_size)
+        self._element_shape = tf.TensorShape(element_shape)
+        # the size when known when the graph is built (stack's static first dimension)
+        self._static_size = None if dynamic_size or not isinstance(size, int) else size
+        if handle is not None:
+            if flow is None:
+                raise ValueError("flow must not be None if handle is not None.")
+            self._handle, self._flow = handle, flow
+            return
+        if flow is not None:
+            raise ValueError("flow must be None if handle is None.")
+        if size is None:
+            raise ValueError("Size must be provided if handle is not provided")
+        g = tf.get_default_graph()
+        with g.name_scope(name or "TensorArray"):
+            size = tf.convert_to_tensor(size, dtype=tf.int32, name="size")
+            attrs = {"dtype": tf._attr_type(self._dtype),
+                     "element_shape": _shape_attr(self._element_shape),
+                     "dynamic_size": ("bool", self._dynamic_size),
+                     "clear_after_read": ("bool", True if clear_after_read is None
+                                          else bool(clear_after_read)),
+                     "identical_element_shapes": ("bool", bool(infer_shape)),
+                     "tensor_array_name": ("string", tensor_array_name or "")}
+            op = g._make("TensorArrayV3", "TensorArray", (size,), attrs)
+        self._handle, self._flow = op.outputs[0], op.outputs[1]
+
+    def _with_flow(self, flow, element_shape=None):
+        ta = TensorArray(self._dtype, handle=self._handle, flow=flow,
+                         infer_shape=self._infer_shape, dynamic_size=self._dynamic_size,
+                         element_shape=self._element_shape if element_shape is None
+                         else element_shape)
+        ta._static_size = self._static_size
+        return ta
+
+    @property
+    def handle(self):
+        return self._handle
+
+    @property
+    def flow(self):
+        return self._flow
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def element_shape(self):
+        return self._element_shape
+
+    def _learn(self, shape):
+        """The element shape after a write of shape (TF's infer_shape)."""
+        tf = _tf()
+        if not self._infer_shape:
+            return self._element_shape
+        e = self._element_shape
+        if e.ndims is None:
+            return shape
+        if shape.ndims is not None and not e.is_compatible_with(shape):
+            raise ValueError(f"Inconsistent shapes: saw {shape} but expected {e} (and "
+                             "infer_shape=True)")
+        if shape.ndims is None:
+            return e
+        return tf.TensorShape([a if a is not None else b for a, b in zip(e._dims, shape._dims)])
+
+    def _op(self, type, name, inputs, attrs=None):
+        return _tf().get_default_graph()._make(type, name, inputs, attrs)
+
+    def _read_attrs(self):
+        return {"dtype": _tf()._attr_type(self._dtype),
+                "element_shape": _shape_attr(self._element_shape)}
+
+    def identity(self):
+        return self._with_flow(_tf().identity(self._flow))
+
+    def size(self, name=None):
+        return self._op("TensorArraySizeV3", name or "TensorArraySizeV3",
+                        (self._handle, self._flow)).outputs[0]
+
+    def read(self, index, name=None):
+        tf = _tf()
+        index = tf.convert_to_tensor(index, dtype=tf.int32)
+        return self._op("TensorArrayReadV3", name or "TensorArrayReadV3",
+                        (self._handle, index, self._flow), self._read_attrs()).outputs[0]
+
+    def write(self, index, value, name=None):
+        tf = _tf()
+        with tf.name_scope(name or "TensorArrayWrite"):
+            index = tf.convert_to_tensor(index, dtype=tf.int32)
+            value = tf.convert_to_tensor(value, dtype=self._dtype, name="value")
+            shape = self._learn(value.shape)
+            flow = self._op("TensorArrayWriteV3", "TensorArrayWriteV3",
+                            (self._handle, index, value, self._flow)).outputs[0]
+        return self._with_flow(flow, shape)
+
+    def gather(self, indices, name=None, _count=None):
+        tf = _tf()
+        indices = tf.convert_to_tensor(indices, dtype=tf.int32)
+        attrs = self._read_attrs()
+        if _count is not None:
+            attrs["num_elements"] = ("int", int(_count))
+        return self._op("TensorArrayGatherV3", name or "TensorArrayGatherV3",
+                        (self._handle, indices, self._flow), attrs).outputs[0]
+
+    def stack(self, name=None):
+        tf = _tf()
+        with tf.name_scope(name or "TensorArrayStack"):
+            return self.gather(tf.range(0, self.size()), name="TensorArrayGatherV3",
+                               _count=self._static_size)
+
+    def scatter(self, indices, value, name=None):
+        tf = _tf()
+        with tf.name_scope(name or "TensorArrayScatter"):
+            indices = tf.convert_to_tensor(indices, dtype=tf.int32)
+            value = tf.convert_to_tensor(value, dtype=self._dtype, name="value")
+            shape = self._learn(value.shape[1:] if value.shape.ndims else tf.TensorShape(None))
+            flow = self._op("TensorArrayScatterV3", "TensorArrayScatterV3",
+                            (self._handle, indices, value, self._flow)).outputs[0]
+        return self._with_flow(flow, shape)
+
+    def unstack(self, value, name=None):
+        tf = _tf()
+        with tf.name_scope(name or "TensorArrayUnstack"):
+            value = tf.convert_to_tensor(value, dtype=self._dtype, name="value")
+            n = tf.shape(value)[0]
+            return self.scatter(tf.range(0, n), value, name="TensorArrayScatter")
+
+    def concat(self, name=None):
+        tf = _tf()
+        e = self._element_shape
+        attrs = {"dtype": tf._attr_type(self._dtype),
+                 "element_shape_except0": _shape_attr(
+                     tf.TensorShape(None) if e.ndims is None else e[1:])}
+        return self._op("TensorArrayConcatV3", name or "TensorArrayConcatV3",
+                        (self._handle, self._flow), attrs).outputs[0]
+
+    def split(self, value, lengths, name=None):
+        tf = _tf()
+        with tf.name_scope(name or "TensorArraySplit"):
+            value = tf.convert_to_tensor(value, dtype=self._dtype, name="value")
+            lengths = tf.cast(tf.convert_to_tensor(lengths), tf.int64)
+            shape = self._learn(tf.TensorShape([None] + list(value.shape._dims[1:]))
+                                if value.shape.ndims else tf.TensorShape(None))
+            flow = self._op("TensorArraySplitV3", "TensorArraySplitV3",
+                            (self._handle, value, lengths, self._flow)).outputs[0]
+        return self._with_flow(flow, shape)
+
+    def close(self, name=None):
+        return self._op("TensorArrayCloseV3", name or "TensorArrayCloseV3", (self._handle,))
+
+
+def _shape_attr(shape):
+    return ("shape", None if shape.ndims is None else list(shape._dims))
+
+
+def _flow_of(x):
+    return x.flow if isinstance(x, TensorArray) else x
+
+
+def _like(template, t):
+    """t (a flow when template is a TensorArray) as the template's kind."""
+    return template._with_flow(t) if isinstance(template, TensorArray) else t
+
+
+# --- tf.map_fn, tf.scan, tf.foldl, tf.foldr (TF 1.x's functional_ops, on while_loop) ---
+
+def _elems(elems):
+    tf = _tf()
+    flat = [tf.convert_to_tensor(e, name="elem") for e in _flatten(elems)]
+    if not flat:
+        raise ValueError("elems must not be empty")
+    d = flat[0].shape[0] if flat[0].shape.ndims else None
+    n = d if d is not None else tf.shape(flat[0])[0]
+    tas = [TensorArray(dtype=e.dtype, size=n, dynamic_size=False, infer_shape=True).unstack(e)
+           for e in flat]
+    return flat, n, d, tas
+
+
+def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap_memory=False,
+           infer_shape=True, name=None):
+    """fn on each element of elems along dimension 0, stacked."""
+    tf = _tf()
+    if not callable(fn):
+        raise TypeError("fn must be callable.")
+    with tf.name_scope(name or "map"):
+        flat, n, d, elems_ta = _elems(elems)
+        out_struct = elems if dtype is None else dtype
+        dtypes = [tf.as_dtype(t) for t in _flatten(dtype)] if dtype is not None else \
+            [e.dtype for e in flat]
+        accs = [TensorArray(dtype=t, size=n, dynamic_size=False, infer_shape=infer_shape)
+                for t in dtypes]
+
+        def compute(i, tas):
+            vals = fn(_pack(elems, [ta.read(i) for ta in elems_ta]))
+            outs = _flatten(vals)
+            if len(outs) != len(tas):
+                raise ValueError("The two structures don't have the same number of elements "
+                                 f"(fn returned {len(outs)}, dtype says {len(tas)})")
+            return i + 1, [ta.write(i, v) for ta, v in zip(tas, outs)]
+
+        _, r = while_loop(lambda i, _: i < n, compute, (tf.constant(0), accs),
+                          parallel_iterations=parallel_iterations or 10,
+                          back_prop=back_prop, swap_memory=swap_memory, maximum_iterations=n)
+        results = [ta.stack() for ta in r]
+        return _pack(out_struct, results)
+
+
+def scan(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, swap_memory=False,
+         infer_shape=True, reverse=False, name=None):
+    """The running fn(acc, x) over elems along dimension 0 (every intermediate acc, stacked)."""
+    tf = _tf()
+    if not callable(fn):
+        raise TypeError("fn must be callable.")
+    with tf.name_scope(name or "scan"):
+        flat, n, d, elems_ta = _elems(elems)
+        if initializer is None:
+            a_flat = [ta.read(n - 1 if reverse else 0) for ta in elems_ta]
+            i = n - 2 if reverse else 1
+            a_struct = elems
+        else:
+            a_flat = [tf.convert_to_tensor(a) for a in _flatten(initializer)]
+            i = n - 1 if reverse else 0
+            a_struct = initializer
+        accs = [TensorArray(dtype=a.dtype, size=n, dynamic_size=False, infer_shape=infer_shape)
+                for a in a_flat]
+        if initializer is None:
+            accs = [ta.write(n - 1 if reverse else 0, a) for ta, a in zip(accs, a_flat)]
+
+        def compute(i, a, tas):
+            out = _flatten(fn(_pack(a_struct, a), _pack(elems, [ta.read(i) for ta in elems_ta])))
+            tas = [ta.write(i, v) for ta, v in zip(tas, out)]
+            return (i - 1 if reverse else i + 1), out, tas
+
+        _, _, r = while_loop((lambda i, a, t: i >= 0) if reverse else (lambda i, a, t: i < n),
+                             compute, (tf.convert_to_tensor(i, dtype=tf.int32), a_flat, accs),
+                             parallel_iterations=parallel_iterations, back_prop=back_prop,
+                             swap_memory=swap_memory)
+        results = [ta.stack() for ta in r]
+        return _pack(a_struct, results)
+
+
+def _fold(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, name, right):
+    tf = _tf()
+    if not callable(fn):
+        raise TypeError("fn must be callable.")
+    with tf.name_scope(name or ("foldr" if right else "foldl")):
+        flat, n, d, elems_ta = _elems(elems)
+        if initializer is None:
+            a = _pack(elems, [ta.read(n - 1 if right else 0) for ta in elems_ta])
+            i = n - 2 if right else 1
+        else:
+            a = initializer
+            i = n - 1 if right else 0
+
+        def compute(i, a):
+            a = fn(a, _pack(elems, [ta.read(i) for ta in elems_ta]))
+            return [i - 1 if right else i + 1, a]
+
+        _, r = while_loop((lambda i, a: i >= 0) if right else (lambda i, a: i < n), compute,
+                          [tf.convert_to_tensor(i, dtype=tf.int32), a],
+                          parallel_iterations=parallel_iterations, back_prop=back_prop,
+                          swap_memory=swap_memory, return_same_structure=True)
+        return r
+
+
+def foldl(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, swap_memory=False,
+          name=None):
+    """fn(acc, x) folded over elems from the first element on."""
+    return _fold(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, name, False)
+
+
+def foldr(fn, elems, initializer=None, parallel_iterations=10, back_prop=True, swap_memory=False,
+          name=None):
+    """fn(acc, x) folded over elems from the last element back."""
+    return _fold(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, name, True)

@@ -229,4 +229,5 @@ from ._nn_breadth import *  # noqa: E402,F401,F403  (pools/convs by rank, backpr
 from ._shape_ops import space_to_depth, depth_to_space, space_to_batch  # noqa: E402,F401
 from ._nn3d_ops import *  # noqa: E402,F401,F403  (conv3d, conv3d_transpose, max_pool3d, ...)
 from . import rnn_cell  # noqa: E402,F401  (tf.nn.rnn_cell)
-from .rnn_cell import static_rnn, static_bidirectional_rnn  # noqa: E402,F401
+from .rnn_cell import (static_rnn, static_bidirectional_rnn, dynamic_rnn,  # noqa: E402,F401
+                       bidirectional_dynamic_rnn)

@@ -10,7 +10,8 @@ shapes and gate orders, so that TF's checkpoints map onto them one to one:
                 projection (projection/kernel) and proj_clip
   GRUCell       [r, u] = sig([x, h] Wg + bg) (bg starts at 1); c = act([x, r h] Wc + bc);
                 h' = u h + (1 - u) c
-Dynamic RNNs (tf.nn.dynamic_rnn and friends) need the graph's control flow (issue 21)."""
+tf.nn.dynamic_rnn and bidirectional_dynamic_rnn run the cell in a tf.while_loop over time with
+TensorArrays for the inputs and outputs, as TF's do."""
 import collections as _collections
 import sys as _sys
 
@@ -480,3 +481,118 @@ def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None,
     out_bw = list(reversed(rev))
     outputs = [tf.concat([f, b], 1) for f, b in zip(out_fw, out_bw)]
     return outputs, st_fw, st_bw
+
+
+def _transpose_batch_time(x):
+    """[batch, time, ...] <-> [time, batch, ...]."""
+    tf = _tf()
+    r = x.shape.ndims
+    if r is None or r < 2:
+        raise ValueError(f"Expected input tensor {x.name} to have rank at least 2, but saw "
+                         f"shape: {x.shape}")
+    return tf.transpose(x, [1, 0] + list(range(2, r)))
+
+
+def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=None,
+                parallel_iterations=None, swap_memory=False, time_major=False, scope=None):
+    """cell over inputs ([batch, time, depth], or [time, batch, depth] when time_major) in a
+    tf.while_loop over time: (outputs, state). With sequence_length, a row's outputs past its
+    length are zeros and its state the one at its last step, as TF's."""
+    tf = _tf()
+    from .control_flow import TensorArray, while_loop
+    with tf.variable_scope(scope or "rnn"):
+        flat = [tf.convert_to_tensor(x) for x in _flatten(inputs)]
+        if not time_major:
+            flat = [_transpose_batch_time(x) for x in flat]
+        if sequence_length is not None:
+            sequence_length = tf.identity(tf.cast(sequence_length, tf.int32),
+                                          name="sequence_length")
+        first = flat[0]
+        batch = int(first.shape[1]) if first.shape[1] is not None else tf.shape(first)[1]
+        if initial_state is not None:
+            state = initial_state
+        else:
+            if dtype is None:
+                raise ValueError("If there is no initial_state, you must give a dtype.")
+            state = cell.zero_state(batch, dtype)
+        with tf.name_scope("dynamic_rnn") as base:
+            steps_static = first.shape[0]
+            steps = int(steps_static) if steps_static is not None else tf.shape(first)[0]
+            out_dtype = dtype or _flatten(state)[0].dtype
+            time = tf.constant(0, dtype=tf.int32, name="time")
+            out_sizes = _flatten(cell.output_size)
+            batch_static = batch if isinstance(batch, int) else None
+            output_tas = [TensorArray(out_dtype, size=steps,
+                                      element_shape=[batch_static, int(s)],
+                                      tensor_array_name=f"{base}output_{k}")
+                          for k, s in enumerate(out_sizes)]
+            input_tas = [TensorArray(x.dtype, size=steps, element_shape=x.shape[1:],
+                                     tensor_array_name=f"{base}input_{k}").unstack(x)
+                         for k, x in enumerate(flat)]
+            if sequence_length is not None:
+                zeros = [tf.zeros(tf.stack([batch, int(s)]) if not isinstance(batch, int)
+                                  else [batch, int(s)], dtype=out_dtype) for s in out_sizes]
+                bound = tf.minimum(steps, tf.maximum(1, tf.reduce_max(sequence_length)))
+            else:
+                bound = steps
+
+            def step(t, tas, st):
+                xs = [ta.read(t) for ta in input_tas]
+                x = xs[0] if not isinstance(inputs, (tuple, list)) else _pack_like(inputs, xs)
+                out, new_st = cell(x, st)
+                outs = _flatten(out)
+                if sequence_length is not None:
+                    keep = tf.less(t, sequence_length)
+                    outs = [tf.where(keep, o, z) for o, z in zip(outs, zeros)]
+                    new_st = _select(keep, new_st, st)
+                return t + 1, [ta.write(t, o) for ta, o in zip(tas, outs)], new_st
+
+            _, out_tas, final = while_loop(lambda t, *_: t < bound, step,
+                                           (time, output_tas, state),
+                                           parallel_iterations=parallel_iterations or 32,
+                                           swap_memory=swap_memory, maximum_iterations=steps)
+            outs = [ta.stack() for ta in out_tas]
+        if not time_major:
+            outs = [_transpose_batch_time(o) for o in outs]
+        outputs = outs[0] if not isinstance(cell.output_size, (tuple, list)) else \
+            _pack_like(cell.output_size, outs)
+    return outputs, final
+
+
+def _pack_like(template, flat):
+    it = iter(flat)
+
+    def build(t):
+        if isinstance(t, (tuple, list)):
+            items = [build(e) for e in t]
+            return type(t)(*items) if hasattr(t, "_fields") else type(t)(items)
+        return next(it)
+
+    return build(template)
+
+
+def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
+                              initial_state_fw=None, initial_state_bw=None, dtype=None,
+                              parallel_iterations=None, swap_memory=False, time_major=False,
+                              scope=None):
+    """((outputs_fw, outputs_bw), (state_fw, state_bw)): the backward cell runs over each row
+    reversed within its length (tf.reverse_sequence), its outputs reversed back."""
+    tf = _tf()
+    time_axis, batch_axis = (0, 1) if time_major else (1, 0)
+
+    def rev(x):
+        if sequence_length is not None:
+            return tf.reverse_sequence(x, tf.cast(sequence_length, tf.int64), seq_axis=time_axis,
+                                       batch_axis=batch_axis)
+        return tf.reverse(x, axis=[time_axis])
+
+    with tf.variable_scope(scope or "bidirectional_rnn"):
+        with tf.variable_scope("fw") as fw_scope:
+            out_fw, st_fw = dynamic_rnn(cell_fw, inputs, sequence_length, initial_state_fw,
+                                        dtype, parallel_iterations, swap_memory, time_major,
+                                        scope=fw_scope)
+        with tf.variable_scope("bw") as bw_scope:
+            tmp, st_bw = dynamic_rnn(cell_bw, rev(inputs), sequence_length, initial_state_bw,
+                                     dtype, parallel_iterations, swap_memory, time_major,
+                                     scope=bw_scope)
+    return (out_fw, rev(tmp)), (st_fw, st_bw)
