@@ -73,4 +73,9 @@ with tf.Session() as sess:
     try:
         sess.run(tf.TensorArray(tf.float32, size=1).read(0))
     except tf.errors.InvalidArgumentError as e:
-        print("unwritten read fails:", "because it has not yet been written to" in e.message)
+        print("unwritten read fails:", "Could not read from TensorArray index 0." in e.message)
+    print("unwritten read, known shape:", sess.run(tf.TensorArray(tf.float32, size=2, element_shape=[2]).read(1)).tolist())
+    try:
+        sess.run(tf.TensorArray(tf.float32, size=1).write(0, 1.0).write(0, 2.0).flow)
+    except tf.errors.InvalidArgumentError as e:
+        print("second write fails:", "already been written to" in e.message)

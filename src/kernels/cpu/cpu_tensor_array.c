@@ -13,6 +13,7 @@
 typedef struct tarray {
     int64_t id; /* first: the handle's memory */
     pthread_mutex_t mu;
+    char name[128]; /* tensor_array_name, else the node's name (messages) */
     rill_dtype dtype;
     rill_shape element_shape; /* known so far (from the attribute, then from the first write) */
     bool dynamic_size, clear_after_read, identical_shapes;
@@ -131,6 +132,9 @@ static void ta_new(rill__kctx *ctx)
     a->clear_after_read = rill__attr_bool(n, "clear_after_read", true);
     a->identical_shapes = rill__attr_bool(n, "identical_element_shapes", false);
     a->refs = 1;
+    const rill__attr *tn = rill__node_attr(n, "tensor_array_name");
+    snprintf(a->name, sizeof a->name, "%s",
+             tn && tn->kind == RILL__ATTR_STRING && tn->v.s[0] ? tn->v.s : n->name);
     grow(a, size);
     a->size = size;
     pthread_mutex_lock(&registry_mu);
@@ -223,10 +227,24 @@ static rill_tensor *read_one(rill__kctx *ctx, tarray *a, int64_t index)
     }
     rill_tensor *t = a->elems[index];
     if (!t) {
+        /* TF: zeros when the element shape is fully known, else this error */
+        int64_t ne = rill_shape_num_elements(&a->element_shape);
+        if (a->element_shape.rank >= 0 && ne >= 0) {
+            bool known = true;
+            for (int d = 0; d < a->element_shape.rank; d++) known = known && a->element_shape.dims[d] >= 0;
+            if (known) return rill_tensor_new_shape(a->dtype, &a->element_shape);
+        }
+        char x[96];
         rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
-                        "Could not read from TensorArray index %lld because it has not yet been "
-                        "written to.",
-                        (long long)index);
+                        "TensorArray %s: Could not read from TensorArray index %lld.  Furthermore, "
+                        "the element shape is not fully defined: %s.  It is possible you are "
+                        "working with a resizeable TensorArray and stop_gradients is not allowing "
+                        "the gradients to be written.  If you set the full element_shape property "
+                        "on the forward TensorArray, the proper all-zeros tensor will be returned "
+                        "instead of incurring this error.",
+                        a->name, (long long)index,
+                        a->element_shape.rank < 0 ? "<unknown>"
+                                                  : rill_shape_str(&a->element_shape, x, sizeof x));
         return NULL;
     }
     if (a->clear_after_read) {
