@@ -11,8 +11,8 @@ exists" ValueError). Variables are made by get_variable in the layer's scope ("d
 ("dense/MatMul"; a second call of one layer object "dense/MatMul_1"), a regularizer's loss under
 "<var>/Regularizer/" in REGULARIZATION_LOSSES.
 
-Where TF uses tf.cond on a `training` tensor, rill (which has no Switch/Merge ops) computes both
-branches and blends them arithmetically: with t = cast(training, dtype), out = t * a +
+Where TF uses tf.cond on a `training` tensor, rill computes both branches and blends them
+arithmetically (this predates rill's tf.cond; it gives TF's values for finite inputs): with t = cast(training, dtype), out = t * a +
 (1 - t) * b, exact for t in {0, 1}. batch_normalization's moving averages then move by
 t * (1 - momentum) * (moving - batch), nothing when training is false. Only channels_last data
 (NHWC, the C convolutions' layout) is supported: channels_first is a ValueError."""
