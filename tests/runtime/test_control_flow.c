@@ -2,7 +2,8 @@
  * as tf.cond and tf.while_loop build them: the taken branch alone runs (an untaken branch may
  * read an uninitialised variable, and its assignments do not happen), a dead fetch is an error,
  * loops with several variables, invariants and nesting, a runaway loop ends at the deadline and
- * on cancel with its name, and a cond's gradient flows through the taken branch only. */
+ * on cancel with its name, a cond's gradient flows through the taken branch only, and the
+ * TensorArray ops with their errors. */
 #include <rill/rill.h>
 
 #include "test.h"
@@ -440,6 +441,86 @@ static void test_malformed_loops(void)
     rill_status_free(s);
 }
 
+
+/* TensorArray ops: writes and reads by index, gather, the errors TF gives, a forged handle. */
+static rill_node *ta_op(rill_graph *g, const char *type, const rill_output *in, int n,
+                        rill_dtype dt)
+{
+    rill_op_builder *b = rill_op_builder_new(g, type, NULL);
+    for (int i = 0; i < n; i++) rill_op_builder_add_input(b, in[i]);
+    if (dt != RILL_DT_INVALID) rill_op_builder_set_type(b, "dtype", dt);
+    return rill_op_builder_finish(b);
+}
+
+static void test_tensor_array(void)
+{
+    rill_graph *g = rill_graph_new();
+    rill_status *s = rill_status_new();
+    rill_output size = iconst(g, 2);
+    rill_node *ta = ta_op(g, "TensorArrayV3", &size, 1, RILL_FLOAT);
+    rill_output h = out(ta, 0), flow = out(ta, 1);
+    rill_output i0 = iconst(g, 0), i1 = iconst(g, 1), i2 = iconst(g, 2);
+    rill_output w0in[4] = {h, i0, rill_const_float(g, 1.5f, NULL), flow};
+    rill_output f1 = out(ta_op(g, "TensorArrayWriteV3", w0in, 4, RILL_DT_INVALID), 0);
+    rill_output w1in[4] = {h, i1, rill_const_float(g, 2.5f, NULL), f1};
+    rill_output f2 = out(ta_op(g, "TensorArrayWriteV3", w1in, 4, RILL_DT_INVALID), 0);
+    int32_t idx[2] = {1, 0};
+    int64_t two = 2;
+    rill_tensor *it = rill_tensor_from_data(RILL_INT32, &two, 1, idx);
+    rill_output ind = rill_const(g, it, NULL);
+    rill_tensor_free(it);
+    rill_output gin[3] = {h, ind, f2};
+    rill_output gathered = out(ta_op(g, "TensorArrayGatherV3", gin, 3, RILL_FLOAT), 0);
+    rill_output szin[2] = {h, f2};
+    rill_output sz = out(ta_op(g, "TensorArraySizeV3", szin, 2, RILL_DT_INVALID), 0);
+    /* the errors: a third write past a fixed size, a second write, an int read of floats */
+    rill_output w2in[4] = {h, i2, rill_const_float(g, 1, NULL), f2};
+    rill_output past = out(ta_op(g, "TensorArrayWriteV3", w2in, 4, RILL_DT_INVALID), 0);
+    rill_output again_in[4] = {h, i0, rill_const_float(g, 1, NULL), f2};
+    rill_output again = out(ta_op(g, "TensorArrayWriteV3", again_in, 4, RILL_DT_INVALID), 0);
+    rill_output rin[3] = {h, i0, f2};
+    rill_output wrong = out(ta_op(g, "TensorArrayReadV3", rin, 3, RILL_INT32), 0);
+    /* a handle that names no array */
+    int64_t forged_id = 987654321;
+    rill_tensor *ft = rill_tensor_from_data(RILL_INT64, NULL, 0, &forged_id);
+    rill_output forged = rill_const(g, ft, NULL);
+    rill_tensor_free(ft);
+    rill_output fin[3] = {forged, i0, flow};
+    rill_output bad = out(ta_op(g, "TensorArrayReadV3", fin, 3, RILL_FLOAT), 0);
+    rill_session *sess = session(g, 0, s);
+    if (sess) {
+        rill_output fetch[2] = {gathered, sz};
+        rill_tensor *r[2] = {NULL, NULL};
+        CHECK_EQ_INT(rill_session_run(sess, NULL, NULL, 0, fetch, r, 2, NULL, 0, s), RILL_OK);
+        CHECK_EQ_INT(r[0] ? rill_tensor_num_elements(r[0]) : 0, 2);
+        CHECK_NEAR(r[0] ? rill_tensor_get_double(r[0], 0) : 0, 2.5, 0);
+        CHECK_NEAR(r[0] ? rill_tensor_get_double(r[0], 1) : 0, 1.5, 0);
+        CHECK_EQ_INT(get(r[1]), 2);
+        rill_tensor_free(r[0]);
+        rill_tensor_free(r[1]);
+        struct {
+            rill_output fetch;
+            rill_code code;
+            const char *text;
+        } cases[] = {
+            {past, RILL_INVALID_ARGUMENT, "array is not resizeable and size is: 2"},
+            {again, RILL_INVALID_ARGUMENT, "because it has already been written to"},
+            {wrong, RILL_INVALID_ARGUMENT, "TensorArray dtype is float but Op requested dtype int32"},
+            {bad, RILL_NOT_FOUND, "names no TensorArray"},
+        };
+        for (int c = 0; c < 4; c++) {
+            rill_tensor *x = NULL;
+            CHECK_EQ_INT(rill_session_run(sess, NULL, NULL, 0, &cases[c].fetch, &x, 1, NULL, 0, s),
+                         cases[c].code);
+            CHECK_STR_CONTAINS(rill_status_message(s), cases[c].text);
+            rill_tensor_free(x);
+        }
+    }
+    rill_session_free(sess);
+    rill_graph_free(g);
+    rill_status_free(s);
+}
+
 int main(void)
 {
     test_cond_takes_one_branch();
@@ -450,5 +531,6 @@ int main(void)
     test_runaway_cancel();
     test_cond_gradient();
     test_malformed_loops();
+    test_tensor_array();
     return test__end();
 }
