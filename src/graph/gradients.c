@@ -75,6 +75,37 @@ static void gate(rill_graph *g, rill_output *dinp, const char *use, int ninputs)
     rill_graph_pop_name_scope(g);
 }
 
+/* What a while loop's gradient reads and writes of the walk (rill__while_grad_cb). */
+typedef struct loop_ctx {
+    rill_graph *g;
+    rill__vec **grads;
+    char *done;
+} loop_ctx;
+
+static rill_output loop_dy(void *arg, rill_node *exit)
+{
+    loop_ctx *c = arg;
+    rill__vec *v = c->grads[exit->id];
+    return v && differentiable(exit->out_dtypes[0]) ? sum_partials(c->g, &v[0])
+                                                    : (rill_output){NULL, 0};
+}
+
+static void loop_give(void *arg, rill_output x, rill_output dx)
+{
+    loop_ctx *c = arg;
+    if (!dx.node || !differentiable(rill_output_dtype(x))) return;
+    if (!c->grads[x.node->id]) {
+        c->grads[x.node->id] = rill__calloc((size_t)x.node->noutputs, sizeof(rill__vec));
+        RILL_CHECK_ALLOC(c->grads[x.node->id]);
+    }
+    add_partial(&c->grads[x.node->id][x.index], dx);
+}
+
+static void loop_mark(void *arg, rill_node *exit)
+{
+    ((loop_ctx *)arg)->done[exit->id] = 1;
+}
+
 bool rill_gradients(rill_graph *g, const rill_output *ys, int ny, const rill_output *xs, int nx,
                     const rill_output *grad_ys, rill_output *dx)
 {
@@ -132,10 +163,19 @@ bool rill__gradients(rill_graph *g, const rill_output *ys, int ny, const rill_ou
 
     void *oarg = NULL;
     rill_gradient_override_fn override = rill__graph_gradient_override(g, &oarg);
+    char *loop_done = rill__calloc((size_t)nn + 1, 1); /* Exits whose loop has its gradient */
+    RILL_CHECK_ALLOC(loop_done);
+    loop_ctx lctx = {g, grads, loop_done};
+    rill__while_grad_cb lcb = {loop_dy, loop_give, loop_mark, &lctx};
     rill_output dy[16], *dyp = dy, din[16], *dinp = din;
     for (int id = nn - 1; id >= 0 && rill_graph_ok(g); id--) {
         if (!grads[id] || !(fwd[id] && bwd[id])) continue;
         rill_node *n = rill_graph_node(g, id);
+        if (strcmp(n->op->name, "Exit") == 0) {
+            /* a while loop: its gradient is a loop of its own (gradients_loop.c) */
+            if (!loop_done[id]) rill__while_grad(g, n, &lcb);
+            continue;
+        }
         /* asked first whether it takes n (dy NULL), so that nothing is built for a node whose
          * gradient nobody makes */
         bool overridden = override && n->ninputs > 0 && override(oarg, g, n, NULL, NULL);
@@ -205,6 +245,7 @@ bool rill__gradients(rill_graph *g, const rill_output *ys, int ny, const rill_ou
         rill__free(grads[id]);
     }
     rill__free(grads);
+    rill__free(loop_done);
     rill__consumers_free(&cons);
     rill__free(fwd);
     rill__free(bwd);

@@ -192,6 +192,18 @@ bool rill__broadcast_shapes(const rill_node *n, const rill_shape *a, const rill_
 /* Describes a node for errors: "'add' (op: 'Add')". */
 const char *rill__node_desc(const rill_node *n, char *buf, size_t len);
 
+/* The gradient of a while loop (gradients_loop.c), asked by rill__gradients at the loop's last
+ * Exit: dy gives an Exit's summed gradient ({NULL}: none), give hands back the gradient of an
+ * outside tensor the loop reads (an initial value or a constant Enter's input), mark flags each
+ * Exit of the loop as done. False (the graph failed) on a loop it cannot differentiate. */
+typedef struct rill__while_grad_cb {
+    rill_output (*dy)(void *arg, rill_node *exit);
+    void (*give)(void *arg, rill_output x, rill_output dx);
+    void (*mark)(void *arg, rill_node *exit);
+    void *arg;
+} rill__while_grad_cb;
+bool rill__while_grad(rill_graph *g, rill_node *exit, const rill__while_grad_cb *cb);
+
 /* Variables: the Variable node of an output, or NULL. */
 bool rill__is_variable(rill_output o);
 

@@ -18,8 +18,8 @@
  *
  * Gradients: Switch -> Merge of the two branches' gradients (the live one wins); Merge ->
  * Switch of the gradient on the taken index (value_index), so a cond's gradient flows through
- * the taken branch only. A while loop's gradient is not built yet: Exit's gradient function says
- * so (the gradient would otherwise stop silently). */
+ * the taken branch only. A while loop's gradient is a backward loop (gradients_loop.c), which
+ * rill__gradients builds when it reaches the loop's Exits. */
 #include "graph_internal.h"
 
 #include <string.h>
@@ -145,16 +145,6 @@ static void merge_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_
     }
 }
 
-static void exit_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
-{
-    (void)dy;
-    (void)dx;
-    rill__graph_fail(g, RILL_UNIMPLEMENTED,
-                     "Gradients through a while loop are not built yet: '%s' is the Exit of a "
-                     "tf.while_loop (rill issue 21: the backward loop)",
-                     n->name);
-}
-
 const rill__op_def rill__ops_control_flow[] = {
     {.name = "Switch", .default_name = "Switch", .min_inputs = 2, .max_inputs = 2, .noutputs = 2,
      .shape = switch_shape, .grad = switch_grad},
@@ -163,7 +153,7 @@ const rill__op_def rill__ops_control_flow[] = {
     {.name = "Enter", .default_name = "Enter", .min_inputs = 1, .max_inputs = 1, .noutputs = 1,
      .shape = enter_shape},
     {.name = "Exit", .default_name = "Exit", .min_inputs = 1, .max_inputs = 1, .noutputs = 1,
-     .shape = pass_shape, .grad = exit_grad},
+     .shape = pass_shape},
     {.name = "NextIteration", .default_name = "NextIteration", .min_inputs = 1, .max_inputs = 1,
      .noutputs = 1, .shape = pass_shape},
     {.name = "LoopCond", .default_name = "LoopCond", .min_inputs = 1, .max_inputs = 1,

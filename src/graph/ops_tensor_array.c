@@ -10,6 +10,7 @@
  *   TensorArraySplitV3(handle, value, lengths, flow_in) -> flow_out
  *   TensorArraySizeV3(handle, flow_in)                  -> size (int32)
  *   TensorArrayCloseV3(handle)
+ *   TensorArrayGradV3(handle, flow_in)                  -> (grad_handle, flow_out)
  *
  * The handle is an int64 scalar naming the array in this process (kernels/cpu/
  * cpu_tensor_array.c); the flow is a float scalar that orders the ops on one array, as in TF.
@@ -142,19 +143,121 @@ static void close_shape(rill_node *n, rill_status *s)
     check_in(n, 0, RILL_INT64, 0, "handle", s);
 }
 
-#define TA_OP(nm, def, in, out, fn)                                                          \
+static void grad_shape(rill_node *n, rill_status *s)
+{
+    if (!check_in(n, 0, RILL_INT64, 0, "handle", s) || !check_in(n, 1, RILL_FLOAT, 0, "flow_in", s))
+        return;
+    n->out_dtypes[0] = RILL_INT64;
+    n->out_shapes[0] = rill_shape_scalar();
+    n->out_dtypes[1] = RILL_FLOAT;
+    n->out_shapes[1] = rill_shape_scalar();
+}
+
+/* --- gradients (TF's tensor_array_grad): the gradient of an array is a second array of the same
+ * size (TensorArrayGradV3, found by the forward array and `source`, whose writes to one index
+ * add up); a read's gradient writes it, a write's gradient reads it, and the flows carry the
+ * order. --- */
+
+static rill_node *mk(rill_graph *g, const char *op, const rill_output *in, int n,
+                     const rill__attr *a, int na)
+{
+    return rill__node_create(g, op, NULL, in, n, a, na);
+}
+
+/* The gradient array of handle h, ordered after flow. */
+static rill_node *grad_array(rill_graph *g, rill_output h, rill_output flow)
+{
+    rill__attr a[1] = {RILL__A_STRING("source", "gradients")};
+    rill_output in[2] = {h, flow};
+    return mk(g, "TensorArrayGradV3", in, 2, a, 1);
+}
+
+static void read_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
+{
+    rill_node *ga = grad_array(g, n->inputs[0], n->inputs[2]);
+    if (!ga) return;
+    rill_output in[4] = {{ga, 0}, n->inputs[1], dy[0], {ga, 1}};
+    rill_node *w = mk(g, "TensorArrayWriteV3", in, 4, NULL, 0);
+    if (w) dx[2] = rill__out0(w);
+}
+
+static void write_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
+{
+    rill_node *ga = grad_array(g, n->inputs[0], dy[0]);
+    if (!ga) return;
+    rill__attr a[2] = {RILL__A_TYPE("dtype", rill__in_dtype(n, 2)),
+                       RILL__A_SHAPE("element_shape", rill__in_shape(n, 2))};
+    rill_output in[3] = {{ga, 0}, n->inputs[1], {ga, 1}};
+    rill_node *r = mk(g, "TensorArrayReadV3", in, 3, a, 2);
+    if (r) dx[2] = rill__out0(r);
+    dx[3] = dy[0];
+}
+
+static void gather_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
+{
+    rill_node *ga = grad_array(g, n->inputs[0], n->inputs[2]);
+    if (!ga) return;
+    rill_output in[4] = {{ga, 0}, n->inputs[1], dy[0], {ga, 1}};
+    rill_node *sc = mk(g, "TensorArrayScatterV3", in, 4, NULL, 0);
+    if (sc) dx[2] = rill__out0(sc);
+}
+
+static void scatter_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
+{
+    rill_node *ga = grad_array(g, n->inputs[0], dy[0]);
+    if (!ga) return;
+    rill_shape v = rill__in_shape(n, 2), e = rill_shape_unknown();
+    if (v.rank >= 1) {
+        e.rank = v.rank - 1;
+        for (int d = 0; d < e.rank; d++) e.dims[d] = v.dims[d + 1];
+    }
+    rill__attr a[2] = {RILL__A_TYPE("dtype", rill__in_dtype(n, 2)), RILL__A_SHAPE("element_shape", e)};
+    rill_output in[3] = {{ga, 0}, n->inputs[1], {ga, 1}};
+    rill_node *gt = mk(g, "TensorArrayGatherV3", in, 3, a, 2);
+    if (gt) dx[2] = rill__out0(gt);
+    dx[3] = dy[0];
+}
+
+static void concat_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
+{
+    rill_node *ga = grad_array(g, n->inputs[0], n->inputs[1]);
+    if (!ga) return;
+    rill_output in[4] = {{ga, 0}, dy[0], {n, 1}, {ga, 1}};
+    rill_node *sp = mk(g, "TensorArraySplitV3", in, 4, NULL, 0);
+    if (sp) dx[1] = rill__out0(sp);
+}
+
+static void split_grad(rill_graph *g, rill_node *n, const rill_output *dy, rill_output *dx)
+{
+    rill_node *ga = grad_array(g, n->inputs[0], dy[0]);
+    if (!ga) return;
+    rill_shape v = rill__in_shape(n, 1), e = rill_shape_unknown();
+    if (v.rank >= 1) {
+        e.rank = v.rank - 1;
+        for (int d = 0; d < e.rank; d++) e.dims[d] = v.dims[d + 1];
+    }
+    rill__attr a[2] = {RILL__A_TYPE("dtype", rill__in_dtype(n, 1)),
+                       RILL__A_SHAPE("element_shape_except0", e)};
+    rill_output in[2] = {{ga, 0}, {ga, 1}};
+    rill_node *c = mk(g, "TensorArrayConcatV3", in, 2, a, 2);
+    if (c) dx[1] = rill__out0(c);
+    dx[3] = dy[0];
+}
+
+#define TA_OP(nm, def, in, out, fn, gr)                                                      \
     {.name = nm, .default_name = def, .min_inputs = in, .max_inputs = in, .noutputs = out,   \
-     .stateful = true, .shape = fn, .type_attr = "dtype"}
+     .stateful = true, .shape = fn, .grad = gr, .type_attr = "dtype"}
 
 const rill__op_def rill__ops_tensor_array[] = {
-    TA_OP("TensorArrayV3", "TensorArray", 1, 2, ta_shape),
-    TA_OP("TensorArrayWriteV3", "TensorArrayWrite", 4, 1, write_shape),
-    TA_OP("TensorArrayReadV3", "TensorArrayRead", 3, 1, read_shape),
-    TA_OP("TensorArrayGatherV3", "TensorArrayGather", 3, 1, gather_shape),
-    TA_OP("TensorArrayScatterV3", "TensorArrayScatter", 4, 1, scatter_shape),
-    TA_OP("TensorArrayConcatV3", "TensorArrayConcat", 2, 2, concat_shape),
-    TA_OP("TensorArraySplitV3", "TensorArraySplit", 4, 1, split_shape),
-    TA_OP("TensorArraySizeV3", "TensorArraySize", 2, 1, size_shape),
-    TA_OP("TensorArrayCloseV3", "TensorArrayClose", 1, 0, close_shape),
+    TA_OP("TensorArrayV3", "TensorArray", 1, 2, ta_shape, NULL),
+    TA_OP("TensorArrayWriteV3", "TensorArrayWrite", 4, 1, write_shape, write_grad),
+    TA_OP("TensorArrayReadV3", "TensorArrayRead", 3, 1, read_shape, read_grad),
+    TA_OP("TensorArrayGatherV3", "TensorArrayGather", 3, 1, gather_shape, gather_grad),
+    TA_OP("TensorArrayScatterV3", "TensorArrayScatter", 4, 1, scatter_shape, scatter_grad),
+    TA_OP("TensorArrayConcatV3", "TensorArrayConcat", 2, 2, concat_shape, concat_grad),
+    TA_OP("TensorArraySplitV3", "TensorArraySplit", 4, 1, split_shape, split_grad),
+    TA_OP("TensorArraySizeV3", "TensorArraySize", 2, 1, size_shape, NULL),
+    TA_OP("TensorArrayCloseV3", "TensorArrayClose", 1, 0, close_shape, NULL),
+    TA_OP("TensorArrayGradV3", "TensorArrayGrad", 2, 2, grad_shape, NULL),
     {0},
 };

@@ -5,7 +5,9 @@
  * (the array goes when the last reference to its handle does). The other ops find the array by
  * id in a process-wide registry, so a handle that names no live array (a forged or stale value)
  * is an error, never a wild pointer. Elements are tensors referenced, not copied, when written
- * and read; gather, stack and concat copy into one new tensor. Errors are TF's texts. */
+ * and read; gather, stack and concat copy into one new tensor. Errors are TF's texts.
+ * TensorArrayGradV3 gives an array its gradient array (same size; writes to one index add up),
+ * which the forward array holds. */
 #include "cpu_kernels.h"
 
 #include <string.h>
@@ -22,6 +24,9 @@ typedef struct tarray {
     unsigned char *cleared;
     int refs;            /* the handle's, and each op's while it runs */
     struct tarray *next; /* the registry */
+    bool aggregate;      /* a gradient array: a second write to an index adds to it */
+    struct tarray *grad; /* this array's gradient array (TensorArrayGradV3), held */
+    char grad_source[64];
 } tarray;
 
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -40,6 +45,7 @@ static void ta_unref(tarray *a)
             }
     pthread_mutex_unlock(&registry_mu);
     if (!last) return;
+    if (a->grad) ta_unref(a->grad);
     for (int64_t i = 0; i < a->size; i++) rill_tensor_free(a->elems[i]);
     rill__free(a->elems);
     rill__free(a->cleared);
@@ -196,6 +202,33 @@ static bool write_one(rill__kctx *ctx, tarray *a, int64_t index, rill_tensor *t)
             return false;
         }
         grow(a, index + 1);
+    }
+    if (a->aggregate && a->elems[index]) {
+        /* a gradient array sums what is written to one index */
+        rill_tensor *old = a->elems[index];
+        if (!rill_shape_equal(&old->shape, &t->shape) ||
+            (t->dtype != RILL_FLOAT && t->dtype != RILL_DOUBLE)) {
+            char x[96], y[96];
+            rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
+                            "Could not aggregate to TensorArray index %lld: shapes %s and %s (or "
+                            "dtype %s) do not add up",
+                            (long long)index, rill_shape_str(&old->shape, x, sizeof x),
+                            rill_shape_str(&t->shape, y, sizeof y), rill_dtype_name(t->dtype));
+            return false;
+        }
+        rill_tensor *sum = rill_tensor_new_shape(t->dtype, &t->shape);
+        if (t->dtype == RILL_FLOAT) {
+            const float *p = rill_tensor_data(old), *q = rill_tensor_data(t);
+            float *o = rill_tensor_data(sum);
+            for (int64_t i = 0; i < t->numel; i++) o[i] = p[i] + q[i];
+        } else {
+            const double *p = rill_tensor_data(old), *q = rill_tensor_data(t);
+            double *o = rill_tensor_data(sum);
+            for (int64_t i = 0; i < t->numel; i++) o[i] = p[i] + q[i];
+        }
+        rill_tensor_free(old);
+        a->elems[index] = sum;
+        return true;
     }
     if (a->elems[index] || a->cleared[index]) {
         rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
@@ -473,8 +506,58 @@ static void ta_close(rill__kctx *ctx)
     ta_unref(a);
 }
 
+/* The gradient array of the array input 0 names (made on first use, as large as the array is
+ * then), for `source`. */
+static void ta_grad(rill__kctx *ctx)
+{
+    tarray *a = lookup_any(ctx);
+    if (!a) return;
+    const rill__attr *sa = rill__node_attr(ctx->node, "source");
+    const char *src = sa && sa->kind == RILL__ATTR_STRING ? sa->v.s : "";
+    pthread_mutex_lock(&a->mu);
+    tarray *gr = a->grad;
+    if (gr && strcmp(a->grad_source, src) != 0) {
+        pthread_mutex_unlock(&a->mu);
+        rill__kctx_fail(ctx, RILL_UNIMPLEMENTED,
+                        "TensorArray %s already has a gradient array for source '%s', not '%s'",
+                        a->name, a->grad_source, src);
+        ta_unref(a);
+        return;
+    }
+    if (!gr) {
+        gr = rill__calloc(1, sizeof *gr);
+        RILL_CHECK_ALLOC(gr);
+        pthread_mutex_init(&gr->mu, NULL);
+        gr->dtype = a->dtype;
+        gr->element_shape = a->element_shape;
+        gr->dynamic_size = a->dynamic_size;
+        gr->clear_after_read = true;
+        gr->aggregate = true;
+        gr->refs = 1; /* the forward array's */
+        snprintf(gr->name, sizeof gr->name, "%.100s@%.20s", a->name, src);
+        grow(gr, a->size);
+        gr->size = a->size;
+        pthread_mutex_lock(&registry_mu);
+        gr->id = next_id++;
+        gr->next = registry;
+        registry = gr;
+        pthread_mutex_unlock(&registry_mu);
+        a->grad = gr;
+        snprintf(a->grad_source, sizeof a->grad_source, "%s", src);
+    }
+    pthread_mutex_lock(&registry_mu);
+    gr->refs++; /* the handle's */
+    pthread_mutex_unlock(&registry_mu);
+    pthread_mutex_unlock(&a->mu);
+    rill__kctx_set_output(ctx, 0, rill_tensor_new_borrowed(RILL_INT64, NULL, 0, &gr->id,
+                                                           release_handle, gr));
+    rill__kctx_set_output(ctx, 1, rill_tensor_ref(ctx->inputs[1]));
+    ta_unref(a);
+}
+
 #define ANY RILL_DT_INVALID
 const rill__kernel_def rill__cpu_kernels_tensor_array[] = {
+    {.op = "TensorArrayGradV3", .device_type = "CPU", .dtype = ANY, .fn = ta_grad},
     {.op = "TensorArrayV3", .device_type = "CPU", .dtype = ANY, .fn = ta_new},
     {.op = "TensorArrayWriteV3", .device_type = "CPU", .dtype = ANY, .fn = ta_write},
     {.op = "TensorArrayReadV3", .device_type = "CPU", .dtype = ANY, .fn = ta_read},
