@@ -115,6 +115,13 @@ bool rill_gradients(rill_graph *g, const rill_output *ys, int ny, const rill_out
 bool rill__gradients(rill_graph *g, const rill_output *ys, int ny, const rill_output *xs, int nx,
                      const rill_output *grad_ys, rill_output *dx, bool gate_gradients)
 {
+    return rill__gradients_within(g, ys, ny, xs, nx, grad_ys, dx, gate_gradients, NULL, 0);
+}
+
+bool rill__gradients_within(rill_graph *g, const rill_output *ys, int ny, const rill_output *xs,
+                            int nx, const rill_output *grad_ys, rill_output *dx,
+                            bool gate_gradients, const char *only, int nonly)
+{
     for (int i = 0; i < nx; i++) dx[i] = (rill_output){NULL, 0};
     if (!rill_graph_ok(g)) return false;
     for (int i = 0; i < ny; i++)
@@ -136,9 +143,18 @@ bool rill__gradients(rill_graph *g, const rill_output *ys, int ny, const rill_ou
 
     /* Forward reach from xs, in id order (consumers always have larger ids). */
     for (int i = 0; i < nx; i++) fwd[xs[i].node->id] = 1;
-    for (int id = 0; id < nn; id++) {
-        if (!fwd[id]) continue;
-        for (int e = cons.start[id]; e < cons.start[id + 1]; e++) fwd[cons.node[e]->id] = 1;
+    /* A while loop's body reaches its Exits through the back edge, a NextIteration's control
+     * input on its (older) Merge: another pass then, until nothing changes. */
+    for (bool again = true; again;) {
+        again = false;
+        for (int id = 0; id < nn; id++) {
+            if (!fwd[id]) continue;
+            for (int e = cons.start[id]; e < cons.start[id + 1]; e++) fwd[cons.node[e]->id] = 1;
+            rill_node *n = rill_graph_node(g, id);
+            if (strcmp(n->op->name, "NextIteration") == 0 && n->ncontrol &&
+                !fwd[n->control_inputs[0]->id])
+                fwd[n->control_inputs[0]->id] = 1, again = true;
+        }
     }
     /* Backward reach from ys. */
     for (int i = 0; i < ny; i++) bwd[ys[i].node->id] = 1;
@@ -146,6 +162,9 @@ bool rill__gradients(rill_graph *g, const rill_output *ys, int ny, const rill_ou
         if (!bwd[id]) continue;
         rill_node *n = rill_graph_node(g, id);
         for (int k = 0; k < n->ninputs; k++) bwd[n->inputs[k].node->id] = 1;
+        /* an Exit depends on its loop's body through its control inputs (the NextIterations) */
+        if (strcmp(n->op->name, "Exit") == 0)
+            for (int k = 0; k < n->ncontrol; k++) bwd[n->control_inputs[k]->id] = 1;
     }
 
     rill__vec **grads = rill__calloc((size_t)nn + 1, sizeof *grads);
@@ -170,6 +189,7 @@ bool rill__gradients(rill_graph *g, const rill_output *ys, int ny, const rill_ou
     rill_output dy[16], *dyp = dy, din[16], *dinp = din;
     for (int id = nn - 1; id >= 0 && rill_graph_ok(g); id--) {
         if (!grads[id] || !(fwd[id] && bwd[id])) continue;
+        if (only && (id >= nonly || !only[id])) continue;
         rill_node *n = rill_graph_node(g, id);
         if (strcmp(n->op->name, "Exit") == 0) {
             /* a while loop: its gradient is a loop of its own (gradients_loop.c) */

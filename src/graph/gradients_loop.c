@@ -199,23 +199,40 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
     }
     if (!any) goto done;
 
-    /* The region the backward body differentiates: from the NextIterations' inputs back to the
-     * Identities and the constant Enters. */
-    ns = 0;
-    for (int k = 0; k < nv; k++)
-        if (diff[k]) stack[ns++] = nexts[k]->inputs[0].node->id;
-    while (ns) {
-        int id = stack[--ns];
-        if (region[id]) continue;
-        rill_node *n = rill_graph_node(g, id);
-        if (depth[id] != 1 || is_op(n, "Enter")) continue;
-        bool is_id = false;
-        for (int k = 0; k < nv; k++) is_id = is_id || n == ids[k];
-        region[id] = 1;
-        if (is_id) continue;
-        for (int k = 0; k < n->ninputs; k++) stack[ns++] = n->inputs[k].node->id;
+    /* The live variables: those with a gradient at their Exit, and those the next values of
+     * live ones read; the region the backward body differentiates: from the live variables'
+     * NextIteration inputs back to the Identities and the constant Enters. */
+    bool live[MAXV];
+    for (int k = 0; k < nv; k++) live[k] = dy[k].node != NULL;
+    char *reach = rill__calloc((size_t)nn + 1, 1);
+    RILL_CHECK_ALLOC(reach);
+    for (bool again = true; again;) {
+        again = false;
+        for (int k = 0; k < nv; k++) {
+            if (!live[k]) continue;
+            memset(reach, 0, (size_t)nn);
+            ns = 0;
+            stack[ns++] = nexts[k]->inputs[0].node->id;
+            while (ns) {
+                int id = stack[--ns];
+                if (reach[id] || depth[id] != 1) continue;
+                rill_node *n = rill_graph_node(g, id);
+                if (is_op(n, "Enter")) continue;
+                reach[id] = 1;
+                int v = -1;
+                for (int j = 0; j < nv; j++)
+                    if (n == ids[j]) v = j;
+                if (v >= 0) {
+                    if (diff[v] && !live[v]) live[v] = true, again = true;
+                    continue;
+                }
+                region[id] = 1;
+                for (int j = 0; j < n->ninputs; j++) stack[ns++] = n->inputs[j].node->id;
+            }
+        }
     }
-    /* What to stack: the region's tensors and the member tensors it reads. */
+    rill__free(reach);
+    /* What to stack: the region's tensors and the member tensors it reads (the Identities). */
     stacked *st = NULL;
     int nst = 0, stcap = 0;
     for (int i = 0; i < nn; i++) {
@@ -278,7 +295,7 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
     var adj[MAXV], acc[MAXV];
     bool has_acc[MAXV];
     for (int k = 0; k < nv; k++)
-        adj[k] = diff[k] ? var_begin(g, dy[k].node ? dy[k] : rill_zeros_like(g, rill__out0(exits[k] ? exits[k] : enters[k]), NULL), bframe)
+        adj[k] = live[k] ? var_begin(g, dy[k].node ? dy[k] : rill_zeros_like(g, rill__out0(exits[k] ? exits[k] : enters[k]), NULL), bframe)
                          : (var){0};
     for (int j = 0; j < nc; j++) {
         has_acc[j] = rill_dtype_is_float(rill__in_dtype(consts[j], 0));
@@ -292,7 +309,7 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
     rill_output blco = blc ? rill__out0(blc) : (rill_output){NULL, 0};
     var_switch(g, &bt, blco);
     for (int k = 0; k < nv; k++)
-        if (diff[k]) var_switch(g, &adj[k], blco);
+        if (live[k]) var_switch(g, &adj[k], blco);
     for (int j = 0; j < nc; j++)
         if (has_acc[j]) var_switch(g, &acc[j], blco);
     /* Iteration t's values, and the constant Enters' outside values, inside the backward loop. */
@@ -311,11 +328,11 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
     rill_output ys[MAXV], gys[MAXV], xs[2 * MAXV], dx[2 * MAXV];
     int ny = 0, nx = 0;
     for (int k = 0; k < nv; k++)
-        if (diff[k]) ys[ny] = nexts[k]->inputs[0], gys[ny++] = adj[k].in;
+        if (live[k]) ys[ny] = nexts[k]->inputs[0], gys[ny++] = adj[k].in;
     for (int k = 0; k < nv; k++) xs[nx++] = rill__out0(ids[k]);
     for (int j = 0; j < nc; j++) xs[nx++] = rill__out0(consts[j]);
     int mark = rill_graph_num_nodes(g);
-    if (rill_graph_ok(g)) rill__gradients(g, ys, ny, xs, nx, gys, dx, false);
+    if (rill_graph_ok(g)) rill__gradients_within(g, ys, ny, xs, nx, gys, dx, false, region, nn);
     int end = rill_graph_num_nodes(g);
     for (int i = mark; i < end && rill_graph_ok(g); i++) {
         rill_node *n = rill_graph_node(g, i);
@@ -355,7 +372,7 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
     int nbw = 0;
     bw_next[nbw++] = var_next(g, &bt, rill_sub(g, bt.in, rill_const_scalar(g, RILL_INT32, 1, NULL), NULL));
     for (int k = 0; k < nv; k++)
-        if (diff[k])
+        if (live[k])
             bw_next[nbw++] = var_next(g, &adj[k], dx[k].node ? dx[k] : rill_zeros_like(g, adj[k].in, NULL));
     for (int j = 0; j < nc; j++)
         if (has_acc[j]) {
@@ -363,7 +380,7 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
             bw_next[nbw++] = var_next(g, &acc[j], d.node ? rill_add(g, acc[j].in, d, NULL) : acc[j].in);
         }
     for (int k = 0; k < nv && rill_graph_ok(g); k++)
-        if (diff[k]) cb->give(cb->arg, enters[k]->inputs[0], var_exit(g, &adj[k], bw_next, nbw));
+        if (live[k]) cb->give(cb->arg, enters[k]->inputs[0], var_exit(g, &adj[k], bw_next, nbw));
     for (int j = 0; j < nc && rill_graph_ok(g); j++)
         if (has_acc[j] && dx[nv + j].node)
             cb->give(cb->arg, consts[j]->inputs[0], var_exit(g, &acc[j], bw_next, nbw));

@@ -212,6 +212,11 @@ bool rill__is_variable(rill_output o);
  * control_flow_ops.tuple; Optimizer.compute_gradients' default GATE_OP). */
 bool rill__gradients(rill_graph *g, const rill_output *ys, int ny, const rill_output *xs, int nx,
                      const rill_output *grad_ys, rill_output *dx, bool gate_gradients);
+/* rill__gradients walking only the nodes with only[id] set (id < nonly): a while loop's body,
+ * whose gradient must not flow on into the loop's own Switches. */
+bool rill__gradients_within(rill_graph *g, const rill_output *ys, int ny, const rill_output *xs,
+                            int nx, const rill_output *grad_ys, rill_output *dx,
+                            bool gate_gradients, const char *only, int nonly);
 
 /* The graph's gradient override (rill_graph_set_gradient_override), NULL when none. */
 rill_gradient_override_fn rill__graph_gradient_override(const rill_graph *g, void **arg);
