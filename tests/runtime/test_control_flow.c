@@ -2,8 +2,8 @@
  * as tf.cond and tf.while_loop build them: the taken branch alone runs (an untaken branch may
  * read an uninitialised variable, and its assignments do not happen), a dead fetch is an error,
  * loops with several variables, invariants and nesting, a runaway loop ends at the deadline and
- * on cancel with its name, a cond's gradient flows through the taken branch only, and the
- * TensorArray ops with their errors. */
+ * on cancel with its name, a cond's gradient flows through the taken branch only, the
+ * TensorArray ops with their errors, and a while loop's gradient against finite differences. */
 #include <rill/rill.h>
 
 #include "test.h"
@@ -521,6 +521,61 @@ static void test_tensor_array(void)
     rill_status_free(s);
 }
 
+/* d/dx of h after 6 iterations of h = tanh(h * w + x) (h0 = x; w outside the loop), from
+ * rill_gradients' backward loop, against finite differences; and d/dw. */
+static void test_while_gradient(void)
+{
+    rill_graph *g = rill_graph_new();
+    rill_status *s = rill_status_new();
+    rill_output x = rill_placeholder(g, RILL_DOUBLE, rill_shape_scalar(), "x");
+    rill_output w = rill_placeholder(g, RILL_DOUBLE, rill_shape_scalar(), "w");
+    loop L;
+    rill_output init[2] = {iconst(g, 0), x};
+    loop_begin(&L, g, "while/while_context", 2, init);
+    loop_cond(&L, binop(g, "Less", L.var[0], enter(g, iconst(g, 6), "while/while_context", true)));
+    rill_output we = enter(g, w, "while/while_context", true);
+    rill_output xe = enter(g, x, "while/while_context", true);
+    rill_output next[2] = {binop(g, "Add", L.body[0], enter(g, iconst(g, 1), "while/while_context", true)),
+                           rill_tanh(g, binop(g, "Add", binop(g, "Mul", L.body[1], we), xe), NULL)};
+    rill_output res[2];
+    loop_end(&L, next, res);
+    rill_output y = rill_mul(g, res[1], res[1], "y");
+    rill_output xs[2] = {x, w}, dx[2];
+    CHECK(rill_gradients(g, &y, 1, xs, 2, NULL, dx));
+    rill_session *sess = session(g, 0, s);
+    if (sess) {
+        double x0 = 0.4, w0 = 0.9, h = 1e-6;
+        rill_output feeds[2] = {x, w};
+        rill_tensor *v[2] = {rill_tensor_from_data(RILL_DOUBLE, NULL, 0, &x0),
+                             rill_tensor_from_data(RILL_DOUBLE, NULL, 0, &w0)};
+        rill_tensor *r[2] = {NULL, NULL};
+        CHECK_EQ_INT(rill_session_run(sess, feeds, v, 2, dx, r, 2, NULL, 0, s), RILL_OK);
+        if (!rill_status_ok(s)) fprintf(stderr, "  %s\n", rill_status_message(s));
+        for (int k = 0; k < 2; k++) {
+            double f[2];
+            for (int side = 0; side < 2; side++) {
+                double p[2] = {x0, w0};
+                p[k] += side ? h : -h;
+                rill_tensor *pv[2] = {rill_tensor_from_data(RILL_DOUBLE, NULL, 0, &p[0]),
+                                      rill_tensor_from_data(RILL_DOUBLE, NULL, 0, &p[1])};
+                rill_tensor *ry = NULL;
+                CHECK_EQ_INT(rill_session_run(sess, feeds, pv, 2, &y, &ry, 1, NULL, 0, s), RILL_OK);
+                f[side] = get(ry);
+                rill_tensor_free(ry);
+                rill_tensor_free(pv[0]);
+                rill_tensor_free(pv[1]);
+            }
+            CHECK_NEAR(get(r[k]), (f[1] - f[0]) / (2 * h), 1e-6);
+            rill_tensor_free(r[k]);
+        }
+        rill_tensor_free(v[0]);
+        rill_tensor_free(v[1]);
+    }
+    rill_session_free(sess);
+    rill_graph_free(g);
+    rill_status_free(s);
+}
+
 int main(void)
 {
     test_cond_takes_one_branch();
@@ -532,5 +587,6 @@ int main(void)
     test_cond_gradient();
     test_malformed_loops();
     test_tensor_array();
+    test_while_gradient();
     return test__end();
 }
