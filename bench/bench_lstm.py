@@ -7,12 +7,14 @@ through a dense layer to 10 classes), one training step timed as steps/s.
                                             unrolled by tf.nn.static_rnn): run it with
                                             TensorFlow's python for TF, under
                                             `python -m rill.run` for rill
+    bench_lstm.py tf1-dynamic [STEPS] [THREADS]   the same with tf.nn.dynamic_rnn (a
+                                            tf.while_loop over time; its gradient a backward
+                                            loop)
     bench_lstm.py torch [STEPS] [THREADS]   the same model in PyTorch (nn.LSTM, eager)
 
 5 chunks of STEPS steps (default 20) after a warm-up chunk; prints the median as
 `RESULT framework=... steps_per_s=...`. Fed a batch of the real training images by feed_dict
-each step. (tf.nn.dynamic_rnn, the usual form, needs the graph's control flow: the static form
-is the same arithmetic.)"""
+each step."""
 import gzip
 import os
 import sys
@@ -24,8 +26,8 @@ DIR = os.environ.get("RILL_FASHION_MNIST", "/usr/share/datasets/fashion-mnist")
 CHUNKS = 5
 T, D, H, B, C = 28, 28, 128, 128, 10
 
-if len(sys.argv) < 2 or sys.argv[1] not in ("tf1", "torch"):
-    sys.exit("usage: bench_lstm.py tf1|torch [STEPS] [THREADS]")
+if len(sys.argv) < 2 or sys.argv[1] not in ("tf1", "tf1-dynamic", "torch"):
+    sys.exit("usage: bench_lstm.py tf1|tf1-dynamic|torch [STEPS] [THREADS]")
 VARIANT = sys.argv[1]
 STEPS = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2] else 20
 THREADS = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] else os.cpu_count()
@@ -59,15 +61,20 @@ def timed(step):
     return sorted(rates)[CHUNKS // 2]
 
 
-def tf1():
+def tf1(dynamic):
     import tensorflow.compat.v1 as tf
     tf.disable_v2_behavior()
     framework = "rill" if tf.__name__.startswith("rill") else "tensorflow"
     x = tf.placeholder(tf.float32, [None, T, D])
     y = tf.placeholder(tf.int64, [None])
     cell = tf.nn.rnn_cell.BasicLSTMCell(H)
-    outputs, _ = tf.nn.static_rnn(cell, tf.unstack(x, T, 1), dtype=tf.float32)
-    logits = tf.layers.dense(outputs[-1], C)
+    if dynamic:
+        outputs, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+        last = outputs[:, -1, :]
+    else:
+        outputs, _ = tf.nn.static_rnn(cell, tf.unstack(x, T, 1), dtype=tf.float32)
+        last = outputs[-1]
+    logits = tf.layers.dense(last, C)
     loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
     train = tf.train.AdamOptimizer(0.001).minimize(loss)
     cfg = tf.ConfigProto(intra_op_parallelism_threads=THREADS,
@@ -79,7 +86,8 @@ def tf1():
             bx, by = batch(i)
             sess.run(train, {x: bx, y: by})
         rate = timed(step)
-    print("RESULT framework=%s steps_per_s=%.2f" % (framework, rate))
+    print("RESULT framework=%s%s steps_per_s=%.2f" % (framework, "-dynamic" if dynamic else "",
+                                                        rate))
 
 
 def torch_program():
@@ -99,7 +107,7 @@ def torch_program():
     print("RESULT framework=torch steps_per_s=%.2f" % timed(step))
 
 
-if VARIANT == "tf1":
-    tf1()
+if VARIANT.startswith("tf1"):
+    tf1(VARIANT == "tf1-dynamic")
 else:
     torch_program()

@@ -146,6 +146,23 @@ static void map_kernel(rill__kctx *ctx)
         rill__convert(x->dtype, pad, RILL_DOUBLE, &v, 1);
     }
     size_t es = rill_dtype_size(x->dtype);
+    int r = m.rank - 1;
+    if (x->dtype != RILL_STRING && r >= 0 && m.mode[r] == RILL__MAP_DIRECT && m.lo[r] == 0 &&
+        m.count[r] == m.in[r] && m.step[r] == 1 && m.count[r] > 1) {
+        /* the innermost dimension is copied as it is (a Transpose that keeps it, a Tile or a
+         * Pad of outer dimensions): one map lookup and one memcpy per row */
+        int64_t w = m.count[r];
+        for (int64_t i = 0; i < m.n; i += w) {
+            int64_t src = rill__map_src(&m, i);
+            char *dst = (char *)y->buf->data + (size_t)i * es;
+            if (src >= 0) {
+                memcpy(dst, (const char *)x->buf->data + (size_t)src * es, (size_t)w * es);
+            } else { /* a row of an outer dimension's padding */
+                for (int64_t k = 0; k < w; k++) memcpy(dst + (size_t)k * es, pad, es);
+            }
+        }
+        return;
+    }
     for (int64_t i = 0; i < m.n; i++) {
         int64_t src = rill__map_src(&m, i);
         if (src >= 0)
