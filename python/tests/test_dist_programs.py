@@ -449,3 +449,24 @@ def test_client_drives_cluster(tmp_path):
     acc = float(re.search(r"acc ([\d.]+)", res.stdout).group(1))
     assert abs(acc - float(ra[0])) < 2e-4, res.stdout + report
     assert "step 300" in res.stdout, res.stdout
+
+
+def test_rnn_replica_async(tmp_path):
+    """A dynamic_rnn LSTM on the workers with its weights on the ps (replica_device_setter),
+    MonitoredTrainingSession, 1 ps + 2 asynchronous workers, under TF and rill: the loop and its
+    gradient loop run on each worker, both stop at the last step, and the losses fall as TF's."""
+    args = ["--data_dir=MNIST_data", "--train_steps=300"]
+    tf_out = tf_cluster("rnn_replica.py", args, tmp_path)
+    rill_out = rill_cluster("rnn_replica.py", args, tmp_path)
+    report = "\n=== TensorFlow" + _report(tf_out) + "\n=== rill" + _report(rill_out)
+    for out in (tf_out, rill_out):
+        for w in ("worker0", "worker1"):
+            assert f"worker {w[-1]}: done after" in out[w][1], report
+    assert _last(r"(variables: .*)", tf_out["worker0"][1]) == \
+        _last(r"(variables: .*)", rill_out["worker0"][1]), report
+    losses = {}
+    for side, out in (("tf", tf_out), ("rill", rill_out)):
+        losses[side] = [float(m[3]) for w in ("worker0", "worker1")
+                        for m in re.findall(MTS_LINE, out[w][1])]
+        assert losses[side] and losses[side][-1] < 1.5, report  # from 2.3 at the start
+    assert abs(losses["rill"][-1] - losses["tf"][-1]) < 0.5, report

@@ -262,6 +262,9 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
     char *scope = rill__asprintf("%s_grad", frame);
     rill_graph_push_name_scope(g, scope);
     rill__free(scope);
+    /* Everything made here runs with the forward loop, on its device: a loop runs on one. */
+    const char *dev = lc->requested_device && lc->requested_device[0] ? lc->requested_device : NULL;
+    if (dev) rill_graph_push_device(g, dev);
     char *bframe = rill__asprintf("%s_grad_%d/while_context", frame, rill_graph_num_nodes(g));
 
     /* Forward: a counter and the writes of what is stacked, as two more loop variables. */
@@ -385,6 +388,7 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
         if (has_acc[j] && dx[nv + j].node)
             cb->give(cb->arg, consts[j]->inputs[0], var_exit(g, &acc[j], bw_next, nbw));
     (void)var_exit(g, &bt, bw_next, nbw);
+    if (dev) rill_graph_pop_device(g);
     rill_graph_pop_name_scope(g);
     rill__free(bframe);
     rill__free(st);
