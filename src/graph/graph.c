@@ -558,7 +558,7 @@ rill_node *rill__node_create(rill_graph *g, const char *op_type, const char *nam
         return NULL;
     }
     for (int i = 0; i < ninputs; i++) {
-        if (!(op->ref_inputs & (1u << i))) continue;
+        if (!rill__bit32(op->ref_inputs, i)) continue;
         if (!rill__is_variable(inputs[i])) {
             rill__graph_fail(g, RILL_INVALID_ARGUMENT,
                              "Input %d of %s must be a variable, got '%s' (%s)", i, op_type,

@@ -106,6 +106,13 @@ struct rill__op_def {
     const char *type_attr; /* attr holding the kernel's dtype ("T", "dtype"); NULL: input 0's */
 };
 
+/* Bit k of a 32-bit mask of inputs or outputs (ref_inputs, host_memory_*): false for k >= 32
+ * (a variadic op's later inputs are never references or host memory). */
+static inline bool rill__bit32(uint32_t mask, int k)
+{
+    return k >= 0 && k < 32 && ((mask >> k) & 1u);
+}
+
 /* The registry of op definitions. */
 const rill__op_def *rill__op_lookup(const char *name);
 /* Calls fn on every registered op (in table order; fn may be NULL); returns how many. */

@@ -233,7 +233,7 @@ rill_tensor *rill__kctx_alloc_output(rill__kctx *ctx, int i, rill_dtype t, const
         return NULL;
     }
     rill__device *dev = ctx->device;
-    if (!dev || (ctx->host_memory_outputs & (1u << i)) || t == RILL_STRING) dev = NULL;
+    if (!dev || rill__bit32(ctx->host_memory_outputs, i) || t == RILL_STRING) dev = NULL;
     if (dev && !dev->ops) dev = NULL; /* CPU:0: host memory */
     rill_tensor *c = ctx->recycle ? ctx->recycle[i] : NULL;
     rill_tensor *out;

@@ -249,7 +249,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         np++;
         for (int k = 0; k < n->ninputs; k++) {
             rill_output in = n->inputs[k];
-            bool ref = n->op->ref_inputs & (1u << k);
+            bool ref = rill__bit32(n->op->ref_inputs, k);
             if (!ref && feed_index(a, in.node, in.index) >= 0) continue;
             if (!inplan[in.node->id]) inplan[in.node->id] = 1, order[nstack++] = in.node->id;
         }
@@ -264,7 +264,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         if (!inplan[i]) continue;
         rill_node *n = rill_graph_node(g, i);
         for (int k = 0; k < n->ninputs; k++) {
-            bool ref = n->op->ref_inputs & (1u << k);
+            bool ref = rill__bit32(n->op->ref_inputs, k);
             if (!ref && feed_index(a, n->inputs[k].node, n->inputs[k].index) >= 0) continue;
             indeg[i]++;
         }
@@ -300,7 +300,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         for (int e = cons.start[id]; e < cons.start[id + 1]; e++) {
             rill_node *c = cons.node[e];
             if (!inplan[c->id]) continue;
-            bool ref = c->op->ref_inputs & (1u << cons.in_index[e]);
+            bool ref = rill__bit32(c->op->ref_inputs, cons.in_index[e]);
             if (!ref && feed_index(a, rill_graph_node(g, id), cons.out_index[e]) >= 0) continue;
             if (--indeg[c->id] == 0) order[tail++] = c->id;
         }
@@ -416,7 +416,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         }
         for (int k = 0; k < n->ninputs; k++) {
             rill_output in = n->inputs[k];
-            if (n->op->ref_inputs & (1u << k)) {
+            if (rill__bit32(n->op->ref_inputs, k)) {
                 pn->in_slot[k] = -1;
                 const rill__attr *sa = rill__node_attr(in.node, "shape");
                 rill_shape vs = sa ? sa->v.shape : rill_shape_unknown();
@@ -461,7 +461,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         for (int e = cons.start[id]; e < cons.start[id + 1]; e++) {
             rill_node *c = cons.node[e];
             if (!inplan[c->id]) continue;
-            bool ref = c->op->ref_inputs & (1u << cons.in_index[e]);
+            bool ref = rill__bit32(c->op->ref_inputs, cons.in_index[e]);
             if (!ref && feed_index(a, pn->node, cons.out_index[e]) >= 0) continue;
             pn->succ[pn->nsucc++] = pidx[c->id];
             p->nodes[pidx[c->id]].npred++;

@@ -80,14 +80,14 @@ static bool out_host(const builder *b, const rill_node *n, int idx)
     rill__device *d = dev_of(b, n);
     if (host_device(d)) return true;
     const rill__kernel_def *k = kernel_of(n, d);
-    return k && (k->host_memory_outputs & (1u << idx));
+    return k && rill__bit32(k->host_memory_outputs, idx);
 }
 
 static bool in_host(const rill__device *d, const rill_node *n, int k)
 {
     if (host_device(d)) return true;
     const rill__kernel_def *kd = kernel_of(n, d);
-    return kd && (kd->host_memory_inputs & (1u << k));
+    return kd && rill__bit32(kd->host_memory_inputs, k);
 }
 
 /* The receive on dst that now carries (src, index) (NULL src: a control edge, never reused), for
@@ -497,7 +497,7 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill__parti
         rill_node *n = rill_graph_node(g, stack[--ns]);
         for (int k = 0; k < n->ninputs; k++) {
             rill_output in = n->inputs[k];
-            bool ref = n->op->ref_inputs & (1u << k);
+            bool ref = rill__bit32(n->op->ref_inputs, k);
             if (!ref && b.fed[b.fed_start[in.node->id] + in.index].node) continue;
             if (!need[in.node->id]) need[in.node->id] = 1, stack[ns++] = in.node->id;
         }
@@ -538,7 +538,7 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill__parti
         RILL_CHECK_ALLOC(ins);
         for (int k = 0; k < n->ninputs; k++) {
             rill_output in = n->inputs[k];
-            if (n->op->ref_inputs & (1u << k))
+            if (rill__bit32(n->op->ref_inputs, k))
                 ins[k] = (rill_output){b.clone[in.node->id], in.index};
             else
                 ins[k] = source_for(&b, in, d, in_host(d, n, k));

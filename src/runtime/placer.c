@@ -119,7 +119,7 @@ static bool follow_reference_inputs(const rill_node *n, rill_device_name *dn, bo
                                     rill_status *s)
 {
     for (int k = 0; k < n->ninputs; k++) {
-        if (!(n->op->ref_inputs & (1u << k))) continue;
+        if (!rill__bit32(n->op->ref_inputs, k)) continue;
         const rill_node *src = n->inputs[k].node;
         rill_device_name sdn, test = *dn;
         if (!rill_device_name_parse(src->requested_device, &sdn, s)) return false;
@@ -172,7 +172,7 @@ bool rill__place(rill_graph *g, rill__placement *pl, rill__device *const *devs, 
         rill_node *n = rill_graph_node(g, i);
         if (n->colocate_with) unite(parent, i, n->colocate_with->id);
         for (int k = 0; k < n->ninputs; k++)
-            if (n->op->ref_inputs & (1u << k)) unite(parent, i, n->inputs[k].node->id);
+            if (rill__bit32(n->op->ref_inputs, k)) unite(parent, i, n->inputs[k].node->id);
     }
     for (int i = 0; i < nn; i++) parent[i] = find(parent, i);
 

@@ -265,7 +265,11 @@ static rill_tensor *read_one(rill__kctx *ctx, tarray *a, int64_t index)
         if (a->element_shape.rank >= 0 && ne >= 0) {
             bool known = true;
             for (int d = 0; d < a->element_shape.rank; d++) known = known && a->element_shape.dims[d] >= 0;
-            if (known) return rill_tensor_new_shape(a->dtype, &a->element_shape);
+            if (known) {
+                rill_tensor *z = rill_tensor_new_shape(a->dtype, &a->element_shape);
+                memset(rill_tensor_data(z), 0, rill_tensor_nbytes(z));
+                return z;
+            }
         }
         char x[96];
         rill__kctx_fail(ctx, RILL_INVALID_ARGUMENT,
