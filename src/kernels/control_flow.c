@@ -1,6 +1,8 @@
 /* control_flow.c - the kernels of Switch, Merge, Enter, Exit, NextIteration and LoopCond, on
  * every device: they only move references (a predicate and Merge's value_index live in host
- * memory). The executor gives them what the rest never sees: Merge takes dead inputs, and a Switch
+ * memory). The executor moves them itself for the forwarding ones and for Switch (whose entry
+ * here has no function: the executor sends the data out on the taken side, a dead tensor on the
+ * other). The executor gives them what the rest never sees: Merge takes dead inputs, and a Switch
  * of an uninitialised variable is an error only when its taken side is read (src/runtime/executor.c, frame.c). */
 #include "kernel.h"
 
@@ -11,13 +13,6 @@ rill_tensor rill__dead_tensor = {.refs = 1 << 30, .dtype = RILL_BOOL};
 static void pass_kernel(rill__kctx *ctx)
 {
     rill__kctx_set_output(ctx, 0, rill_tensor_ref(ctx->inputs[0]));
-}
-
-static void switch_kernel(rill__kctx *ctx)
-{
-    bool p = *(const bool *)rill_tensor_data(ctx->inputs[1]);
-    rill__kctx_set_output(ctx, p ? 1 : 0, rill_tensor_ref(ctx->inputs[0]));
-    rill__kctx_set_output(ctx, p ? 0 : 1, rill__dead());
 }
 
 static void merge_kernel(rill__kctx *ctx)
@@ -36,8 +31,7 @@ static void merge_kernel(rill__kctx *ctx)
 
 #define ANY RILL_DT_INVALID
 #define CF_KERNELS(dev)                                                                      \
-    {.op = "Switch", .device_type = dev, .dtype = ANY, .fn = switch_kernel,                  \
-     .host_memory_inputs = 2},                                                               \
+    {.op = "Switch", .device_type = dev, .dtype = ANY, .host_memory_inputs = 2},            \
         {.op = "Merge", .device_type = dev, .dtype = ANY, .fn = merge_kernel,                \
          .host_memory_outputs = 2},                                                          \
         {.op = "Enter", .device_type = dev, .dtype = ANY, .fn = pass_kernel,             \

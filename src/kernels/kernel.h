@@ -196,6 +196,7 @@ typedef struct rill__kernel_def {
     uint32_t host_memory_outputs; /* bit i: output i lives in host memory */
     bool forwards; /* its one output is its input 0, unchanged: the executor hands the
                     * reference on without calling fn (Identity, Enter, NextIteration, ...) */
+    bool constant; /* its one output is its node's "value" attribute (a host Const): the same */
 } rill__kernel_def;
 
 /* The kernel for (op, device type, dtype), or NULL. */

@@ -46,6 +46,7 @@ typedef struct pnode {
     bool merge;          /* takes dead inputs (Merge) */
     bool reads_unset;    /* may read an uninitialised variable (Switch: an error only if taken) */
     rill__frame *frame;  /* a while loop (_Frame): runs its iteration plan */
+    rill_tensor *value;  /* a constant kernel's value (the node's attribute, borrowed) */
 } pnode;
 
 typedef struct step {
@@ -384,6 +385,10 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
             if (!pn->frame) break;
         } else {
             pn->kernel = rill__kernel_lookup(n->op->name, pn->device->kernel_key, kt);
+        }
+        if (pn->kernel && pn->kernel->constant) {
+            const rill__attr *va = rill__node_attr(n, "value");
+            if (va && va->kind == RILL__ATTR_TENSOR) pn->value = va->v.tensor;
         }
         if (!pn->kernel) {
             char *reg = rill__kernels_registered_for(n->op->name);
@@ -775,6 +780,17 @@ static int execute(step *st, int i, void **item, rill__flush_fn *flush)
     }
     if (pn->kernel->forwards && in[0]) {
         st->slots[pn->out_base] = rill_tensor_ref(in[0]);
+        goto release;
+    }
+    if (pn->value) {
+        st->slots[pn->out_base] = rill_tensor_ref(pn->value);
+        goto release;
+    }
+    if (pn->reads_unset && in[0]) {
+        /* Switch: the data out on the taken side, the other side dead */
+        int taken = *(const bool *)rill_tensor_data(in[1]) ? 1 : 0;
+        st->slots[pn->out_base + taken] = rill_tensor_ref(in[0]);
+        st->slots[pn->out_base + 1 - taken] = rill__dead();
         goto release;
     }
     {
@@ -1237,10 +1253,17 @@ static rill_code step_end(step *st, rill_tensor **fetch_values, rill_status *s)
         if (code == RILL_OK) {
             if (st->slots[slot] && rill__is_dead(st->slots[slot]) && !p->in_frame) {
                 pnode *src = slot_producer(p, slot);
+                /* the user's tensor: behind the transfers to the client, as the user named it */
+                rill_output t = {src ? src->node : NULL, src ? slot - src->out_base : 0};
+                while (t.node && (strcmp(t.node->op->name, "_Recv") == 0 ||
+                                  strcmp(t.node->op->name, "_Send") == 0))
+                    t = t.node->inputs[0];
+                const char *name = !t.node ? "?" : t.node->origin ? t.node->origin->name
+                                                                  : t.node->name;
                 rill_status_set(st->status, RILL_INVALID_ARGUMENT,
                                 "Retval[%d] does not have value: '%s:%d' is on a branch of a "
                                 "cond that was not taken",
-                                i, src ? src->node->name : "?", src ? slot - src->out_base : 0);
+                                i, name, t.index);
                 code = RILL_INVALID_ARGUMENT;
             } else if (!st->slots[slot]) {
                 pnode *src = slot_producer(p, slot);

@@ -10,6 +10,8 @@
  *    the request's type and id are cleared and the search repeats within the same task.
  * 3. Assignment in node order: a group takes its first candidate; Shape takes its input's
  *    device; generators (no inputs, one output) follow their consumers when those agree.
+ * The nodes of a while loop that ask for no device type ask for the CPU (a loop runs on one
+ * device, runtime/frame.c).
  * Placement is incremental, like TF's after graph extension: nodes placed by an earlier call
  * keep their devices, and a new node joining their group must fit them. */
 #include <rill/device_name.h>
@@ -166,6 +168,7 @@ bool rill__place(rill_graph *g, rill__placement *pl, rill__device *const *devs, 
     memcpy(sorted, devs, (size_t)ndev * sizeof *sorted);
     qsort(sorted, (size_t)ndev, sizeof *sorted, cmp_devices);
     bool ok = false;
+    int *loop_depth = NULL;
 
     for (int i = 0; i < nn; i++) parent[i] = i;
     for (int i = 0; i < nn; i++) {
@@ -176,12 +179,41 @@ bool rill__place(rill_graph *g, rill__placement *pl, rill__device *const *devs, 
     }
     for (int i = 0; i < nn; i++) parent[i] = find(parent, i);
 
+    /* While loops run on one device (runtime/frame.c): a loop's nodes that ask for no device
+     * type run on the CPU. A node's loop depth: an Enter's is its input's plus one, an Exit's
+     * its input's minus one, any other node's the deepest of its inputs' (data and control);
+     * node ids are in creation order, so one pass does. */
+    loop_depth = rill__calloc((size_t)nn + 1, sizeof *loop_depth);
+    RILL_CHECK_ALLOC(loop_depth);
+    for (int i = 0; i < nn; i++) {
+        rill_node *n = rill_graph_node(g, i);
+        int d = 0;
+        if (strcmp(n->op->name, "Enter") == 0) {
+            d = loop_depth[n->inputs[0].node->id] + 1;
+        } else if (strcmp(n->op->name, "Exit") == 0) {
+            d = loop_depth[n->inputs[0].node->id] - 1;
+            if (d < 0) d = 0;
+        } else {
+            for (int k = 0; k < n->ninputs; k++)
+                if (loop_depth[n->inputs[k].node->id] > d) d = loop_depth[n->inputs[k].node->id];
+            for (int k = 0; k < n->ncontrol; k++)
+                if (loop_depth[n->control_inputs[k]->id] > d) d = loop_depth[n->control_inputs[k]->id];
+        }
+        loop_depth[i] = d;
+    }
+
     /* Merge each group's requests; note devices fixed by earlier placements. */
     for (int i = 0; i < nn; i++) {
         rill_node *n = rill_graph_node(g, i);
         group *gr = &groups[parent[i]];
         rill_device_name dn;
         if (!rill_device_name_parse(n->requested_device, &dn, s)) goto out;
+        bool in_loop = loop_depth[i] > 0 || (strcmp(n->op->name, "Exit") == 0 &&
+                                             loop_depth[n->inputs[0].node->id] > 0);
+        if (in_loop && !dn.has_type) {
+            dn.has_type = true;
+            snprintf(dn.type, sizeof dn.type, "CPU");
+        }
         if (!follow_reference_inputs(n, &dn, log && i >= pl->n, s)) goto out;
         if (i < pl->n && pl->assigned[i]) gr->fixed = pl->assigned[i];
         if (!gr->spec_ok) {
@@ -320,6 +352,7 @@ bool rill__place(rill_graph *g, rill__placement *pl, rill__device *const *devs, 
     pl->n = nn;
     ok = true;
 out:
+    rill__free(loop_depth);
     rill__free(sorted);
     rill__free(parent);
     rill__free(groups);

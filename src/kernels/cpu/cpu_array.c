@@ -393,7 +393,7 @@ static void strided_slice_grad_kernel(rill__kctx *ctx)
 
 #define ANY RILL_DT_INVALID
 const rill__kernel_def rill__cpu_kernels_array[] = {
-    {.op = "Const", .device_type = "CPU", .dtype = ANY, .fn = const_kernel},
+    {.op = "Const", .device_type = "CPU", .dtype = ANY, .fn = const_kernel, .constant = true},
     {.op = "Placeholder", .device_type = "CPU", .dtype = ANY, .fn = placeholder_kernel},
     {.op = "Identity", .device_type = "CPU", .dtype = ANY, .fn = rill__cpu_identity,
      .forwards = true},
