@@ -13,9 +13,11 @@
  * functions (rill__gradients over the forward body, from its NextIterations' inputs to its
  * Identities and constant Enters); every input they take from the forward loop is then pointed at
  * that read (or, for a constant Enter, at the backward loop's Enter of the same outside value).
- * A forward tensor that a step never needs for gradients costs a write per iteration; nothing of
- * this runs in a step that fetches no gradient (the extra loop variables have Exits of their own,
- * which only the backward loop reads). Loops nested in the body are not differentiated yet. */
+ * The reads are made first (for every tensor of the body), the gradient nodes after them (so the
+ * graph stays in creation order), and the forward writes last, for the tensors whose read some
+ * gradient node took. Nothing of this runs in a step that fetches no gradient (the extra loop
+ * variables have Exits of their own, which only the backward loop needs). Loops nested in the
+ * body are not differentiated yet. */
 #include "graph_internal.h"
 
 #include <string.h>
@@ -87,6 +89,7 @@ typedef struct stacked {
     rill_output t;    /* the forward tensor */
     rill_output read; /* its value of iteration t in the backward loop */
     rill_node *ta;    /* its TensorArray */
+    bool used;        /* the backward body reads it: the forward loop writes it */
 } stacked;
 
 bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb *cb)
@@ -254,7 +257,7 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
                     st = rill__realloc(st, (size_t)stcap * sizeof *st);
                     RILL_CHECK_ALLOC(st);
                 }
-                st[nst++] = (stacked){t, {NULL, 0}, NULL};
+                st[nst++] = (stacked){t, {NULL, 0}, NULL, false};
             }
         }
     }
@@ -267,12 +270,18 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
     if (dev) rill_graph_push_device(g, dev);
     char *bframe = rill__asprintf("%s_grad_%d/while_context", frame, rill_graph_num_nodes(g));
 
-    /* Forward: a counter and the writes of what is stacked, as two more loop variables. */
+    /* Forward: a counter as one more loop variable (the backward loop counts down from its
+     * Exit) and, as another, the flow of the writes of what the backward body reads (made
+     * once that is known, below). */
     var cnt = var_begin(g, rill_const_scalar(g, RILL_INT32, 0, NULL), frame);
     var flow = var_begin(g, rill_const_scalar(g, RILL_FLOAT, 0, NULL), frame);
     var_switch(g, &cnt, rill__out0(lc));
     var_switch(g, &flow, rill__out0(lc));
-    rill_output f = flow.in;
+    rill_node *fw_next[2 * MAXV + 2];
+    int nfw = 0;
+    for (int k = 0; k < nv; k++) fw_next[nfw++] = nexts[k];
+    fw_next[nfw++] = var_next(g, &cnt, rill_add(g, cnt.in, rill_const_scalar(g, RILL_INT32, 1, NULL), NULL));
+    rill_output count = var_exit(g, &cnt, fw_next, nfw);
     for (int j = 0; j < nst && rill_graph_ok(g); j++) {
         rill_output zero = rill_const_scalar(g, RILL_INT32, 0, NULL);
         rill__attr a[4] = {RILL__A_TYPE("dtype", rill_output_dtype(st[j].t)),
@@ -280,18 +289,7 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
                            RILL__A_BOOL("dynamic_size", true),
                            RILL__A_BOOL("identical_element_shapes", false)};
         st[j].ta = mk(g, "TensorArrayV3", &zero, 1, a, 4);
-        if (!st[j].ta) break;
-        rill_output in[4] = {enter(g, rill__out0(st[j].ta), frame, true), cnt.in, st[j].t, f};
-        rill_node *w = mk(g, "TensorArrayWriteV3", in, 4, NULL, 0);
-        if (w) f = rill__out0(w);
     }
-    rill_node *fw_next[2 * MAXV + 2];
-    int nfw = 0;
-    for (int k = 0; k < nv; k++) fw_next[nfw++] = nexts[k];
-    fw_next[nfw++] = var_next(g, &cnt, rill_add(g, cnt.in, rill_const_scalar(g, RILL_INT32, 1, NULL), NULL));
-    fw_next[nfw++] = var_next(g, &flow, f);
-    rill_output count = var_exit(g, &cnt, fw_next, nfw);
-    rill_output flow_out = var_exit(g, &flow, fw_next, nfw);
 
     /* Backward: t from count - 1 down to 0, the adjoints, a sum per constant Enter. */
     var bt = var_begin(g, rill_sub(g, count, rill_const_scalar(g, RILL_INT32, 1, NULL), NULL), bframe);
@@ -315,12 +313,14 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
         if (live[k]) var_switch(g, &adj[k], blco);
     for (int j = 0; j < nc; j++)
         if (has_acc[j]) var_switch(g, &acc[j], blco);
-    /* Iteration t's values, and the constant Enters' outside values, inside the backward loop. */
-    rill_output bflow = flow_out.node ? enter(g, flow_out, bframe, true) : (rill_output){NULL, 0};
+    /* Iteration t's values, and the constant Enters' outside values, inside the backward loop.
+     * A read orders after its array's own flow only: the backward loop starts once the forward
+     * one has ended (it counts down from the counter's Exit). Reads nothing uses are pruned. */
     for (int j = 0; j < nst && rill_graph_ok(g); j++) {
         rill__attr a[2] = {RILL__A_TYPE("dtype", rill_output_dtype(st[j].t)),
                            RILL__A_SHAPE("element_shape", rill_output_shape(st[j].t))};
-        rill_output in[3] = {enter(g, rill__out0(st[j].ta), bframe, true), bt.in, bflow};
+        rill_output in[3] = {enter(g, rill__out0(st[j].ta), bframe, true), bt.in,
+                             enter(g, (rill_output){st[j].ta, 1}, bframe, true)};
         rill_node *r = mk(g, "TensorArrayReadV3", in, 3, a, 2);
         if (r) st[j].read = rill__out0(r);
     }
@@ -347,7 +347,7 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
                 if (in.node == consts[j]) n->inputs[k] = cin[j], done = true;
             for (int j = 0; j < nst && !done; j++)
                 if (st[j].t.node == in.node && st[j].t.index == in.index)
-                    n->inputs[k] = st[j].read, done = true;
+                    n->inputs[k] = st[j].read, st[j].used = done = true;
             if (!done)
                 rill__graph_fail(g, RILL_INTERNAL,
                                  "the gradient of while loop '%s' needs '%s:%d' of iteration t, "
@@ -367,10 +367,18 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
             bool done = false;
             for (int j = 0; j < nst && !done; j++)
                 if (st[j].t.node == dx[k].node && st[j].t.index == dx[k].index)
-                    dx[k] = st[j].read, done = true;
-            for (int j = 0; j < nv && !done; j++)
-                if (dx[k].node == adj[j].in.node) done = true;
+                    dx[k] = st[j].read, st[j].used = done = true;
         }
+    /* Forward: the writes of what the backward body reads, at the counter, in one flow. */
+    rill_output f = flow.in;
+    for (int j = 0; j < nst && rill_graph_ok(g); j++) {
+        if (!st[j].used) continue;
+        rill_output in[4] = {enter(g, rill__out0(st[j].ta), frame, true), cnt.in, st[j].t, f};
+        rill_node *w = mk(g, "TensorArrayWriteV3", in, 4, NULL, 0);
+        if (w) f = rill__out0(w);
+    }
+    fw_next[nfw++] = var_next(g, &flow, f);
+    rill_output flow_out = var_exit(g, &flow, fw_next, nfw);
     rill_node *bw_next[2 * MAXV + 1];
     int nbw = 0;
     bw_next[nbw++] = var_next(g, &bt, rill_sub(g, bt.in, rill_const_scalar(g, RILL_INT32, 1, NULL), NULL));
@@ -382,11 +390,20 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
             rill_output d = dx[nv + j];
             bw_next[nbw++] = var_next(g, &acc[j], d.node ? rill_add(g, acc[j].in, d, NULL) : acc[j].in);
         }
+    /* The backward loop's results wait for the forward writes' flow, which keeps them (and the
+     * whole forward loop) in any step that fetches a gradient. */
     for (int k = 0; k < nv && rill_graph_ok(g); k++)
-        if (live[k]) cb->give(cb->arg, enters[k]->inputs[0], var_exit(g, &adj[k], bw_next, nbw));
+        if (live[k]) {
+            rill_output x = var_exit(g, &adj[k], bw_next, nbw);
+            if (x.node && flow_out.node) rill_node_add_control_input(x.node, flow_out.node);
+            cb->give(cb->arg, enters[k]->inputs[0], x);
+        }
     for (int j = 0; j < nc && rill_graph_ok(g); j++)
-        if (has_acc[j] && dx[nv + j].node)
-            cb->give(cb->arg, consts[j]->inputs[0], var_exit(g, &acc[j], bw_next, nbw));
+        if (has_acc[j] && dx[nv + j].node) {
+            rill_output x = var_exit(g, &acc[j], bw_next, nbw);
+            if (x.node && flow_out.node) rill_node_add_control_input(x.node, flow_out.node);
+            cb->give(cb->arg, consts[j]->inputs[0], x);
+        }
     (void)var_exit(g, &bt, bw_next, nbw);
     if (dev) rill_graph_pop_device(g);
     rill_graph_pop_name_scope(g);
