@@ -27,11 +27,6 @@ static bool is_op(const rill_node *n, const char *op)
     return strcmp(n->op->name, op) == 0;
 }
 
-static const char *frame_of(const rill_node *n)
-{
-    const rill__attr *a = rill__node_attr(n, "frame_name");
-    return a && a->kind == RILL__ATTR_STRING ? a->v.s : "";
-}
 
 static rill_node *mk(rill_graph *g, const char *op, const rill_output *in, int n,
                      const rill__attr *a, int na)
@@ -89,6 +84,7 @@ typedef struct stacked {
     rill_output t;    /* the forward tensor */
     rill_output read; /* its value of iteration t in the backward loop */
     rill_node *ta;    /* its TensorArray */
+    rill_node *live;  /* with a cond in the body: whether it was live (0) or dead, per iteration */
     bool used;        /* the backward body reads it: the forward loop writes it */
 } stacked;
 
@@ -105,7 +101,7 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
         return false;
     }
     rill_node *lc = sw0->inputs[1].node;
-    const char *frame = frame_of(sw0->inputs[0].node->inputs[0].node);
+    const char *frame = rill__frame_name(sw0->inputs[0].node->inputs[0].node);
     int nn = rill_graph_num_nodes(g);
     rill__consumers cons;
     rill__consumers_build(g, &cons);
@@ -117,23 +113,14 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
     RILL_CHECK_ALLOC(stack);
     bool ok = true;
 
-    /* Members: what the loop's Enters reach before its Exits (an inner Enter goes deeper). */
+    /* Members: what the loop's Enters reach, along data and control edges, before its Exits. */
+    rill_status *ms = rill_status_new();
+    if (!rill__loop_members(g, frame, depth, ms)) {
+        rill__graph_fail(g, rill_status_code(ms), "%s", rill_status_message(ms));
+        ok = false;
+    }
+    rill_status_free(ms);
     int ns = 0;
-    for (int i = 0; i < nn; i++) {
-        rill_node *n = rill_graph_node(g, i);
-        if (is_op(n, "Enter") && strcmp(frame_of(n), frame) == 0) depth[i] = 1, stack[ns++] = i;
-    }
-    while (ns) {
-        int id = stack[--ns];
-        rill_node *n = rill_graph_node(g, id);
-        if (is_op(n, "Exit") && depth[id] == 1) continue;
-        int d = depth[id] - (is_op(n, "Exit") ? 1 : 0);
-        for (int e = cons.start[id]; e < cons.start[id + 1]; e++) {
-            rill_node *c = cons.node[e];
-            int cd = d + (is_op(c, "Enter") ? 1 : 0);
-            if (!depth[c->id]) depth[c->id] = cd, stack[ns++] = c->id;
-        }
-    }
     for (int i = 0; ok && i < nn; i++)
         if (depth[i] > 1) {
             rill__graph_fail(g, RILL_UNIMPLEMENTED,
@@ -257,7 +244,7 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
                     st = rill__realloc(st, (size_t)stcap * sizeof *st);
                     RILL_CHECK_ALLOC(st);
                 }
-                st[nst++] = (stacked){t, {NULL, 0}, NULL, false};
+                st[nst++] = (stacked){t, {NULL, 0}, NULL, NULL, false};
             }
         }
     }
@@ -282,13 +269,22 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
     for (int k = 0; k < nv; k++) fw_next[nfw++] = nexts[k];
     fw_next[nfw++] = var_next(g, &cnt, rill_add(g, cnt.in, rill_const_scalar(g, RILL_INT32, 1, NULL), NULL));
     rill_output count = var_exit(g, &cnt, fw_next, nfw);
+    bool has_cond = false; /* a cond inside the body (its tensors may be dead) */
+    for (int i = 0; i < nn; i++)
+        if (region[i] && is_op(rill_graph_node(g, i), "Switch")) has_cond = true;
     for (int j = 0; j < nst && rill_graph_ok(g); j++) {
         rill_output zero = rill_const_scalar(g, RILL_INT32, 0, NULL);
         rill__attr a[4] = {RILL__A_TYPE("dtype", rill_output_dtype(st[j].t)),
-                           RILL__A_SHAPE("element_shape", rill_output_shape(st[j].t)),
+                           RILL__A_SHAPE("element_shape", has_cond ? rill_shape_unknown()
+                                                                    : rill_output_shape(st[j].t)),
                            RILL__A_BOOL("dynamic_size", true),
                            RILL__A_BOOL("identical_element_shapes", false)};
         st[j].ta = mk(g, "TensorArrayV3", &zero, 1, a, 4);
+        if (has_cond) {
+            rill__attr la[3] = {RILL__A_TYPE("dtype", RILL_INT32), RILL__A_BOOL("dynamic_size", true),
+                                RILL__A_BOOL("identical_element_shapes", false)};
+            st[j].live = mk(g, "TensorArrayV3", &zero, 1, la, 3);
+        }
     }
 
     /* Backward: t from count - 1 down to 0, the adjoints, a sum per constant Enter. */
@@ -323,6 +319,20 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
                              enter(g, (rill_output){st[j].ta, 1}, bframe, true)};
         rill_node *r = mk(g, "TensorArrayReadV3", in, 3, a, 2);
         if (r) st[j].read = rill__out0(r);
+        if (r && st[j].live) {
+            /* dead again where the forward tensor was: what a dead input kept from running in
+             * the forward body must not run in the backward one */
+            rill__attr la[2] = {RILL__A_TYPE("dtype", RILL_INT32),
+                                RILL__A_SHAPE("element_shape", rill_shape_scalar())};
+            rill_output lin[3] = {enter(g, rill__out0(st[j].live), bframe, true), bt.in,
+                                  enter(g, (rill_output){st[j].live, 1}, bframe, true)};
+            rill_node *lr = mk(g, "TensorArrayReadV3", lin, 3, la, 2);
+            rill_output was = lr ? rill_equal(g, rill__out0(lr), rill_const_scalar(g, RILL_INT32, 0, NULL), NULL)
+                                 : (rill_output){NULL, 0};
+            rill_output sin[2] = {st[j].read, was};
+            rill_node *sw = was.node ? mk(g, "Switch", sin, 2, NULL, 0) : NULL;
+            st[j].read = sw ? (rill_output){sw, 1} : (rill_output){NULL, 0};
+        }
     }
     rill_output cin[MAXV];
     for (int j = 0; j < nc; j++) cin[j] = enter(g, consts[j]->inputs[0], bframe, true);
@@ -369,13 +379,29 @@ bool rill__while_grad(rill_graph *g, rill_node *exit0, const rill__while_grad_cb
                 if (st[j].t.node == dx[k].node && st[j].t.index == dx[k].index)
                     dx[k] = st[j].read, st[j].used = done = true;
         }
-    /* Forward: the writes of what the backward body reads, at the counter, in one flow. */
+    /* Forward: the writes of what the backward body reads, at the counter, in one flow. A
+     * tensor of a cond inside the body is dead on the iterations that do not take its branch:
+     * a zero is written instead, with whether it was live, so that the flow stays live and the
+     * backward read is dead again where the tensor was. */
     rill_output f = flow.in;
     for (int j = 0; j < nst && rill_graph_ok(g); j++) {
         if (!st[j].used) continue;
-        rill_output in[4] = {enter(g, rill__out0(st[j].ta), frame, true), cnt.in, st[j].t, f};
+        rill_output v = st[j].t;
+        rill_node *m = NULL;
+        if (has_cond) {
+            rill_output both[2] = {v, rill_const_scalar(g, rill_output_dtype(v), 0, NULL)};
+            m = mk(g, "Merge", both, 2, NULL, 0);
+            if (m) v = rill__out0(m);
+        }
+        rill_output in[4] = {enter(g, rill__out0(st[j].ta), frame, true), cnt.in, v, f};
         rill_node *w = mk(g, "TensorArrayWriteV3", in, 4, NULL, 0);
         if (w) f = rill__out0(w);
+        if (m && st[j].live) { /* value_index: 0 where the tensor was live */
+            rill_output lin[4] = {enter(g, rill__out0(st[j].live), frame, true), cnt.in,
+                                  (rill_output){m, 1}, f};
+            rill_node *lw = mk(g, "TensorArrayWriteV3", lin, 4, NULL, 0);
+            if (lw) f = rill__out0(lw);
+        }
     }
     fw_next[nfw++] = var_next(g, &flow, f);
     rill_output flow_out = var_exit(g, &flow, fw_next, nfw);

@@ -199,6 +199,14 @@ bool rill__broadcast_shapes(const rill_node *n, const rill_shape *a, const rill_
 /* Describes a node for errors: "'add' (op: 'Add')". */
 const char *rill__node_desc(const rill_node *n, char *buf, size_t len);
 
+/* A while loop's members (loops.c): depth[id] > 0 for what the Enters of loop `frame` reach
+ * along data and control edges before its Exits leave it (1: the loop's own nodes, its Exits
+ * included; an inner loop's one deeper). depth has room for every node. False (s set) on a node
+ * reached at two depths. */
+bool rill__loop_members(rill_graph *g, const char *frame, int *depth, rill_status *s);
+/* A node's frame_name attribute ("" when none). */
+const char *rill__frame_name(const rill_node *n);
+
 /* The gradient of a while loop (gradients_loop.c), asked by rill__gradients at the loop's last
  * Exit: dy gives an Exit's summed gradient ({NULL}: none), give hands back the gradient of an
  * outside tensor the loop reads (an initial value or a constant Enter's input), mark flags each

@@ -5,7 +5,7 @@
  * same on every iteration), a Merge per loop variable, a LoopCond, a Switch per variable on it,
  * NextIteration nodes (each with a control input on its Merge: the back edge) and Exit nodes.
  * rill__frames_rewrite finds every loop's members (what is reachable from its Enters before its
- * Exits), adds a _Frame node whose inputs are the loop variables' initial values, then the
+ * Exits, graph/loops.c), adds a _Frame node whose inputs are the loop variables' initial values, then the
  * constant Enters' values, then any other outside tensor the body reads, and points each Exit at
  * the _Frame's output of the same rank. The outer plan then runs the Enters, the _Frame and the
  * Exits; the members run only in the _Frame's own plan, the iteration plan, whose feeds are each
@@ -39,53 +39,6 @@ static bool is_op(const rill_node *n, const char *op)
     return strcmp(n->op->name, op) == 0;
 }
 
-static const char *frame_of(const rill_node *n)
-{
-    const rill__attr *a = rill__node_attr(n, "frame_name");
-    return a && a->kind == RILL__ATTR_STRING ? a->v.s : NULL;
-}
-
-/* A loop's members: what its Enters reach (data and control edges) before its Exits leave it.
- * depth[id] > 0 for a member (an Enter of an inner loop goes one deeper, an Exit one up); the
- * loop's own Exits get depth 1 and are not followed. Returns false with s set on a malformed
- * loop. */
-static bool members(rill_graph *g, const char *fname, const rill__consumers *cons,
-                    const int *cstart, const int *cnode, int *depth, int *stack, rill_status *s)
-{
-    int nn = rill_graph_num_nodes(g), ns = 0;
-    for (int i = 0; i < nn; i++) {
-        depth[i] = 0;
-        rill_node *n = rill_graph_node(g, i);
-        if (is_op(n, "Enter") && strcmp(frame_of(n), fname) == 0) depth[i] = 1, stack[ns++] = i;
-    }
-    while (ns) {
-        int id = stack[--ns];
-        rill_node *n = rill_graph_node(g, id);
-        int d = depth[id];
-        if (is_op(n, "Exit") && d == 1) continue; /* leaves the loop */
-        int next = d;
-        if (is_op(n, "Exit")) next = d - 1;
-        for (int pass = 0; pass < 2; pass++) {
-            int b = pass ? cstart[id] : cons->start[id], e = pass ? cstart[id + 1] : cons->start[id + 1];
-            for (int k = b; k < e; k++) {
-                int c = pass ? cnode[k] : cons->node[k]->id;
-                rill_node *cn = rill_graph_node(g, c);
-                int cd = next + (is_op(cn, "Enter") ? 1 : 0);
-                if (depth[c] == cd) continue;
-                if (depth[c] != 0) {
-                    rill_status_set(s, RILL_INVALID_ARGUMENT,
-                                    "'%s' is inside while loop '%s' at two depths (%d and %d): "
-                                    "a loop's ops must be made inside its body",
-                                    cn->name, fname, depth[c], cd);
-                    return false;
-                }
-                depth[c] = cd;
-                stack[ns++] = c;
-            }
-        }
-    }
-    return true;
-}
 
 static int64_t *push_id(int64_t *v, int *n, int *cap, int64_t x)
 {
@@ -130,7 +83,7 @@ static bool rewrite_one(rill_graph *g, const char *fname, int *depth, rill_statu
     int64_t *ctrl = NULL;
     int nm = 0, mcap = 0, nx = 0, xcap = 0, ne = 0, ecap = 0, nsrc = 0, scap = 0, nc = 0, ccap = 0;
     rill_node *loop_cond = NULL;
-    bool ok = members(g, fname, &cons, cstart, cnode, depth, stack, s);
+    bool ok = rill__loop_members(g, fname, depth, s);
 
     /* What the loop's ends (its LoopCond, NextIterations and Exits) need is the loop; a member
      * they do not need is outside code reading the loop: only its Exits may be read. */
@@ -328,8 +281,8 @@ bool rill__frames_rewrite(rill_graph *g, rill_status *s)
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < nn; i++) {
             rill_node *n = rill_graph_node(g, i);
-            const char *f = is_op(n, pass ? "_Frame" : "Enter") ? frame_of(n) : NULL;
-            if (!f) continue;
+            const char *f = is_op(n, pass ? "_Frame" : "Enter") ? rill__frame_name(n) : "";
+            if (!*f) continue;
             int k = 0;
             while (k < nf && strcmp(names[k], f) != 0) k++;
             if (k == nf) {
@@ -369,7 +322,7 @@ rill__frame *rill__frame_new(const rill__plan_args *outer, rill_node *fn, rill_s
     rill_graph *g = fn->graph;
     rill__frame *f = rill__calloc(1, sizeof *f);
     RILL_CHECK_ALLOC(f);
-    f->name = rill__strdup(frame_of(fn));
+    f->name = rill__strdup(rill__frame_name(fn));
     f->nvars = (int)rill__attr_int(fn, "nvars", 0);
     f->ninv = fn->ninputs - f->nvars;
     f->nexits = fn->noutputs;

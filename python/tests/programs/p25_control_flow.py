@@ -71,6 +71,26 @@ with tf.Session() as sess:
     print("case", [sess.run(picked, feed_dict={k: v}) for v in (0, 1, 2)])
     print("untaken branch", sess.run(safe, feed_dict={x: 1.0, flag: False}))
 
+# --- an optimizer's update inside a cond, and a cond inside a loop with its gradient ---
+tf.reset_default_graph()
+x = tf.placeholder(tf.float32, [], name="x")
+do_train = tf.placeholder(tf.bool, [], name="do_train")
+w = tf.Variable(2.0, name="w")
+loss = tf.square(w * x - 1.0)
+maybe_train = tf.cond(do_train, lambda: tf.train.GradientDescentOptimizer(0.1).minimize(loss),
+                      lambda: tf.no_op())
+_, s = tf.while_loop(lambda i, s: i < 3,
+                     lambda i, s: (i + 1, tf.cond(i > 0, lambda: s + 1.0, lambda: s * 2.0)),
+                     (0, x))
+ds = tf.gradients(s, x)[0]
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(maybe_train, {x: 1.0, do_train: False})
+    print("w after a step not taken %.5f" % sess.run(w))
+    sess.run(maybe_train, {x: 1.0, do_train: True})
+    print("w after a step taken %.5f" % sess.run(w))
+    print("cond in a loop", sess.run([s, ds], {x: 1.5}))
+
 # --- a classifier with dropout under tf.cond(is_training) ---
 tf.reset_default_graph()
 tf.set_random_seed(1)

@@ -78,6 +78,7 @@ class Graph:
         op = self._wrap(rop)
         op._origin = _caller_location()
         op._cf_ctx = ctx
+        op._cf_made = True
         return op
 
     def _explain(self, e):

@@ -156,15 +156,30 @@ class _WhileContext(_Context):
 
 
 class _entered:
+    """The graph inside ctx. Ops the C library made meanwhile (an optimizer's updates, built
+    without Graph._make) that update a variable from outside get a control input on the pivot,
+    so that they run only where the branch or body does, as TF's contexts make them."""
+
     def __init__(self, graph, ctx):
         self.graph, self.ctx = graph, ctx
 
     def __enter__(self):
         self.saved = self.graph._cf_ctx
         self.graph._cf_ctx = self.ctx
+        self.mark = len(self.graph._g.ops())
 
     def __exit__(self, *exc):
         self.graph._cf_ctx = self.saved
+        if exc[0] is not None or self.ctx.pivot is None:
+            return
+        new = self.graph._g.ops()[self.mark:]
+        made_here = set(new)
+        for rop in new:
+            op = self.graph._wrap(rop)
+            if getattr(op, "_cf_made", False) or not op.type.startswith(_REF_OPS):
+                continue
+            if any(src.type == "VariableV2" and src not in made_here for src, _ in rop.inputs):
+                rop.add_control_input(self.ctx.pivot._op)
 
 
 # --- tf.cond ---
