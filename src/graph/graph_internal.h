@@ -295,4 +295,24 @@ typedef struct rill__window3d {
 bool rill__window3d_init(const rill_node *n, const int64_t *in, const int64_t *k, rill__window3d *w,
                          char *err, size_t errlen);
 
+
+/* _FusedElementwise's program (runtime/fuse_elementwise.c writes it, kernels/cpu/cpu_fused.c
+ * runs it, ops_nn.c reads its outputs' shapes from it), all int64 in the "program" attr:
+ *   [H, nvalues, ninput_values, ninstructions, noutputs,
+ *    ninput_values x (value, input, column offset, kind: 0 rows, 1 a scalar, 2 a shape the
+ *                     group's must equal, value -1),
+ *    ninstructions x (code, dst, a, b),
+ *    noutputs x (nparts, value of each part)]
+ * Every value is a row of H floats (a scalar input: one float); an output of k parts is their
+ * concatenation along the last axis. The binary codes keep loops.h's RILL__BIN_* order. */
+enum {
+    RILL__EW_ADD, RILL__EW_SUB, RILL__EW_MUL, RILL__EW_DIV, RILL__EW_MAX, RILL__EW_MIN,
+    RILL__EW_SIGMOID, RILL__EW_TANH, RILL__EW_RELU,
+    RILL__EW_SIGMOID_GRAD, RILL__EW_TANH_GRAD, RILL__EW_RELU_GRAD,
+    RILL__EW_COPY,       /* dst = a */
+    RILL__EW_ACCUMULATE, /* dst += a */
+    RILL__EW_VIEW,       /* dst is a itself (a Split's output: a column view of its input) */
+};
+#define RILL__EW_HEADER 5
+
 #endif

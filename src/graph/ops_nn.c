@@ -252,6 +252,34 @@ static void fused_relu_grad_bias_grad_shape(rill_node *n, rill_status *s)
     n->out_shapes[1] = rill_shape_vector(v.rank >= 1 ? v.dims[v.rank - 1] : -1);
 }
 
+/* _FusedElementwise(inputs...): a group of elementwise ops run as one program (graph_internal.h,
+ * RILL__EW_*); output k has the group's shape ("shape"), its last dimension times the output's
+ * number of parts. */
+static void fused_elementwise_shape(rill_node *n, rill_status *s)
+{
+    const rill__attr *pa = rill__node_attr(n, "program"), *sa = rill__node_attr(n, "shape");
+    const int64_t *p = pa && pa->kind == RILL__ATTR_INTS ? pa->v.ints.v : NULL;
+    int np = p ? pa->v.ints.n : 0;
+    if (!p || !sa || np < RILL__EW_HEADER || p[4] != n->noutputs || sa->v.shape.rank < 1) {
+        rill_status_set(s, RILL_INVALID_ARGUMENT, "_FusedElementwise '%s': a malformed program",
+                        n->name);
+        return;
+    }
+    int64_t at = RILL__EW_HEADER + 4 * p[2] + 4 * p[3];
+    for (int o = 0; o < n->noutputs; o++) {
+        if (at >= np || p[at] < 1 || at + 1 + p[at] > np) {
+            rill_status_set(s, RILL_INVALID_ARGUMENT,
+                            "_FusedElementwise '%s': a malformed program", n->name);
+            return;
+        }
+        rill_shape sh = sa->v.shape;
+        sh.dims[sh.rank - 1] *= p[at];
+        n->out_dtypes[o] = RILL_FLOAT;
+        n->out_shapes[o] = sh;
+        at += 1 + p[at];
+    }
+}
+
 const rill__op_def rill__ops_nn[] = {
     {.name = "_FusedMatMul",
      .default_name = "_FusedMatMul",
@@ -265,6 +293,12 @@ const rill__op_def rill__ops_nn[] = {
      .max_inputs = 2,
      .noutputs = 2,
      .shape = fused_relu_grad_bias_grad_shape},
+    {.name = "_FusedElementwise",
+     .default_name = "_FusedElementwise",
+     .min_inputs = 1,
+     .max_inputs = -1,
+     .noutputs = -1,
+     .shape = fused_elementwise_shape},
     {.name = "BiasAdd",
      .default_name = "BiasAdd",
      .min_inputs = 2,

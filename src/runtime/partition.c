@@ -48,6 +48,8 @@ typedef struct builder {
     signed char *role;   /* FUSE_* */
     rill_node **partner; /* FINAL: its MatMul; REPLACED: its ReluGrad */
     int *shift;          /* added to output indices of the node's clone */
+    rill__ew_groups ew;  /* elementwise groups (fuse_elementwise.c) */
+    int *omap;           /* per original (id, output): its _FusedElementwise output + 1, or 0 */
 } builder;
 
 enum { FUSE_NONE, FUSE_ABSORBED, FUSE_FINAL, FUSE_HEAD, FUSE_REPLACED };
@@ -213,7 +215,8 @@ static rill_output source_for(builder *b, rill_output o, rill__device *dst, bool
         src_dev = client_of(b);
         src_host = true;
     } else {
-        src = (rill_output){b->clone[o.node->id], o.index + b->shift[o.node->id]};
+        int m = b->omap ? b->omap[b->fed_start[o.node->id] + o.index] : 0;
+        src = (rill_output){b->clone[o.node->id], m ? m - 1 : o.index + b->shift[o.node->id]};
         src_dev = dev_of(b, o.node);
         src_host = out_host(b, o.node, o.index);
     }
@@ -384,6 +387,150 @@ static rill_node *make_fused(builder *b, rill_node *n)
 }
 
 
+/* Marks the elementwise groups (fuse_elementwise.c) among the needed nodes no other fusion took:
+ * on CPU:0, not fed, no control edge either way, not a target. */
+static void find_ew_groups(builder *b, const char *need, const rill_output *fetches, int nfetches,
+                           rill_node *const *targets, int ntargets)
+{
+    int nn = rill_graph_num_nodes(b->g);
+    char *ok = rill__calloc((size_t)nn + 1, 1);
+    RILL_CHECK_ALLOC(ok);
+    for (int i = 0; i < nn; i++) {
+        rill_node *n = rill_graph_node(b->g, i);
+        ok[i] = need[i] && b->role[i] == FUSE_NONE && n->ncontrol == 0 && !fed(b, n) &&
+                cpu_float(b, n);
+    }
+    for (int i = 0; i < nn; i++) {
+        if (!need[i]) continue;
+        rill_node *n = rill_graph_node(b->g, i);
+        for (int k = 0; k < n->ncontrol; k++) ok[n->control_inputs[k]->id] = 0;
+    }
+    for (int i = 0; i < ntargets; i++) ok[targets[i]->id] = 0;
+    rill__ew_find(b->g, need, ok, fetches, nfetches, &b->ew);
+    rill__free(ok);
+    if (!b->ew.n) return;
+    b->omap = rill__calloc((size_t)b->fed_start[nn] + 1, sizeof *b->omap);
+    RILL_CHECK_ALLOC(b->omap);
+    for (int gi = 0; gi < b->ew.n; gi++) {
+        const rill__ew_group *G = &b->ew.g[gi];
+        for (int o = 0; o < G->nouts; o++)
+            b->omap[b->fed_start[G->outs[o].node->id] + G->outs[o].index] = o + 1;
+    }
+}
+
+/* Whether tensor o's clone (or feed) exists yet. */
+static bool have(const builder *b, rill_output o)
+{
+    return b->fed[b->fed_start[o.node->id] + o.index].node || b->clone[o.node->id];
+}
+
+static bool have_inputs(const builder *b, const rill_node *n)
+{
+    for (int k = 0; k < n->ninputs; k++)
+        if (!have(b, n->inputs[k])) return false;
+    return true;
+}
+
+/* The _FusedElementwise node of group gi, on CPU:0, named after its last member. */
+static rill_node *make_ew(builder *b, int gi)
+{
+    const rill__ew_group *G = &b->ew.g[gi];
+    rill__device *cpu = rill__cpu_device();
+    rill_output *ins = rill__malloc((size_t)G->ninputs * sizeof *ins);
+    RILL_CHECK_ALLOC(ins);
+    for (int k = 0; k < G->ninputs; k++) ins[k] = source_for(b, G->inputs[k], cpu, true);
+    rill_node *last = rill_graph_node(b->g, G->members[G->nmembers - 1]);
+    char name[512];
+    snprintf(name, sizeof name, "%s/", last->name);
+    rill__attr a[] = {RILL__A_INT("num_outputs", G->nouts),
+                      RILL__A_INTS("program", G->nprog, G->prog),
+                      RILL__A_SHAPE("shape", G->shape)};
+    rill_node *c = rill_graph_ok(b->xg) ? rill__node_create(b->xg, "_FusedElementwise", name, ins,
+                                                             G->ninputs, a, 3)
+                                        : NULL;
+    rill__free(ins);
+    if (!c) return NULL;
+    c->assigned = cpu;
+    c->origin = last;
+    for (int m = 0; m < G->nmembers; m++) b->clone[G->members[m]] = c;
+    atomic_fetch_add(&rill__fusions_made, 1);
+    return c;
+}
+
+/* Clones node i (or the fusion it belongs to): 1 when done, 0 when an input is not cloned yet,
+ * -1 on error (b->s set). */
+static int clone_node(builder *b, int i)
+{
+    rill_node *n = rill_graph_node(b->g, i);
+    rill_status *s = b->s;
+    int gi = b->ew.group_of ? b->ew.group_of[i] : -1;
+    if (gi >= 0) {
+        const rill__ew_group *G = &b->ew.g[gi];
+        for (int k = 0; k < G->ninputs; k++)
+            if (!have(b, G->inputs[k])) return 0;
+        if (make_ew(b, gi)) return 1;
+        rill_status_copy(s, rill_graph_status(b->xg));
+        return -1;
+    }
+    if (b->role[i] == FUSE_ABSORBED) return 1;
+    if (b->role[i] == FUSE_REPLACED) { /* BiasAddGrad: output 1 of its ReluGrad's fused node */
+        if (!b->clone[b->partner[i]->id]) return 0;
+        b->clone[i] = b->clone[b->partner[i]->id];
+        b->shift[i] = 1;
+        return 1;
+    }
+    if (b->role[i] == FUSE_FINAL || b->role[i] == FUSE_HEAD) {
+        if (b->role[i] == FUSE_FINAL) {
+            rill_node *mm = b->partner[i], *bias = is_op(n, "Relu") ? n->inputs[0].node : n;
+            if (!have_inputs(b, mm) || !have(b, bias->inputs[1])) return 0;
+        } else if (!have_inputs(b, n)) {
+            return 0;
+        }
+        rill_node *c = rill_graph_ok(b->xg) ? make_fused(b, n) : NULL;
+        if (!c) {
+            rill_status_copy(s, rill_graph_status(b->xg));
+            return -1;
+        }
+        c->assigned = rill__cpu_device();
+        c->origin = n;
+        b->clone[i] = c;
+        atomic_fetch_add(&rill__fusions_made, 1);
+        return 1;
+    }
+    if (!have_inputs(b, n)) return 0;
+    rill__device *d = dev_of(b, n);
+    rill_output inbuf[16], *ins = n->ninputs > 16 ? rill__malloc((size_t)n->ninputs * sizeof *ins) : inbuf;
+    RILL_CHECK_ALLOC(ins);
+    for (int k = 0; k < n->ninputs; k++) {
+        rill_output in = n->inputs[k];
+        if (rill__bit32(n->op->ref_inputs, k))
+            ins[k] = (rill_output){b->clone[in.node->id], in.index};
+        else
+            ins[k] = source_for(b, in, d, in_host(d, n, k));
+    }
+    rill__attr abuf[16], *attrs = n->nattrs > 16 ? rill__malloc((size_t)n->nattrs * sizeof *attrs) : abuf;
+    RILL_CHECK_ALLOC(attrs);
+    clone_attrs(n, attrs);
+    char name[512];
+    snprintf(name, sizeof name, "%s/", n->name);
+    rill_node *c = rill_graph_ok(b->xg)
+                       ? rill__node_create(b->xg, n->op->name, name, ins, n->ninputs, attrs,
+                                           n->nattrs)
+                       : NULL;
+    if (ins != inbuf) rill__free(ins);
+    if (attrs != abuf) rill__free(attrs);
+    if (!c) {
+        rill_status_copy(s, rill_graph_status(b->xg));
+        return -1;
+    }
+    c->assigned = d;
+    c->origin = n;
+    c->seed = n->seed;
+    c->seed2 = n->seed2;
+    b->clone[i] = c;
+    return 1;
+}
+
 /* The feed that stands for n when every output of n is fed (a fed Placeholder), else NULL: such
  * a node never runs, so a control edge from it is dropped and a target naming it is its feed
  * (which the executor does not run either). */
@@ -508,66 +655,51 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill__parti
     }
 
     const char *nofuse = getenv("RILL_NO_FUSION");
-    if (!tasks && (!nofuse || strcmp(nofuse, "1") != 0))
+    bool fuse = !tasks && (!nofuse || strcmp(nofuse, "1") != 0);
+    if (fuse) {
         find_fusions(&b, need, fetches, nfetches, targets, ntargets);
+        find_ew_groups(&b, need, fetches, nfetches, targets, ntargets);
+    }
 
-    /* Clones in node order: every data input is older than its consumer. */
-    for (int i = 0; i < nn; i++) {
-        if (!need[i]) continue;
-        rill_node *n = rill_graph_node(g, i);
-        if (b.role[i] == FUSE_ABSORBED) continue;
-        if (b.role[i] == FUSE_REPLACED) { /* BiasAddGrad: output 1 of its ReluGrad's fused node */
-            b.clone[i] = b.clone[b.partner[i]->id];
-            b.shift[i] = 1;
-            continue;
-        }
-        if (b.role[i] == FUSE_FINAL || b.role[i] == FUSE_HEAD) {
-            rill_node *c = rill_graph_ok(b.xg) ? make_fused(&b, n) : NULL;
-            if (!c) {
-                rill_status_copy(s, rill_graph_status(b.xg));
+    /* Clones in node order: every data input is older than its consumer. A node reading a
+     * fused group's output may come before the group's last input: it waits for a later pass
+     * (the groups were chosen so that no path leaves one and returns). */
+    char *done = rill__calloc((size_t)nn + 1, 1);
+    RILL_CHECK_ALLOC(done);
+    int left = 0;
+    for (int i = 0; i < nn; i++) left += need[i] != 0;
+    for (bool progress = true; left && progress;) {
+        progress = false;
+        for (int i = 0; i < nn; i++) {
+            if (!need[i] || done[i]) continue;
+            int r = clone_node(&b, i);
+            if (r < 0) {
+                rill__free(done);
                 goto out;
             }
-            c->assigned = rill__cpu_device();
-            c->origin = n;
-            b.clone[i] = c;
-            atomic_fetch_add(&rill__fusions_made, 1);
-            continue;
+            if (r == 0) continue;
+            int gi = b.ew.group_of ? b.ew.group_of[i] : -1;
+            if (gi >= 0) { /* the whole group is cloned */
+                for (int m = 0; m < b.ew.g[gi].nmembers; m++) done[b.ew.g[gi].members[m]] = 1;
+                left -= b.ew.g[gi].nmembers;
+            } else {
+                done[i] = 1;
+                left--;
+            }
+            progress = true;
         }
-        rill__device *d = dev_of(&b, n);
-        rill_output inbuf[16], *ins = n->ninputs > 16 ? rill__malloc((size_t)n->ninputs * sizeof *ins) : inbuf;
-        RILL_CHECK_ALLOC(ins);
-        for (int k = 0; k < n->ninputs; k++) {
-            rill_output in = n->inputs[k];
-            if (rill__bit32(n->op->ref_inputs, k))
-                ins[k] = (rill_output){b.clone[in.node->id], in.index};
-            else
-                ins[k] = source_for(&b, in, d, in_host(d, n, k));
-        }
-        rill__attr abuf[16], *attrs = n->nattrs > 16 ? rill__malloc((size_t)n->nattrs * sizeof *attrs) : abuf;
-        RILL_CHECK_ALLOC(attrs);
-        clone_attrs(n, attrs);
-        char name[512];
-        snprintf(name, sizeof name, "%s/", n->name);
-        rill_node *c = rill_graph_ok(b.xg)
-                           ? rill__node_create(b.xg, n->op->name, name, ins, n->ninputs, attrs,
-                                               n->nattrs)
-                           : NULL;
-        if (ins != inbuf) rill__free(ins);
-        if (attrs != abuf) rill__free(attrs);
-        if (!c) {
-            rill_status_copy(s, rill_graph_status(b.xg));
-            goto out;
-        }
-        c->assigned = d;
-        c->origin = n;
-        c->seed = n->seed;
-        c->seed2 = n->seed2;
-        b.clone[i] = c;
+    }
+    rill__free(done);
+    if (left) {
+        rill_status_set(s, RILL_INTERNAL, "partition: %d nodes could not be ordered after fusion",
+                        left);
+        goto out;
     }
     /* Control edges (kept direct: one executor runs every local partition). Absorbed nodes have
      * none; a replaced one's go to the node that stands for it. */
     for (int i = 0; i < nn; i++) {
         if (!need[i] || b.role[i] == FUSE_ABSORBED || b.role[i] == FUSE_REPLACED) continue;
+        if (b.ew.group_of && b.ew.group_of[i] >= 0) continue; /* members have none */
         rill_node *n = rill_graph_node(g, i);
         for (int k = 0; k < n->ncontrol; k++) {
             rill_node *c = n->control_inputs[k];
@@ -613,6 +745,8 @@ out:
     rill__free(b.role);
     rill__free(b.partner);
     rill__free(b.shift);
+    rill__free(b.omap);
+    rill__ew_groups_free(&b.ew);
     rill__free(need);
     rill__free(stack);
     return ok;

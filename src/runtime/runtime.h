@@ -77,6 +77,29 @@ bool rill__partition(rill_graph *g, const rill__placement *pl, const rill__parti
                      int nfetches, rill_node *const *targets, int ntargets, rill__xgraph *out,
                      rill_status *s);
 void rill__xgraph_free(rill__xgraph *x);
+/* Groups of elementwise ops one _FusedElementwise runs (fuse_elementwise.c). */
+typedef struct rill__ew_group {
+    int nmembers;
+    int *members; /* node ids, ascending */
+    int ninputs;
+    rill_output *inputs; /* the fused node's inputs */
+    int nouts;
+    rill_output *outs; /* the member outputs it gives, in order */
+    int64_t *prog;     /* graph_internal.h, RILL__EW_* */
+    int nprog;
+    rill_shape shape; /* of every value (the members' shape) */
+} rill__ew_group;
+typedef struct rill__ew_groups {
+    int n;
+    rill__ew_group *g;
+    int *group_of; /* per node id: its group, or -1 */
+} rill__ew_groups;
+/* The groups among need[] nodes that eligible[] allows (on CPU:0, nothing fed, no control edge,
+ * not in another fusion); fetches count as readers outside every group. */
+void rill__ew_find(rill_graph *g, const char *need, const char *eligible,
+                   const rill_output *fetches, int nfetches, rill__ew_groups *out);
+void rill__ew_groups_free(rill__ew_groups *x);
+
 /* Fused nodes made by rill__partition since the process started (tests see fusion happen). */
 extern atomic_int rill__fusions_made;
 
