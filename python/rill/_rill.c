@@ -753,20 +753,30 @@ static PyObject *graph_find(GraphObject *g, PyObject *arg)
     return op_new(g, rill_graph_find_node(g->g, name));
 }
 
-static PyObject *graph_ops(GraphObject *g, PyObject *unused)
+/* ops(start=0): the ops made since the start-th, in creation order. */
+static PyObject *graph_ops(GraphObject *g, PyObject *args)
 {
-    (void)unused;
+    int start = 0;
+    if (!PyArg_ParseTuple(args, "|i", &start)) return NULL;
     int n = rill_graph_num_nodes(g->g);
-    PyObject *l = PyList_New(n);
-    for (int i = 0; l && i < n; i++) {
+    if (start < 0) start = 0;
+    if (start > n) start = n;
+    PyObject *l = PyList_New(n - start);
+    for (int i = start; l && i < n; i++) {
         PyObject *o = op_new(g, rill_graph_node(g->g, i));
         if (!o) {
             Py_DECREF(l);
             return NULL;
         }
-        PyList_SET_ITEM(l, i, o);
+        PyList_SET_ITEM(l, i - start, o);
     }
     return l;
+}
+
+static PyObject *graph_num_ops(GraphObject *g, PyObject *unused)
+{
+    (void)unused;
+    return PyLong_FromLong(rill_graph_num_nodes(g->g));
 }
 
 /* gradients(ys, xs, grad_ys=None) -> [(Op, index) or None] */
@@ -1134,7 +1144,9 @@ static PyMethodDef graph_methods[] = {
     {"op", (PyCFunction)(void (*)(void))graph_op, METH_VARARGS | METH_KEYWORDS,
      "op(type, name=None, inputs=(), attrs={}, device=None, control_inputs=()) -> Op"},
     {"find", (PyCFunction)graph_find, METH_O, "The op of that name, or None."},
-    {"ops", (PyCFunction)graph_ops, METH_NOARGS, "Every op, in creation order."},
+    {"ops", (PyCFunction)graph_ops, METH_VARARGS,
+     "ops(start=0): the ops from the start-th on, in creation order."},
+    {"num_ops", (PyCFunction)graph_num_ops, METH_NOARGS, "How many ops the graph has."},
     {"gradients", (PyCFunction)graph_gradients, METH_VARARGS,
      "gradients(ys, xs, grad_ys=None): d(sum ys)/d xs as (Op, index) or None."},
     {"set_seed", (PyCFunction)graph_set_seed, METH_O, "The graph-level random seed."},

@@ -44,7 +44,7 @@ typedef struct pnode {
     rill__device *device;
     int nsucc_data;      /* succ[0, nsucc_data) are data edges, the rest control edges */
     bool merge;          /* takes dead inputs (Merge) */
-    bool reads_unset;    /* may read an uninitialised variable (Switch: an error only if taken) */
+    bool is_switch;      /* a Switch: moved by the executor; may read an uninitialised variable (an error only if the taken side is read) */
     rill__frame *frame;  /* a while loop (_Frame): runs its iteration plan */
     rill_tensor *value;  /* a constant kernel's value (the node's attribute, borrowed) */
 } pnode;
@@ -376,8 +376,8 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         rill_dtype kt = rill__node_kernel_dtype(n);
         pn->device = n->assigned ? n->assigned : rill__cpu_device();
         pn->merge = strcmp(n->op->name, "Merge") == 0;
-        pn->reads_unset = strcmp(n->op->name, "Switch") == 0;
-        if (pn->reads_unset) p->dead_flow = true;
+        pn->is_switch = strcmp(n->op->name, "Switch") == 0;
+        if (pn->is_switch) p->dead_flow = true;
         if (strcmp(n->op->name, "_Frame") == 0) {
             static const rill__kernel_def frame_kernel = {.op = "_Frame"};
             pn->kernel = &frame_kernel;
@@ -733,7 +733,7 @@ static int execute(step *st, int i, void **item, rill__flush_fn *flush)
             pthread_mutex_lock(&rv->mu);
             in[k] = rill_tensor_ref(rv->value);
             pthread_mutex_unlock(&rv->mu);
-            if (!in[k] && !pn->reads_unset) {
+            if (!in[k] && !pn->is_switch) {
                 rill_status *e = rill_status_new();
                 rill_status_set(e, RILL_FAILED_PRECONDITION,
                                 "Attempting to use uninitialized value %s", rv->name);
@@ -763,7 +763,7 @@ static int execute(step *st, int i, void **item, rill__flush_fn *flush)
             goto release;
         }
     }
-    if (pn->reads_unset && !in[0]) {
+    if (pn->is_switch && !in[0]) {
         /* A Switch of an uninitialised variable: an error only if the taken side is read. */
         int taken = *(const bool *)rill_tensor_data(in[1]) ? 1 : 0;
         if (p->slot_consumers[pn->out_base + taken] > 0) {
@@ -786,7 +786,7 @@ static int execute(step *st, int i, void **item, rill__flush_fn *flush)
         st->slots[pn->out_base] = rill_tensor_ref(pn->value);
         goto release;
     }
-    if (pn->reads_unset && in[0]) {
+    if (pn->is_switch && in[0]) {
         /* Switch: the data out on the taken side, the other side dead */
         int taken = *(const bool *)rill_tensor_data(in[1]) ? 1 : 0;
         st->slots[pn->out_base + taken] = rill_tensor_ref(in[0]);

@@ -283,7 +283,7 @@ typedef struct grow {
  * grows past a bound answers yes: the node then just stays out of the group. */
 static bool reaches(finder *f, grow *groups, int u, int gi)
 {
-    enum { BUDGET = 20000 };
+    enum { BUDGET = 4096 };
     int *stack = f->scratch, ns = 0, visits = 0;
     int mark = ++f->mark;
     stack[ns++] = u;

@@ -106,7 +106,6 @@ class _Context:
 
     def op_inputs(self, type, inputs):
         """The inputs an op of this context gets (Graph._make)."""
-        tf = _tf()
         out = []
         for t in inputs:
             if t.op.type == "VariableV2" and type.startswith(_REF_OPS):
@@ -166,13 +165,13 @@ class _entered:
     def __enter__(self):
         self.saved = self.graph._cf_ctx
         self.graph._cf_ctx = self.ctx
-        self.mark = len(self.graph._g.ops())
+        self.mark = self.graph._g.num_ops()
 
     def __exit__(self, *exc):
         self.graph._cf_ctx = self.saved
         if exc[0] is not None or self.ctx.pivot is None:
             return
-        new = self.graph._g.ops()[self.mark:]
+        new = self.graph._g.ops(self.mark)
         made_here = set(new)
         for rop in new:
             op = self.graph._wrap(rop)

@@ -499,7 +499,7 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
     tf.while_loop over time: (outputs, state). With sequence_length, a row's outputs past its
     length are zeros and its state the one at its last step, as TF's."""
     tf = _tf()
-    from .control_flow import TensorArray, while_loop
+    from .control_flow import TensorArray, _pack, while_loop
     with tf.variable_scope(scope or "rnn"):
         flat = [tf.convert_to_tensor(x) for x in _flatten(inputs)]
         if not time_major:
@@ -538,7 +538,7 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
 
             def step(t, tas, st):
                 xs = [ta.read(t) for ta in input_tas]
-                x = xs[0] if not isinstance(inputs, (tuple, list)) else _pack_like(inputs, xs)
+                x = xs[0] if not isinstance(inputs, (tuple, list)) else _pack(inputs, xs)
                 out, new_st = cell(x, st)
                 outs = _flatten(out)
                 if sequence_length is not None:
@@ -555,20 +555,8 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
         if not time_major:
             outs = [_transpose_batch_time(o) for o in outs]
         outputs = outs[0] if not isinstance(cell.output_size, (tuple, list)) else \
-            _pack_like(cell.output_size, outs)
+            _pack(cell.output_size, outs)
     return outputs, final
-
-
-def _pack_like(template, flat):
-    it = iter(flat)
-
-    def build(t):
-        if isinstance(t, (tuple, list)):
-            items = [build(e) for e in t]
-            return type(t)(*items) if hasattr(t, "_fields") else type(t)(items)
-        return next(it)
-
-    return build(template)
 
 
 def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
