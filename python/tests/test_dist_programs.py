@@ -299,9 +299,12 @@ def test_mts_restart_from_checkpoint(tmp_path):
     report = "\n=== TensorFlow" + _report(tf_out) + "\n=== rill" + _report(rill_out)
     for out in (tf_out, rill_out):
         _mts_checks(out, 600, report)
-        first = [int(m[2]) for m in re.findall(MTS_LINE, out["worker0"][1])]
-        # the restarted chief's first logged global step is past the restored 300
-        assert first and first[0] > 300, report
+        # the first global step either worker logs after the restart is past the restored 300
+        # (a worker logs every 100 of its own steps: the chief may do fewer than 100 when the
+        # other worker takes most of them, as TF's once did, 98 against 202)
+        logged = [int(m[2]) for w in ("worker0", "worker1")
+                  for m in re.findall(MTS_LINE, out[w][1])]
+        assert logged and min(logged) > 300, report
         local = int(_last(r"worker 0: done after (\d+) local steps", out["worker0"][1]))
         assert local <= 300 + 10, report
 
