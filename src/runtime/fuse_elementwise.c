@@ -383,6 +383,25 @@ static int member_pos(const rill__ew_group *G, int id)
     return -1;
 }
 
+/* A new input-value entry for tensor o (kind 0 rows, 1 a scalar, 2 a shape check), reading the
+ * fused node's input that is o, added when it is not one yet. */
+static int add_ext(valmap *vm, rill_output o, int off, int kind, int val)
+{
+    int input = -1;
+    for (int i = 0; i < vm->ninputs && input < 0; i++)
+        if (vm->inputs[i].node == o.node && vm->inputs[i].index == o.index) input = i;
+    if (input < 0) {
+        input = vm->ninputs++;
+        vm->inputs[input] = o;
+    }
+    int e = vm->next_ext++;
+    vm->ext[e] = o;
+    vm->ext_off[e] = off;
+    vm->ext_input[e] = input;
+    vm->ext_scalar[e] = kind;
+    return vm->ext_val[e] = val;
+}
+
 /* The value of tensor o read by a member: a member's own, or an external one (column offset off
  * into it: a Split's outputs). */
 static int value_of(valmap *vm, const rill__ew_group *G, rill_output o, int off)
@@ -393,37 +412,13 @@ static int value_of(valmap *vm, const rill__ew_group *G, rill_output o, int off)
         if (vm->ext[e].node == o.node && vm->ext[e].index == o.index && vm->ext_off[e] == off &&
             vm->ext_val[e] >= 0)
             return vm->ext_val[e];
-    int input = -1;
-    for (int i = 0; i < vm->ninputs; i++)
-        if (vm->inputs[i].node == o.node && vm->inputs[i].index == o.index) input = i;
-    if (input < 0) {
-        input = vm->ninputs++;
-        vm->inputs[input] = o;
-    }
-    int e = vm->next_ext++;
-    vm->ext[e] = o;
-    vm->ext_off[e] = off;
-    vm->ext_input[e] = input;
-    vm->ext_scalar[e] = is_scalar(o.node->out_shapes[o.index]);
-    return vm->ext_val[e] = vm->next++;
+    return add_ext(vm, o, off, is_scalar(o.node->out_shapes[o.index]), vm->next++);
 }
 
 /* An input the kernel only compares with the group's shape (SumToShape's target). */
 static void shape_check(valmap *vm, rill_output o)
 {
-    int input = -1;
-    for (int i = 0; i < vm->ninputs; i++)
-        if (vm->inputs[i].node == o.node && vm->inputs[i].index == o.index) input = i;
-    if (input < 0) {
-        input = vm->ninputs++;
-        vm->inputs[input] = o;
-    }
-    int e = vm->next_ext++;
-    vm->ext[e] = o;
-    vm->ext_off[e] = 0;
-    vm->ext_input[e] = input;
-    vm->ext_scalar[e] = 2;
-    vm->ext_val[e] = -1;
+    add_ext(vm, o, 0, 2, -1);
 }
 
 static void build_program(finder *f, rill__ew_group *G, const rill_output *fetches, int nfetches)

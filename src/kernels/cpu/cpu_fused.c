@@ -87,16 +87,19 @@ static void ew_rows(void *arg, int64_t r0, int64_t r1)
     const ew_job *j = arg;
     const rill__loops *l = rill__loops_get();
     int64_t H = j->H, nval = j->nval;
-    const float **ptr = rill__malloc((size_t)nval * sizeof *ptr);
-    int *home_out = rill__malloc((size_t)nval * sizeof *home_out), *home_part = rill__malloc((size_t)nval * sizeof *home_part);
-    float *scratch = rill__malloc((size_t)(nval * H > 0 ? nval * H : 1) * sizeof *scratch);
-    RILL_CHECK_ALLOC(ptr);
-    RILL_CHECK_ALLOC(home_out);
-    RILL_CHECK_ALLOC(home_part);
-    RILL_CHECK_ALLOC(scratch);
+    /* One block for the shard's bookkeeping and scratch rows: on the stack for the groups an
+     * RNN cell makes (a step allocates nothing), from the heap beyond that. */
+    size_t n_scratch = (size_t)(nval * H) * sizeof(float), n_ptr = (size_t)nval * sizeof(float *),
+           n_home = (size_t)nval * sizeof(int), n_form = (size_t)j->ninstr;
+    size_t bytes = n_scratch + n_ptr + 2 * n_home + n_form + 1;
+    _Alignas(64) char stack_block[32768];
+    char *block = bytes <= sizeof stack_block ? stack_block : rill__malloc(bytes);
+    RILL_CHECK_ALLOC(block);
+    const float **ptr = (const float **)block; /* pointers first: each part stays aligned */
+    float *scratch = (float *)(block + n_ptr);
+    int *home_out = (int *)(block + n_ptr + n_scratch), *home_part = home_out + nval;
+    signed char *form = (signed char *)(block + n_scratch + n_ptr + 2 * n_home);
     for (int64_t v = 0; v < nval; v++) home_out[v] = -1;
-    signed char *form = rill__malloc((size_t)(j->ninstr > 0 ? j->ninstr : 1));
-    RILL_CHECK_ALLOC(form);
     for (int64_t i = 0; i < j->ninstr; i++) {
         const int64_t *c = j->code + 4 * i;
         form[i] = RILL__FORM_SAME;
@@ -169,11 +172,7 @@ static void ew_rows(void *arg, int64_t r0, int64_t r1)
             o += 1 + o[0];
         }
     }
-    rill__free(form);
-    rill__free(ptr);
-    rill__free(home_out);
-    rill__free(home_part);
-    rill__free(scratch);
+    if (block != stack_block) rill__free(block);
 }
 
 static void fused_elementwise_kernel(rill__kctx *ctx)
