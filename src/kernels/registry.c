@@ -248,7 +248,7 @@ rill_tensor *rill__kctx_alloc_output(rill__kctx *ctx, int i, rill_dtype t, const
         fits = true;
     }
     if (fits) {
-        rill__tensor_set_shape(c, s);
+        c->shape = *s; /* (numel is the same) */
         out = rill_tensor_ref(c);
     } else {
         rill__buffer *b = rill__buffer_new_on(dev, t, numel);

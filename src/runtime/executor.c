@@ -46,6 +46,7 @@ typedef struct pnode {
     bool merge;          /* takes dead inputs (Merge) */
     bool is_switch;      /* a Switch: moved by the executor; may read an uninitialised variable (an error only if the taken side is read) */
     rill__frame *frame;  /* a while loop (_Frame): runs its iteration plan */
+    bool unread;         /* an output nothing reads (dropped as soon as the node has run) */
     rill_tensor *value;  /* a constant kernel's value (the node's attribute, borrowed) */
 } pnode;
 
@@ -121,8 +122,10 @@ struct rill__plan {
                    * its waker's thread (a transport thread must not wait on a queue) */
     bool dead_flow; /* some node may produce a dead tensor (Switch): deadness is tracked */
     bool in_frame;  /* a loop's iteration plan: fetches may be dead */
-    pthread_mutex_t mu;
-    step *cached; /* NULL while a step runs on it */
+    bool sync;      /* every node of a step runs on the thread that runs the step (no inter-op
+                     * pool, nothing parks): rill__plan_run runs them in order (a loop's
+                     * iteration) */
+    _Atomic(step *) cached; /* NULL while a step runs on it */
 };
 
 static void step_free(step *st);
@@ -322,7 +325,6 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
     /* The plan, in topological order. */
     p = rill__calloc(1, sizeof *p);
     RILL_CHECK_ALLOC(p);
-    pthread_mutex_init(&p->mu, NULL);
     p->n = np;
     p->nodes = rill__calloc((size_t)(np ? np : 1), sizeof *p->nodes);
     RILL_CHECK_ALLOC(p->nodes);
@@ -483,6 +485,7 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
     rill__free(cnode);
     rill__free(cfill);
     rill__consumers_free(&cons);
+    p->sync = !p->inter && !p->parks;
     p->roots = rill__malloc((size_t)(np ? np : 1) * sizeof *p->roots);
     RILL_CHECK_ALLOC(p->roots);
     for (int i = 0; i < np; i++)
@@ -498,6 +501,9 @@ rill__plan *rill__plan_new(const rill__plan_args *a, rill_status *s)
         p->fetch_slot[i] = slot;
         p->slot_consumers[slot]++; /* the fetch holds the tensor to the end of the step */
     }
+    for (int i = 0; i < np; i++)
+        for (int o = 0; o < p->nodes[i].noutputs; o++)
+            if (p->slot_consumers[p->nodes[i].out_base + o] == 0) p->nodes[i].unread = true;
     for (int i = 0; i < np; i++) {
         rill_node *sn = p->nodes[i].node;
         /* Kernel state belongs to the user's node: every plan that runs it shares it. Nodes the
@@ -547,8 +553,7 @@ void rill__plan_free(rill__plan *p)
     rill__free(p->fetch_slot);
     rill__free(p->roots);
     rill__free(p->inbuf_off);
-    step_free(p->cached);
-    pthread_mutex_destroy(&p->mu);
+    step_free(atomic_load(&p->cached));
     rill__free(p);
 }
 
@@ -850,7 +855,7 @@ release:
             release_slot(st, pn->in_slot[k]);
         }
     }
-    for (int o = 0; o < pn->noutputs; o++) {
+    for (int o = 0; pn->unread && o < pn->noutputs; o++) {
         int slot = pn->out_base + o;
         if (atomic_load_explicit(&st->slot_refs[slot], memory_order_relaxed) == 0) {
             rill_tensor_free(st->slots[slot]);
@@ -1045,16 +1050,17 @@ static void flush_deferred(step *st, int *stack, int *np, int cap)
 static void drain(step *st, int *stack, int n, int cap)
 {
     rill__plan *p = st->plan;
+    const int *ndef = &tl_ndef; /* (one lookup of the thread's variable) */
     for (;;) {
         if (!n) {
-            if (!tl_ndef) break;
+            if (!*ndef) break;
             flush_deferred(st, stack, &n, cap);
             continue;
         }
         int i = stack[--n];
         pnode *pn = &p->nodes[i];
         /* Deferred writes go out before anything that may wait for them. */
-        if (tl_ndef && pn->node->op->blocking) {
+        if (*ndef && pn->node->op->blocking) {
             stack[n++] = i;
             flush_deferred(st, stack, &n, cap);
             continue;
@@ -1133,10 +1139,7 @@ static step *step_begin(rill__plan *p, rill_tensor *const *feed_values, rill_ten
     for (int i = 0; i < p->nfeeds; i++)
         if (!check_feed(p, i, feed_values[i], s)) return NULL;
 
-    pthread_mutex_lock(&p->mu);
-    step *st = p->cached;
-    p->cached = NULL;
-    pthread_mutex_unlock(&p->mu);
+    step *st = atomic_exchange_explicit(&p->cached, NULL, memory_order_acquire);
     if (!st) st = step_new(p);
 
     rill_status_clear(st->status);
@@ -1145,13 +1148,10 @@ static step *step_begin(rill__plan *p, rill_tensor *const *feed_values, rill_ten
     st->deadline = d;
     for (int i = 0; i < p->nslots; i++)
         atomic_store_explicit(&st->slot_refs[i], p->slot_consumers[i], memory_order_relaxed);
-    for (int i = 0; i < p->n; i++)
-        atomic_store_explicit(&st->pending[i], p->nodes[i].npred, memory_order_relaxed);
     for (int i = 0; i < p->nfeeds; i++) {
         int slot = p->feed_slot[i];
         if (p->slot_consumers[slot] > 0) st->slots[slot] = rill_tensor_ref(feed_values[i]);
     }
-    atomic_store(&st->remaining, p->n);
     st->done = false;
     if (p->parks) memset(st->park, 0, (size_t)p->n);
     if (p->dead_flow) {
@@ -1168,6 +1168,9 @@ static step *step_begin(rill__plan *p, rill_tensor *const *feed_values, rill_ten
 static void step_start(step *st)
 {
     rill__plan *p = st->plan;
+    for (int i = 0; i < p->n; i++)
+        atomic_store_explicit(&st->pending[i], p->nodes[i].npred, memory_order_relaxed);
+    atomic_store(&st->remaining, p->n);
     int n = 0;
     st->ready[n++] = p->roots[0]; /* runs last */
     for (int r = 1; r < p->nroots; r++) {
@@ -1202,12 +1205,38 @@ bool rill__plan_run_async(rill__plan *p, rill_tensor *const *feed_values, rill_t
     return true;
 }
 
+/* A synchronous plan's step (every node runs on this thread: no inter-op pool, nothing parks)
+ * runs its nodes one after another in the plan's topological order: what the ready stack would
+ * do on one thread, without counting each node's inputs down. A deferred node's work is done at
+ * once. */
+static void run_in_order(step *st)
+{
+    rill__plan *p = st->plan;
+    for (int i = 0; i < p->n; i++) {
+        void *item = NULL;
+        rill__flush_fn flush = NULL;
+        if (execute(st, i, &item, &flush) == RAN_DEFERRED) {
+            rill_status *err = NULL;
+            flush(&item, 1, &err);
+            if (err) {
+                step_fail(st, err, p->nodes[i].node);
+                rill_status_free(err);
+            }
+        }
+        pnode *pn = &p->nodes[i];
+        if (p->dead_flow && st->dead[i])
+            for (int k = pn->nsucc_data; k < pn->nsucc; k++) st->ctrl_dead[pn->succ[k]] = 1;
+    }
+}
+
 rill_code rill__plan_run(rill__plan *p, rill_tensor *const *feed_values, rill_tensor **fetch_values,
                          rill__deadline d, rill_status *s)
 {
     step *st = step_begin(p, feed_values, fetch_values, d, s);
     if (!st) return rill_status_code(s);
-    if (p->n > 0) {
+    if (p->n > 0 && p->sync) {
+        run_in_order(st);
+    } else if (p->n > 0) {
         step_start(st);
         /* Wait for the rest, running the parked nodes that were woken (and every 50 ms all of
          * them, to see a deadline, a cancellation or an aborted step). */
@@ -1294,12 +1323,10 @@ static rill_code step_end(step *st, rill_tensor **fetch_values, rill_status *s)
     }
     rill_status_copy(s, st->status);
 
-    pthread_mutex_lock(&p->mu);
-    if (!p->cached) {
-        p->cached = st;
+    step *none = NULL;
+    if (atomic_compare_exchange_strong_explicit(&p->cached, &none, st, memory_order_release,
+                                                memory_order_relaxed))
         st = NULL;
-    }
-    pthread_mutex_unlock(&p->mu);
     step_free(st);
     return code;
 }

@@ -632,7 +632,7 @@ static void binary(rill__kctx *ctx, const bin_op *op)
                  y->buf->data,
                  out->buf->data,
                  &bc,
-                 rill__attr_float(ctx->node, "alpha", 0.2)};
+                 op->alpha ? rill__attr_float(ctx->node, "alpha", 0.2) : 0};
     run_sharded(ctx, out->numel, bin_range, &j);
 }
 
